@@ -1,0 +1,1 @@
+"""The write side of jobledger: event types, keys, the clock, and the commands that append and apply."""

@@ -1,0 +1,107 @@
+"""The commands of the ledger, as descriptions: which script, which arguments, how to read the reply.
+
+Each command is one Lua script run with EVALSHA: it checks state, appends its event(s) and applies
+them, atomically, in one round trip.  A :class:`Call` is pure data, so the same command runs through
+the sync :class:`ledger.runner.Ledger` or the async :class:`ledger.runner.AsyncLedger`, one at a time
+or many in a pipeline.  ``now`` is not an argument here: the runner adds it from its clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One command: script name, its ARGV after ``now``, and the parser of its reply."""
+
+    script: str
+    args: tuple[str | int, ...]
+    parse: Callable[[Any], T] = field(default=lambda reply: reply)
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as."""
+
+    id: int
+    attempt: int
+    input_text: str | None
+
+
+def _int(reply: Any) -> int:
+    return int(reply)
+
+
+def _ids(reply: Any) -> list[int]:
+    return [int(x) for x in reply]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _fetched(reply: Any) -> list[Fetched]:
+    return [Fetched(int(i), int(a), _text(inp)) for i, a, inp in reply]
+
+
+def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
+    """Create or replace a queue's settings; True when it was created."""
+    return Call("put_queue", (name, settings.to_json()), lambda r: int(r) == 1)
+
+
+def delete_queue(name: str) -> Call[int]:
+    """Delete a queue and its queued jobs; the number of jobs deleted."""
+    return Call("delete_queue", (name,), _int)
+
+
+def create_job(queue: str, options: JobOptions) -> Call[int]:
+    """Create a queued job; its id."""
+    return Call("create_job", (queue, options.options_json(), options.input_text()), _int)
+
+
+def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
+    """Start up to ``count`` queued jobs."""
+    return Call("fetch_jobs", (queue, count, worker or ""), _fetched)
+
+
+def update_job(job_id: int, update: JobUpdate) -> Call[int]:
+    """PATCH semantics: status and/or output; the number of events appended (0 for an empty patch)."""
+    attempt = "" if update.attempt is None else update.attempt
+    return Call("update_job", (job_id, update.status or "", update.output_text(), attempt), _int)
+
+
+def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int]:
+    """PUT /job/{id}/output."""
+    return Call("update_job", (job_id, "", json_text(output), "" if attempt is None else attempt), _int)
+
+
+def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:
+    return Call("heartbeat", (job_id, "" if attempt is None else attempt), _int)
+
+
+def delete_job(job_id: int) -> Call[int]:
+    return Call("delete_job", (job_id,), _int)
+
+
+def check_timeouts(limit: int) -> Call[list[int]]:
+    """Time out up to ``limit`` running jobs past their deadline; their ids."""
+    return Call("check_timeouts", (limit,), _ids)
+
+
+def check_retries(limit: int) -> Call[list[int]]:
+    """Requeue (or end) up to ``limit`` jobs whose retry time has come; their ids."""
+    return Call("check_retries", (limit,), _ids)
+
+
+def check_expiry(limit: int) -> Call[list[int]]:
+    """Expire up to ``limit`` ended jobs past ``expires_after``; their ids."""
+    return Call("check_expiry", (limit,), _ids)

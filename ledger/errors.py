@@ -1,0 +1,63 @@
+"""One exception tree for the whole product.
+
+Lua scripts refuse a command with ``redis.error_reply("<CODE> <message>")``; :func:`from_reply`
+turns that reply into the matching exception, and the HTTP layer maps each class to a status code.
+"""
+
+from __future__ import annotations
+
+
+class JobLedgerError(Exception):
+    """Root of every error jobledger raises on purpose."""
+
+    code = "ERROR"
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(JobLedgerError):
+    """The input is malformed or invalid; nothing changed."""
+
+    code = "BAD_REQUEST"
+    status = 400
+
+
+class NotFound(JobLedgerError):
+    """The queue, job or launcher does not exist."""
+
+    code = "NOT_FOUND"
+    status = 404
+
+
+class Conflict(JobLedgerError):
+    """The request is valid but the current state refuses it (e.g. a transition the table does not list)."""
+
+    code = "CONFLICT"
+    status = 409
+
+
+class ReadOnly(JobLedgerError):
+    """A write was sent to a read-only view."""
+
+    code = "READ_ONLY"
+    status = 405
+
+
+class Unavailable(JobLedgerError):
+    """Redis cannot be reached."""
+
+    code = "UNAVAILABLE"
+    status = 503
+
+
+_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict)}
+
+
+def from_reply(text: str) -> JobLedgerError | None:
+    """The exception a script's error reply names, or None if the reply is not one of ours."""
+    code, _, message = text.partition(" ")
+    cls = _BY_CODE.get(code)
+    return cls(message) if cls else None

@@ -1,0 +1,234 @@
+"""Event types: one pydantic model per type, versioned, and the stream entry format.
+
+A stream entry holds ``type``, ``v`` (schema version of that type), ``at`` (ms since the epoch, UTC),
+``job`` and ``queue`` where they apply, and ``data`` (compact JSON of the type's own fields).  The
+stream id is the event's id.  Events are built and applied inside the Lua commands; these models are
+the contract for the fields, decode what is read back, and upcast an older ``v`` to the current model.
+
+Opaque user JSON (a job's ``input`` and ``output``) travels inside ``data`` as its JSON *text*, so the
+ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it for readers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ledger.durations import format_time
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class EventData(BaseModel):
+    """The type's own fields.  ``version`` is the current schema version of the type; ``upcasters``
+    maps an old version to the function that turns its data into the next version's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: ClassVar[str]
+    version: ClassVar[int] = 1
+    upcasters: ClassVar[dict[int, Upcaster]] = {}
+    json_text_fields: ClassVar[tuple[str, ...]] = ()
+
+
+class QueueSettingsData(EventData):
+    """Settings with durations in milliseconds."""
+
+    timeout: int
+    heartbeat_timeout: int
+    expires_after: int
+    retries: int
+    retry_delays: list[int] = []
+
+
+class QueueCreated(QueueSettingsData):
+    type = "queue_created"
+
+
+class QueueUpdated(QueueSettingsData):
+    type = "queue_updated"
+
+
+class QueueDeleted(EventData):
+    type = "queue_deleted"
+
+
+class JobCreated(EventData):
+    type = "job_created"
+    json_text_fields = ("input",)
+
+    timeout: int
+    heartbeat_timeout: int
+    expires_after: int
+    retries: int
+    retry_delays: list[int] = []
+    tags: list[str] = []
+    input: str | None = None
+
+
+class JobStarted(EventData):
+    type = "job_started"
+
+    attempt: int
+    worker: str | None = None
+
+
+class JobHeartbeat(EventData):
+    type = "job_heartbeat"
+
+
+class JobOutputSet(EventData):
+    type = "job_output_set"
+    json_text_fields = ("output",)
+
+    output: str
+
+
+class JobCompleted(EventData):
+    type = "job_completed"
+    json_text_fields = ("output",)
+
+    output: str | None = None
+
+
+class JobFailed(EventData):
+    """A running job failed; ``ended`` if no retry is left, else it is requeued at ``retry_at``."""
+
+    type = "job_failed"
+    json_text_fields = ("output",)
+
+    ended: bool
+    retry_at: int | None = None
+    output: str | None = None
+
+
+class JobTimedOut(EventData):
+    """The scheduler found a running job past its ``timeout`` or ``heartbeat_timeout``."""
+
+    type = "job_timed_out"
+
+    reason: Literal["timeout", "heartbeat"]
+    ended: bool
+    retry_at: int | None = None
+
+
+class JobCancelled(EventData):
+    type = "job_cancelled"
+    json_text_fields = ("output",)
+
+    output: str | None = None
+
+
+class JobRequeued(EventData):
+    """Back to its queue: by the scheduler after a retry delay (``retry``), or by a client (manual)."""
+
+    type = "job_requeued"
+
+    retry: bool
+
+
+class JobEnded(EventData):
+    """A job waiting to retry can no longer be retried (its queue was deleted); it ends as it is."""
+
+    type = "job_ended"
+
+    reason: Literal["queue_deleted"]
+
+
+class JobExpired(EventData):
+    type = "job_expired"
+
+
+class JobDeleted(EventData):
+    type = "job_deleted"
+
+    reason: Literal["queue_deleted"] | None = None
+
+
+EVENT_TYPES: dict[str, type[EventData]] = {
+    cls.type: cls
+    for cls in (
+        QueueCreated,
+        QueueUpdated,
+        QueueDeleted,
+        JobCreated,
+        JobStarted,
+        JobHeartbeat,
+        JobOutputSet,
+        JobCompleted,
+        JobFailed,
+        JobTimedOut,
+        JobCancelled,
+        JobRequeued,
+        JobEnded,
+        JobExpired,
+        JobDeleted,
+    )
+}
+
+
+def upcast(type_: str, version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Raise ``data`` written at ``version`` of its type to the current version."""
+    cls = EVENT_TYPES[type_]
+    while version < cls.version:
+        data = cls.upcasters[version](data)
+        version += 1
+    return data
+
+
+@dataclass(frozen=True)
+class Event:
+    """One decoded stream entry, its data upcast to the current model."""
+
+    id: str
+    type: str
+    at: int
+    job: int | None
+    queue: str | None
+    data: EventData
+
+    def item(self) -> dict[str, Any]:
+        """The API's event item ``{id, type, at, queue, job, data}``, user JSON decoded."""
+        data = self.data.model_dump(exclude_none=True)
+        for name in self.data.json_text_fields:
+            if name in data:
+                data[name] = json.loads(data[name])
+        return {
+            "id": self.id,
+            "type": self.type,
+            "at": format_time(self.at),
+            "queue": self.queue,
+            "job": self.job,
+            "data": data,
+        }
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
+    """A raw XRANGE entry (bytes or str) -> :class:`Event`, upcasting an older ``v``."""
+    f = {_text(k): _text(v) for k, v in fields.items()}
+    type_ = f["type"]
+    raw = json.loads(f.get("data") or "{}")
+    data = EVENT_TYPES[type_].model_validate(upcast(type_, int(f.get("v", "1")), raw))
+    job = f.get("job")
+    return Event(
+        id=_text(entry_id),
+        type=type_,
+        at=int(f["at"]),
+        job=int(job) if job else None,
+        queue=f.get("queue") or None,
+        data=data,
+    )
+
+
+def lua_versions() -> str:
+    """The Lua table of current versions, so scripts stamp ``v`` from the same models."""
+    pairs = ", ".join(f"{name} = {cls.version}" for name, cls in EVENT_TYPES.items())
+    return "local V = {" + pairs + "}\n"

@@ -1,0 +1,105 @@
+"""Every Redis key of a ledger, built in one place.
+
+All keys start with ``{NAMESPACE}:``; the braces make the namespace a Redis Cluster hash tag, so every
+key of one ledger lives in one slot and every Lua script is cluster-safe.  Scripts receive the prefix
+as ``KEYS[1]`` and build the rest with helper functions that :func:`lua_prelude` generates from the
+same :data:`TEMPLATES` table, so the naming exists once, here.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+DEFAULT_NAMESPACE = "jobledger"
+
+#: name -> template; ``{x}`` fields are the key's parameters.  Fixed keys have no parameters.
+TEMPLATES: dict[str, str] = {
+    "events": "events",  # the ledger: one stream holding every event
+    "job_id": "job_id",  # last job id handed out
+    "seq": "seq",  # enqueue sequence: FIFO order within a priority
+    "stats": "stats",  # global statistics counters (hash)
+    "queues": "queues",  # names of existing queues (set)
+    "due_run": "due:run",  # running jobs by the time they time out (zset)
+    "due_retry": "due:retry",  # failed / timed-out jobs waiting to retry, by retry time (zset)
+    "due_expire": "due:expire",  # ended jobs by expiry time (zset)
+    "job": "job:{id}",  # the job's fields (hash)
+    "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
+    "queue": "queue:{name}",  # the queue's settings (hash)
+    "queue_jobs": "queue:{name}:jobs",  # queued job ids by priority then FIFO (zset)
+    "queue_status": "queue:{name}:{status}",  # job ids of the queue with this status (zset, score id)
+    "tag": "tag:{tag}",  # ids of jobs with this tag (set)
+}
+
+_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,255}$")
+
+
+def valid_queue_name(name: str) -> bool:
+    """Queue names are 1-255 characters of ``A-Z a-z 0-9 _ - .`` (no ``:`` so keys never collide)."""
+    return bool(_QUEUE_NAME.match(name))
+
+
+def _fields(template: str) -> list[str]:
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Key builder for one namespace."""
+
+    namespace: str = DEFAULT_NAMESPACE
+
+    @property
+    def prefix(self) -> str:
+        return f"{{{self.namespace}}}:"
+
+    def build(self, key: str, **params: object) -> str:
+        """The key named ``key`` in :data:`TEMPLATES`, its fields filled from ``params``."""
+        return self.prefix + TEMPLATES[key].format(**params)
+
+    @property
+    def events(self) -> str:
+        return self.build("events")
+
+    def job(self, job_id: int | str) -> str:
+        return self.build("job", id=job_id)
+
+    def history(self, job_id: int | str) -> str:
+        return self.build("history", id=job_id)
+
+    def queue(self, name: str) -> str:
+        return self.build("queue", name=name)
+
+    def queue_jobs(self, name: str) -> str:
+        return self.build("queue_jobs", name=name)
+
+    def queue_status(self, name: str, status: str) -> str:
+        return self.build("queue_status", name=name, status=status)
+
+    def tag(self, tag: str) -> str:
+        return self.build("tag", tag=tag)
+
+    def pattern(self) -> str:
+        """A SCAN pattern matching every key of this namespace."""
+        escaped = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix)
+        return escaped + "*"
+
+
+def lua_prelude() -> str:
+    """Lua definitions of every key: ``K.events`` for fixed keys, ``K.job(id)`` for the others."""
+    lines = ["local P = KEYS[1]", "local K = {}"]
+    for name, template in TEMPLATES.items():
+        params = _fields(template)
+        if not params:
+            lines.append(f"K.{name} = P .. {template!r}")
+            continue
+        parts = []
+        for literal, field, _, _ in string.Formatter().parse(template):
+            if literal:
+                parts.append(repr(literal))
+            if field:
+                parts.append(field)
+        body = " .. ".join(["P", *parts])
+        lines.append(f"K.{name} = function({', '.join(params)}) return {body} end")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,13 @@
+-- check_expiry: the scheduler's expiry check.  Every ended job whose expires_after has passed since
+-- it ended leaves the projections (its events stay in the ledger).
+-- KEYS[1] namespace prefix
+-- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
+-- returns the ids expired
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local done = {}
+for _, id in ipairs(due(K.due_expire, now, limit)) do
+  local job = load_job(id)
+  emit(now, 'job_expired', id, job.queue, '{}')
+  done[#done + 1] = tonumber(id)
+end
+return done

@@ -1,0 +1,91 @@
+"""The scheduler: just another client of the ledger.
+
+Its checks are ordinary commands (``check_timeouts``, ``check_retries``, ``check_expiry``); each
+reads only the due part of a deadline set and re-checks the job inside its script, so any number of
+schedulers can run at once and a job still times out, retries or expires once.  A check runs in
+batches until less than a full batch was due.  Intervals come from the ``[server]`` config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ledger import commands
+from ledger.commands import Call
+from ledger.errors import Unavailable
+from ledger.runner import AsyncLedger, Ledger, connect_async
+
+if TYPE_CHECKING:
+    from api.config import Config
+
+log = logging.getLogger("jobledger.scheduler")
+
+BATCH = 500
+Check = Callable[[int], Call[list[int]]]
+CHECKS: dict[str, Check] = {
+    "timeouts": commands.check_timeouts,
+    "retries": commands.check_retries,
+    "expiry": commands.check_expiry,
+}
+
+
+def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
+    """Run every check once, to the end of what is due now; the ids each check handled."""
+    out: dict[str, list[int]] = {}
+    for name, check in CHECKS.items():
+        done: list[int] = []
+        while True:
+            ids = ledger.run(check(batch))
+            done += ids
+            if len(ids) < batch:
+                break
+        out[name] = done
+    return out
+
+
+async def run_check(ledger: AsyncLedger, check: Check, batch: int = BATCH) -> int:
+    """One check, to the end of what is due now; how many jobs it handled."""
+    total = 0
+    while True:
+        ids = await ledger.run(check(batch))
+        total += len(ids)
+        if len(ids) < batch:
+            return total
+
+
+async def _loop(ledger: AsyncLedger, name: str, interval_ms: int) -> None:
+    check = CHECKS[name]
+    while True:
+        try:
+            handled = await run_check(ledger, check)
+            if handled:
+                log.info("%s check handled %d jobs", name, handled)
+        except Unavailable as exc:
+            log.warning("%s check skipped: %s", name, exc)
+        await asyncio.sleep(max(interval_ms, 10) / 1000)
+
+
+def intervals(config: Config) -> dict[str, int]:
+    s = config.server
+    return {
+        "timeouts": s.timeout_check_interval,
+        "retries": s.retry_check_interval,
+        "expiry": s.expiry_check_interval,
+    }
+
+
+async def run(ledger: AsyncLedger, every: dict[str, int]) -> None:
+    """Run the three checks, each on its own interval (ms), until cancelled."""
+    await asyncio.gather(*(_loop(ledger, name, every[name]) for name in CHECKS))
+
+
+async def run_forever(config: Config, redis_url: str) -> Any:
+    """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
+    ledger = connect_async(redis_url, config.redis.key_namespace)
+    try:
+        await run(ledger, intervals(config))
+    finally:
+        await ledger.client.aclose()

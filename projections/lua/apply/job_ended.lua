@@ -1,0 +1,7 @@
+-- apply_job_ended(e): a job waiting to retry ends where it is (its queue is gone)
+local function apply_job_ended(e)
+  local id = e.job
+  local job = load_job(id)
+  leave_place(id, job)
+  enter_stopped(id, job, job.status, true, e.at, nil)
+end

@@ -1,0 +1,7 @@
+-- apply_job_heartbeat(e): the worker is alive; the heartbeat deadline moves on
+local function apply_job_heartbeat(e)
+  local job = load_job(e.job)
+  redis.call('HSET', K.job(e.job), 'last_heartbeat', e.at)
+  local deadline = run_deadline(job, tonumber(job.started_at), e.at)
+  if deadline then redis.call('ZADD', K.due_run, deadline, e.job) end
+end

@@ -1,0 +1,17 @@
+-- leave_place(id, job): take the job out of the one place its current status puts it, and out of
+-- the deadline set that status schedules it in
+local function leave_place(id, job)
+  local status = job.status
+  if status == 'queued' then
+    redis.call('ZREM', K.queue_jobs(job.queue), id)
+  else
+    redis.call('ZREM', K.queue_status(job.queue, status), id)
+  end
+  if status == 'running' then
+    redis.call('ZREM', K.due_run, id)
+  elseif job.ended == '1' then
+    redis.call('ZREM', K.due_expire, id)
+  elseif status == 'failed' or status == 'timed_out' then
+    redis.call('ZREM', K.due_retry, id)
+  end
+end

@@ -1,0 +1,127 @@
+"""Typed readers of the projections.
+
+A :class:`Read` is a description (the Redis commands to pipeline, and how to parse their replies),
+so one reader serves the sync and the async runner alike.  ``parse`` may return another Read when a
+second round trip is needed (e.g. sizes after listing the queues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ledger.errors import NotFound
+from ledger.keys import Keys
+from ledger.requests import QueueSettings
+from projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
+
+T = TypeVar("T")
+
+STATS = (
+    "total_jobs_created", "total_jobs_completed", "total_jobs_retried",
+    "total_jobs_failed", "total_jobs_timed_out", "total_jobs_cancelled",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Read(Generic[T]):
+    commands: Callable[[Keys], list[tuple[Any, ...]]]
+    parse: Callable[[list[Any]], T | Read[T]]
+
+
+def _str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def queue_names() -> Read[list[str]]:
+    return Read(lambda k: [("SMEMBERS", k.build("queues"))], lambda r: sorted(_str(n) for n in r[0]))
+
+
+def queue(name: str) -> Read[QueueSettings]:
+    """The queue's settings, or NotFound."""
+
+    def parse(r: list[Any]) -> QueueSettings:
+        if not r[0]:
+            raise NotFound(f"queue '{name}' does not exist")
+        return queue_settings(decode_hash(r[0]))
+
+    return Read(lambda k: [("HGETALL", k.queue(name))], parse)
+
+
+def queue_size(name: str) -> Read[int]:
+    def parse(r: list[Any]) -> int:
+        if not r[0]:
+            raise NotFound(f"queue '{name}' does not exist")
+        return int(r[1])
+
+    return Read(lambda k: [("EXISTS", k.queue(name)), ("ZCARD", k.queue_jobs(name))], parse)
+
+
+def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
+    """``{status: [ids]}`` for every status; queued ids in the order they will be handed out."""
+
+    def commands(k: Keys) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = [("EXISTS", k.queue(name)), ("ZRANGE", k.queue_jobs(name), 0, -1)]
+        out += [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
+        return out
+
+    def parse(r: list[Any]) -> dict[str, list[int]]:
+        if not r[0]:
+            raise NotFound(f"queue '{name}' does not exist")
+        return {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES, r[1:], strict=True)}
+
+    return Read(commands, parse)
+
+
+def job(job_id: int, fields: tuple[str, ...] = JOB_FIELDS) -> Read[dict[str, Any]]:
+    """The job's fields (all, or those named), or NotFound."""
+
+    def parse(r: list[Any]) -> dict[str, Any]:
+        if not r[0]:
+            raise NotFound(f"job {job_id} does not exist")
+        return job_view(job_id, decode_hash(r[0]), fields)
+
+    return Read(lambda k: [("HGETALL", k.job(job_id))], parse)
+
+
+def job_field_raw(job_id: int, field: str) -> Read[str | None]:
+    """One stored field as text (e.g. ``output`` JSON), NotFound if the job does not exist."""
+
+    def parse(r: list[Any]) -> str | None:
+        if not r[0]:
+            raise NotFound(f"job {job_id} does not exist")
+        return None if r[1] is None else _str(r[1])
+
+    return Read(lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse)
+
+
+def tagged(tag: str) -> Read[list[int]]:
+    return Read(lambda k: [("SMEMBERS", k.tag(tag))], lambda r: sorted(int(i) for i in r[0]))
+
+
+def info() -> Read[dict[str, Any]]:
+    """Per-queue counts by status and the global statistics (Ocypod's ``/info``)."""
+
+    def counts(names: list[str], stats: dict[str, str]) -> Read[dict[str, Any]]:
+        def commands(k: Keys) -> list[tuple[Any, ...]]:
+            out: list[tuple[Any, ...]] = []
+            for n in names:
+                out.append(("ZCARD", k.queue_jobs(n)))
+                out += [("ZCARD", k.queue_status(n, s)) for s in JOB_STATUSES[1:]]
+            return out
+
+        def parse(r: list[Any]) -> dict[str, Any]:
+            width = len(JOB_STATUSES)
+            queues = {
+                n: dict(zip(JOB_STATUSES, (int(c) for c in r[i * width : (i + 1) * width]), strict=True))
+                for i, n in enumerate(names)
+            }
+            return {"queues": queues, "statistics": {s: int(stats.get(s, 0)) for s in STATS}}
+
+        return Read(commands, parse)
+
+    return Read(
+        lambda k: [("SMEMBERS", k.build("queues")), ("HGETALL", k.build("stats"))],
+        lambda r: counts(sorted(_str(n) for n in r[0]), decode_hash(r[1])),
+    )

@@ -1,0 +1,1 @@
+"""Rebuilding projections from the stream, comparing projection sets, views as of a past point."""

