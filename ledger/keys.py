@@ -86,10 +86,13 @@ class Keys:
         return escaped + "*"
 
 
-def lua_prelude() -> str:
-    """Lua definitions of every key: ``K.events`` for fixed keys, ``K.job(id)`` for the others."""
+def lua_prelude(names: set[str] | None = None) -> str:
+    """Lua definitions of the keys named (all by default): ``K.events`` for fixed keys,
+    ``K.job(id)`` for the others."""
     lines = ["local P = KEYS[1]", "local K = {}"]
     for name, template in TEMPLATES.items():
+        if names is not None and name not in names:
+            continue
         params = _fields(template)
         if not params:
             lines.append(f"K.{name} = P .. {template!r}")

@@ -1,22 +1,27 @@
 """Compose the Lua scripts and name them.
 
-A script is: the generated prelude (every key helper from :mod:`ledger.keys`, the event versions
-from :mod:`ledger.events`), the shared includes in dependency order (projection helpers, the
-appliers, the apply dispatcher, the command helpers), then the entry file's body.  Each entry file
-is one command.  Scripts are composed once per process and run with EVALSHA.
+A script is the generated prelude (the key helpers of :mod:`ledger.keys` it uses, the event
+versions of :mod:`ledger.events`), the shared pieces it needs, then its entry file's body.  Each
+entry file is one command (``ledger/lua``) or the replay step (``replay/lua``).
+
+Lua builds every local function of a script again on each EVALSHA, so a script carries only what it
+uses: the appliers of the event types its body emits (all of them when it calls ``apply`` itself),
+and the transitive closure of the pieces those reference.  Scripts are composed once per process.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ledger.events import lua_versions
+from ledger.events import EVENT_TYPES, lua_versions
 from ledger.keys import lua_prelude
+from projections.appliers import APPLIERS
 
 _ROOT = Path(__file__).resolve().parent.parent
-COMMANDS_DIR = _ROOT / "ledger" / "lua"
-REPLAY_DIR = _ROOT / "replay" / "lua"
+ENTRY_DIRS = (_ROOT / "ledger" / "lua", _ROOT / "replay" / "lua")
 
 #: Shared pieces, each defining one local function, in the order they depend on each other.
 INCLUDES = [
@@ -52,22 +57,73 @@ INCLUDES = [
     "ledger/lua/lib/due.lua",
 ]
 
+_DEFINES = re.compile(r"^local function (\w+)", re.MULTILINE)
+_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_EMITS = re.compile(r"\bemit\(\s*[^,]+,\s*'(\w+)'")
+_KEY_USE = re.compile(r"\bK\.(\w+)")
 
-def _entry_files() -> dict[str, Path]:
-    files = {p.stem: p for p in sorted(COMMANDS_DIR.glob("*.lua"))}
-    files.update({p.stem: p for p in sorted(REPLAY_DIR.glob("*.lua"))})
-    return files
+
+@dataclass(frozen=True)
+class Piece:
+    name: str  # the local function it defines
+    text: str
 
 
 @cache
-def _shared() -> str:
-    parts = [lua_prelude(), lua_versions()]
-    parts += [(_ROOT / rel).read_text() for rel in INCLUDES]
-    return "\n".join(parts)
+def _pieces() -> list[Piece]:
+    pieces = []
+    for rel in INCLUDES:
+        text = (_ROOT / rel).read_text()
+        match = _DEFINES.search(text)
+        if not match:
+            raise ValueError(f"{rel} defines no local function")
+        pieces.append(Piece(match.group(1), text))
+    return pieces
+
+
+def _applier_table(types: list[str]) -> str:
+    pairs = ",\n".join(f"  {t} = {APPLIERS[t]}" for t in types)
+    return "local APPLY = {\n" + pairs + "\n}\n"
+
+
+def _event_types(body: str) -> list[str]:
+    """The event types a body can emit; every type when it calls ``apply`` directly."""
+    if re.search(r"\bapply\(", body):
+        return list(EVENT_TYPES)
+    return sorted(set(_EMITS.findall(body)))
+
+
+def _needed(body: str, types: list[str]) -> set[str]:
+    """Names of the pieces the body and its appliers reach, transitively."""
+    names = {p.name for p in _pieces()}
+    texts = {p.name: p.text for p in _pieces()}
+    todo = set(_WORD.findall(body)) & names | {APPLIERS[t] for t in types}
+    if types:
+        todo.add("apply")
+    needed: set[str] = set()
+    while todo:
+        name = todo.pop()
+        needed.add(name)
+        todo |= (set(_WORD.findall(texts[name])) & names) - needed
+    return needed
+
+
+def compose(body: str) -> str:
+    """The complete script for an entry body."""
+    types = _event_types(body)
+    needed = _needed(body, types)
+    parts = []
+    for piece in _pieces():
+        if piece.name in needed:
+            if piece.name == "apply":
+                parts.append(_applier_table(types))
+            parts.append(piece.text)
+    code = "\n".join([*parts, body])
+    return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
 
 
 @cache
 def sources() -> dict[str, str]:
     """name -> complete script text, for every command and replay entry."""
-    shared = _shared()
-    return {name: shared + "\n" + path.read_text() for name, path in _entry_files().items()}
+    entries = {p.stem: p for d in ENTRY_DIRS for p in sorted(d.glob("*.lua"))}
+    return {name: compose(path.read_text()) for name, path in entries.items()}

@@ -1,0 +1,22 @@
+"""Which Lua applier applies each event type (``projections/lua/apply/*.lua``).
+
+Every event type of :mod:`ledger.events` has exactly one applier; a test holds the two tables equal.
+"""
+
+APPLIERS: dict[str, str] = {
+    "queue_created": "apply_queue_settings",
+    "queue_updated": "apply_queue_settings",
+    "queue_deleted": "apply_queue_deleted",
+    "job_created": "apply_job_created",
+    "job_started": "apply_job_started",
+    "job_heartbeat": "apply_job_heartbeat",
+    "job_output_set": "apply_job_output_set",
+    "job_completed": "apply_job_completed",
+    "job_failed": "apply_job_failed",
+    "job_timed_out": "apply_job_timed_out",
+    "job_cancelled": "apply_job_cancelled",
+    "job_requeued": "apply_job_requeued",
+    "job_ended": "apply_job_ended",
+    "job_expired": "apply_job_removed",
+    "job_deleted": "apply_job_removed",
+}
