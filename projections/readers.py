@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ledger.errors import NotFound
+from ledger.events import decode_entry
 from ledger.keys import Keys
 from ledger.requests import QueueSettings
 from projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
@@ -94,6 +95,26 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
         return None if r[1] is None else _str(r[1])
 
     return Read(lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse)
+
+
+def history(job_id: int) -> Read[list[dict[str, Any]]]:
+    """Every event of the job, oldest first, as API event items; NotFound for an id never used.
+
+    Reads the job's event index, then each event by id (one pipelined round trip each step).
+    """
+
+    def events(ids: list[Any]) -> Read[list[dict[str, Any]]]:
+        def parse(r: list[Any]) -> list[dict[str, Any]]:
+            return [decode_entry(*entry[0]).item() for entry in r if entry]
+
+        return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], parse)
+
+    def parse(r: list[Any]) -> Read[list[dict[str, Any]]]:
+        if not r[0]:
+            raise NotFound(f"job {job_id} does not exist and never did")
+        return events(r[0])
+
+    return Read(lambda k: [("LRANGE", k.history(job_id), 0, -1)], parse)
 
 
 def tagged(tag: str) -> Read[list[int]]:

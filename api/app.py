@@ -1,0 +1,115 @@
+"""The Starlette application: routes, error mapping, and the lifespan that owns the resources.
+
+How a request becomes an event: a handler (``api/*_handlers.py``) validates the body into a
+``ledger.requests`` model, builds a command (``ledger.commands``) and runs it through the
+``AsyncLedger`` (``ledger.runner``), which calls the command's Lua script (``ledger/lua``) with
+EVALSHA; the script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import redis.asyncio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api import info_handlers as info
+from api import job_handlers as job
+from api import queue_handlers as queue
+from api.config import Config
+from api.http_errors import HANDLERS, error_response
+from ledger import commands, scheduler
+from ledger.errors import Unavailable
+from ledger.requests import QueueSettings
+from ledger.runner import AsyncLedger
+
+log = logging.getLogger("jobledger.api")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+#: (path, method, endpoint, writes): a write is refused by a read-only server.
+ROUTES: list[tuple[str, str, Endpoint, bool]] = [
+    ("/queue", "GET", queue.list_queues, False),
+    ("/queue/{queue}", "PUT", queue.put_queue, True),
+    ("/queue/{queue}", "GET", queue.get_queue, False),
+    ("/queue/{queue}", "DELETE", queue.delete_queue, True),
+    ("/queue/{queue}/size", "GET", queue.queue_size, False),
+    ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
+    ("/queue/{queue}/job", "POST", queue.create_job, True),
+    ("/queue/{queue}/job", "GET", queue.fetch_job, True),
+    ("/job/{job_id}", "GET", job.get_job, False),
+    ("/job/{job_id}", "PATCH", job.update_job, True),
+    ("/job/{job_id}", "DELETE", job.delete_job, True),
+    ("/job/{job_id}/heartbeat", "PUT", job.heartbeat, True),
+    ("/job/{job_id}/output", "GET", job.get_output, False),
+    ("/job/{job_id}/output", "PUT", job.put_output, True),
+    ("/job/{job_id}/history", "GET", job.history, False),
+    ("/tag/{tag}", "GET", job.tagged, False),
+    ("/info", "GET", info.info, False),
+    ("/info/version", "GET", info.version, False),
+    ("/health", "GET", info.health, False),
+]
+
+
+async def refuse_write(request: Request) -> Response:
+    return error_response(405, "this server is read-only: it serves a view and accepts no writes")
+
+
+def _routes(read_only: bool) -> list[Route]:
+    return [
+        Route(path, refuse_write if (read_only and writes) else endpoint, methods=[method])
+        for path, method, endpoint, writes in ROUTES
+    ]
+
+
+def configured_queues(config: Config) -> dict[str, QueueSettings]:
+    """``[queue.NAME]`` sections, validated now so a bad config stops the start."""
+    return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
+
+
+async def apply_queues(ledger: AsyncLedger, queues: dict[str, QueueSettings]) -> None:
+    """Create or update the configured queues, retrying while Redis is unreachable."""
+    delay = 0.5
+    while True:
+        try:
+            for name, settings in queues.items():
+                await ledger.run(commands.put_queue(name, settings))
+            return
+        except Unavailable as exc:
+            log.warning("configured queues not applied yet: %s", exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10)
+
+
+def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) -> Starlette:
+    """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else."""
+    read_only = config.server.read_only
+    queues = configured_queues(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        client = redis.asyncio.Redis.from_url(redis_url, socket_connect_timeout=2)
+        ledger = AsyncLedger(client, config.redis.key_namespace)
+        tasks = []
+        if not read_only:
+            tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
+            if run_scheduler:
+                tasks.append(asyncio.create_task(scheduler.run(ledger, scheduler.intervals(config))))
+        try:
+            yield {"ledger": ledger}
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await client.aclose()
+
+    app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
+    app.state.max_body_size = config.server.max_body_size
+    return app

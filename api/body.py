@@ -1,0 +1,122 @@
+"""Request bodies and parameters: JSON read within ``max_body_size`` (413 beyond), parsed into the
+command's pydantic model (400 with what was wrong), and path parameters checked."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from starlette.requests import Request
+
+from ledger.errors import BadRequest, JobLedgerError, NotFound
+from ledger.keys import valid_queue_name
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class TooLarge(JobLedgerError):
+    code = "TOO_LARGE"
+    status = 413
+
+
+async def read_body(request: Request) -> bytes:
+    """The raw body, refused with 413 as soon as it passes the configured limit."""
+    limit: int = request.app.state.max_body_size
+    declared = request.headers.get("content-length")
+    if declared and _digits(declared) and int(declared) > limit:
+        raise TooLarge(f"body of {declared} bytes is over the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge(f"body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _strict_json(raw: bytes) -> Any:
+    """Standard JSON only: no NaN / Infinity (or numbers that overflow to them), no lone surrogates,
+    so whatever is accepted can be stored, encoded for Redis and answered back."""
+    data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    if b"\\u" in raw:  # only an escape can make a lone surrogate
+        json.dumps(data, ensure_ascii=False).encode()
+    return data
+
+
+async def read_json(request: Request, default: Any = ...) -> Any:
+    """The body as JSON; ``default`` when the body is empty (if given), else 400."""
+    raw = await read_body(request)
+    if not raw.strip():
+        if default is not ...:
+            return default
+        raise BadRequest("request body must be JSON, and it is empty")
+    try:
+        return _strict_json(raw)
+    except UnicodeEncodeError:
+        raise BadRequest("request body is not valid JSON: a string holds a lone surrogate") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the checks above
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("request body is not valid JSON: it is nested too deeply") from None
+
+
+async def read_model(request: Request, model: type[M], empty_ok: bool = False) -> M:
+    """The body parsed into ``model``; it must be a JSON object."""
+    data = await read_json(request, {} if empty_ok else ...)
+    if not isinstance(data, dict):
+        raise BadRequest(f"request body must be a JSON object, not {type(data).__name__}")
+    return model.model_validate(data)
+
+
+def queue_name(request: Request) -> str:
+    name: str = request.path_params["queue"]
+    if not valid_queue_name(name):
+        raise BadRequest(f"invalid queue name {name!r}: use 1-255 characters of A-Z a-z 0-9 _ - .")
+    return name
+
+
+def _digits(raw: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also admits e.g. "²", which ``int`` refuses."""
+    return raw.isascii() and raw.isdigit()
+
+
+def job_id(request: Request) -> int:
+    """The path's job id; one that is not a positive integer names no job (404)."""
+    raw: str = request.path_params["job_id"]
+    if not _digits(raw) or int(raw) < 1:
+        raise NotFound(f"job {raw!r} does not exist")
+    return int(raw)
+
+
+def attempt(request: Request, body_attempt: int | None = None) -> int | None:
+    """The attempt an update acts for: the body's ``attempt``, else ``?attempt=N``, else none."""
+    if body_attempt is not None:
+        return body_attempt
+    raw = request.query_params.get("attempt")
+    if raw is None:
+        return None
+    if not _digits(raw) or int(raw) < 1:
+        raise BadRequest(f"attempt must be a positive integer, not {raw!r}")
+    return int(raw)
+
+
+def positive_int(request: Request, name: str, default: int, most: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not _digits(raw) or not 1 <= int(raw) <= most:
+        raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw!r}")
+    return int(raw)

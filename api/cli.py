@@ -1,0 +1,298 @@
+"""The ``jobledger`` command line.
+
+Every command takes the same ``--config``, ``--data-dir``, ``--redis-url`` and ``--namespace``
+options (each also read from its ``JOBLEDGER_*`` variable by :func:`api.config.load_config`), builds
+its :class:`~api.config.Config` with :func:`make_config`, and finds Redis with
+:func:`api.connection.redis_url_for`.  Command groups (replay, events, worker, queues...) are added
+to :func:`build_app` as typer sub-apps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from importlib import metadata
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Annotated, NoReturn, Self
+
+import typer
+
+from api.config import Config, ConfigError, load_config
+from api.connection import redis_url_for
+from api.embedded import EmbeddedServerError
+
+FALLBACK_VERSION = "0.1.0"
+
+# The options every command shares.  Their environment variables are applied by load_config.
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", envvar="JOBLEDGER_CONFIG", dir_okay=False, help="TOML configuration file."),
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        file_okay=False,
+        help="Embedded server's data directory (env JOBLEDGER_DATA_DIR; default ./jobledger-data).",
+    ),
+]
+RedisUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--redis-url",
+        help="Use this Redis instead of the embedded server (env JOBLEDGER_REDIS_URL).",
+    ),
+]
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option("--namespace", help="Key namespace (env JOBLEDGER_NAMESPACE; default jobledger)."),
+]
+# Options of the background checks, shared by `serve` and `scheduler`.
+TimeoutCheckOption = Annotated[
+    str | None,
+    typer.Option(help="How often to time out jobs, e.g. 30s (env JOBLEDGER_TIMEOUT_CHECK_INTERVAL)."),
+]
+RetryCheckOption = Annotated[
+    str | None,
+    typer.Option(help="How often to retry failed jobs, e.g. 1m (env JOBLEDGER_RETRY_CHECK_INTERVAL)."),
+]
+ExpiryCheckOption = Annotated[
+    str | None,
+    typer.Option(help="How often to expire ended jobs, e.g. 5m (env JOBLEDGER_EXPIRY_CHECK_INTERVAL)."),
+]
+
+
+class StopRequested(BaseException):
+    """SIGINT or SIGTERM arrived: unwind, stopping whatever this process started."""
+
+
+class SignalStop:
+    """Within ``with SignalStop():`` the first SIGINT / SIGTERM stops the command; repeats are ignored.
+
+    By default the signal raises :class:`StopRequested`, which the ``with`` swallows after everything
+    inside has been unwound (so an embedded server we started is stopped).  Inside :meth:`held` it
+    is held back until the block ends; inside :meth:`redirect` it calls a callback instead, e.g. to
+    cancel an asyncio task at an await point.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._held = False
+        self._pending: int | None = None
+        self._callback: Callable[[], object] | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Self:
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        return exc_type is not None and issubclass(exc_type, StopRequested)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold a signal back until the block ends, so that what it starts is never half-started."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+        if self._pending is not None:
+            raise StopRequested(self._pending)
+
+    @contextmanager
+    def redirect(self, callback: Callable[[], object]) -> Iterator[None]:
+        """While inside, a signal calls ``callback`` rather than raising."""
+        self._callback = callback
+        try:
+            yield
+        finally:
+            self._callback = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.fired:
+            return
+        self.fired = True
+        if self._held:
+            self._pending = signum
+        elif self._callback is not None:
+            self._callback()
+        else:
+            raise StopRequested(signum)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``jobledger: message`` on stderr and exit with ``code``."""
+    typer.echo(f"jobledger: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def make_config(
+    config_path: Path | None,
+    data_dir: Path | None,
+    redis_url: str | None,
+    namespace: str | None,
+    flags: Mapping[str, object] | None = None,
+) -> Config:
+    """The configuration from the shared options plus a command's own ``flags`` (dotted keys)."""
+    overrides = {
+        "embedded.data_dir": data_dir,
+        "redis.url": redis_url,
+        "redis.key_namespace": namespace,
+        **(flags or {}),
+    }
+    try:
+        return load_config(config_path, overrides)
+    except ConfigError as exc:
+        fail(str(exc), code=2)
+
+
+@contextmanager
+def open_redis(config: Config, stop: SignalStop) -> Iterator[str]:
+    """:func:`redis_url_for`, with a signal held back while an embedded server starts (so it is
+    never left running half-started) and its failures reported as a command-line error."""
+    with ExitStack() as stack:
+        try:
+            with stop.held():
+                url = stack.enter_context(redis_url_for(config))
+        except EmbeddedServerError as exc:
+            fail(f"embedded server: {exc}")
+        yield url
+
+
+def package_version() -> str:
+    """The installed distribution's version (the fallback when running from a source tree)."""
+    try:
+        return metadata.version("jobledger")
+    except metadata.PackageNotFoundError:
+        return FALLBACK_VERSION
+
+
+def run_http(config: Config, redis_url: str) -> bool:
+    """Serve the app with uvicorn until a signal stops it gracefully; False if it never started."""
+    import uvicorn
+
+    from api.app import create_app  # the lead's module; imported only when serving
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config, redis_url),
+            host=config.server.host,
+            port=config.server.port,
+            lifespan="on",
+            timeout_graceful_shutdown=math.ceil(config.server.shutdown_timeout / 1000),
+            log_level=config.server.log_level,
+        )
+    )
+    server.run()
+    return server.started
+
+
+async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:
+    """Run the scheduler until a signal cancels it at its next await."""
+    from ledger.scheduler import run_forever  # the lead's module
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(run_forever(config, redis_url))
+    with stop.redirect(lambda: loop.call_soon_threadsafe(task.cancel)):
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not stop.fired:
+                raise
+
+
+def serve(
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8023).")] = None,
+    read_only: Annotated[
+        bool | None, typer.Option("--read-only/--read-write", help="Refuse every write.")
+    ] = None,
+    appendfsync: Annotated[
+        str | None, typer.Option(help="Embedded server's fsync: everysec (default) or always.")
+    ] = None,
+    max_body_size: Annotated[str | None, typer.Option(help="Largest request body, e.g. 256KiB.")] = None,
+    shutdown_timeout: Annotated[str | None, typer.Option(help="Graceful shutdown limit, e.g. 30s.")] = None,
+    next_job_delay: Annotated[str | None, typer.Option(help="Ocypod's next_job_delay, e.g. 0s.")] = None,
+    timeout_check_interval: TimeoutCheckOption = None,
+    retry_check_interval: RetryCheckOption = None,
+    expiry_check_interval: ExpiryCheckOption = None,
+    log_level: Annotated[str | None, typer.Option(help="error, warning, info, debug or trace.")] = None,
+) -> None:
+    """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured)."""
+    config = make_config(config_path, data_dir, redis_url, namespace, {
+        "server.host": host, "server.port": port, "server.read_only": read_only,
+        "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
+        "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
+        "server.timeout_check_interval": timeout_check_interval,
+        "server.retry_check_interval": retry_check_interval,
+        "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
+    })  # fmt: skip
+    with SignalStop() as stop, open_redis(config, stop) as url:
+        if not run_http(config, url):
+            fail("the HTTP server did not start (see the messages above)", code=3)
+
+
+def scheduler(
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+    timeout_check_interval: TimeoutCheckOption = None,
+    retry_check_interval: RetryCheckOption = None,
+    expiry_check_interval: ExpiryCheckOption = None,
+) -> None:
+    """Run the scheduler alone (timeouts, retries, expiry, releases, launchers) until stopped."""
+    config = make_config(config_path, data_dir, redis_url, namespace, {
+        "server.timeout_check_interval": timeout_check_interval,
+        "server.retry_check_interval": retry_check_interval,
+        "server.expiry_check_interval": expiry_check_interval,
+    })  # fmt: skip
+    with SignalStop() as stop, open_redis(config, stop) as url:
+        asyncio.run(run_scheduler(config, url, stop))
+
+
+def version() -> None:
+    """Print jobledger's version."""
+    typer.echo(package_version())
+
+
+def build_app() -> typer.Typer:
+    """The ``jobledger`` typer app: its commands, and later its command groups as sub-apps."""
+    app = typer.Typer(
+        name="jobledger",
+        help="A job queue server whose source of truth is an event ledger (Ocypod's HTTP API).",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    app.command()(serve)
+    app.command()(scheduler)
+    app.command()(version)
+    # Command groups join here as sub-apps, e.g. app.add_typer(replay_app, name="replay").
+    return app
+
+
+def main() -> None:
+    """Entry point of the ``jobledger`` console script."""
+    build_app()()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Handlers of ``/queue``: queue settings, size, job ids, creating and fetching jobs."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from api.body import positive_int, queue_name, read_model
+from ledger import commands
+from ledger.requests import JobOptions, QueueSettings
+from ledger.runner import AsyncLedger
+from projections import readers
+
+MAX_FETCH = 1000
+
+
+def _ledger(request: Request) -> AsyncLedger:
+    ledger: AsyncLedger = request.state.ledger
+    return ledger
+
+
+async def list_queues(request: Request) -> Response:
+    return JSONResponse(await _ledger(request).read(readers.queue_names()))
+
+
+async def put_queue(request: Request) -> Response:
+    name = queue_name(request)
+    settings = await read_model(request, QueueSettings, empty_ok=True)
+    if await _ledger(request).run(commands.put_queue(name, settings)):
+        return Response(status_code=201, headers={"location": f"/queue/{name}"})
+    return Response(status_code=204)
+
+
+async def get_queue(request: Request) -> Response:
+    settings = await _ledger(request).read(readers.queue(queue_name(request)))
+    return JSONResponse(settings.view())
+
+
+async def delete_queue(request: Request) -> Response:
+    await _ledger(request).run(commands.delete_queue(queue_name(request)))
+    return Response(status_code=204)
+
+
+async def queue_size(request: Request) -> Response:
+    return JSONResponse(await _ledger(request).read(readers.queue_size(queue_name(request))))
+
+
+async def queue_job_ids(request: Request) -> Response:
+    return JSONResponse(await _ledger(request).read(readers.queue_job_ids(queue_name(request))))
+
+
+async def create_job(request: Request) -> Response:
+    name = queue_name(request)
+    options = await read_model(request, JobOptions, empty_ok=True)
+    job_id = await _ledger(request).run(commands.create_job(name, options))
+    return JSONResponse(job_id, status_code=201, headers={"location": f"/job/{job_id}"})
+
+
+async def fetch_job(request: Request) -> Response:
+    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N."""
+    name = queue_name(request)
+    count = positive_int(request, "count", 0, MAX_FETCH)
+    worker = request.query_params.get("worker")
+    jobs = await _ledger(request).run(commands.fetch_jobs(name, count or 1, worker))
+    if not jobs:
+        return Response(status_code=204)
+    # input is stored as JSON text: splice it in rather than decode and encode it again
+    items = [f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}}}' for j in jobs]
+    body = f"[{','.join(items)}]" if count else items[0]
+    return Response(body, media_type="application/json")
