@@ -14,18 +14,16 @@ import math
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from importlib import metadata
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Annotated, NoReturn, Self
 
 import typer
 
+from api import __version__
 from api.config import Config, ConfigError, load_config
 from api.connection import redis_url_for
 from api.embedded import EmbeddedServerError
-
-FALLBACK_VERSION = "0.1.0"
 
 # The options every command shares.  Their environment variables are applied by load_config.
 ConfigOption = Annotated[
@@ -173,14 +171,6 @@ def open_redis(config: Config, stop: SignalStop) -> Iterator[str]:
         yield url
 
 
-def package_version() -> str:
-    """The installed distribution's version (the fallback when running from a source tree)."""
-    try:
-        return metadata.version("jobledger")
-    except metadata.PackageNotFoundError:
-        return FALLBACK_VERSION
-
-
 def run_http(config: Config, redis_url: str) -> bool:
     """Serve the app with uvicorn until a signal stops it gracefully; False if it never started."""
     import uvicorn
@@ -271,7 +261,7 @@ def scheduler(
 
 def version() -> None:
     """Print jobledger's version."""
-    typer.echo(package_version())
+    typer.echo(__version__)
 
 
 def build_app() -> typer.Typer:
