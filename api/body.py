@@ -15,6 +15,10 @@ from ledger.keys import valid_queue_name
 
 M = TypeVar("M", bound=BaseModel)
 
+#: Arrays / objects nested deeper than this are refused, well inside Python's recursion limit.
+MAX_DEPTH = 512
+_TOO_DEEP = f"request body is nested too deeply: at most {MAX_DEPTH} levels"
+
 
 class TooLarge(JobLedgerError):
     code = "TOO_LARGE"
@@ -47,12 +51,27 @@ def _finite(text: str) -> float:
     return value
 
 
+def _depth(value: Any) -> int:
+    """How many arrays / objects deep ``value`` nests, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def _strict_json(raw: bytes) -> Any:
     """Standard JSON only: no NaN / Infinity (or numbers that overflow to them), no lone surrogates,
-    so whatever is accepted can be stored, encoded for Redis and answered back."""
+    at most MAX_DEPTH deep, so whatever is accepted can be stored, encoded for Redis and read back
+    (reading goes a few frames deeper than writing: near the recursion limit, a write could pass
+    and every read of the job fail)."""
     data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     if b"\\u" in raw:  # only an escape can make a lone surrogate
         json.dumps(data, ensure_ascii=False).encode()
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(data) > MAX_DEPTH:
+        raise BadRequest(_TOO_DEEP)
     return data
 
 
@@ -70,7 +89,7 @@ async def read_json(request: Request, default: Any = ...) -> Any:
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the checks above
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
     except RecursionError:
-        raise BadRequest("request body is not valid JSON: it is nested too deeply") from None
+        raise BadRequest(_TOO_DEEP) from None
 
 
 async def read_model(request: Request, model: type[M], empty_ok: bool = False) -> M:

