@@ -112,4 +112,5 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
 
     app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
     app.state.max_body_size = config.server.max_body_size
+    app.state.next_job_delay = config.server.next_job_delay
     return app

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -26,9 +28,8 @@ async def list_queues(request: Request) -> Response:
 async def put_queue(request: Request) -> Response:
     name = queue_name(request)
     settings = await read_model(request, QueueSettings, empty_ok=True)
-    if await _ledger(request).run(commands.put_queue(name, settings)):
-        return Response(status_code=201, headers={"location": f"/queue/{name}"})
-    return Response(status_code=204)
+    created = await _ledger(request).run(commands.put_queue(name, settings))
+    return Response(status_code=201 if created else 204, headers={"location": f"/queue/{name}"})
 
 
 async def get_queue(request: Request) -> Response:
@@ -57,12 +58,15 @@ async def create_job(request: Request) -> Response:
 
 
 async def fetch_job(request: Request) -> Response:
-    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N."""
+    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N.
+    With none queued: 204, after ``next_job_delay`` (Ocypod's setting, default 0s)."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
     worker = request.query_params.get("worker")
     jobs = await _ledger(request).run(commands.fetch_jobs(name, count or 1, worker))
     if not jobs:
+        # Ocypod's next_job_delay: slow down workers polling an empty queue
+        await asyncio.sleep(request.app.state.next_job_delay / 1000)
         return Response(status_code=204)
     # input is stored as JSON text: splice it in rather than decode and encode it again
     items = [f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}}}' for j in jobs]
