@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from api import event_handlers as events
 from api import info_handlers as info
 from api import job_handlers as job
 from api import queue_handlers as queue
@@ -52,6 +53,8 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/job/{job_id}/output", "PUT", job.put_output, True),
     ("/job/{job_id}/history", "GET", job.history, False),
     ("/tag/{tag}", "GET", job.tagged, False),
+    ("/events", "GET", events.list_events, False),
+    ("/events/stream", "GET", events.stream_events, False),
     ("/info", "GET", info.info, False),
     ("/info/version", "GET", info.version, False),
     ("/health", "GET", info.health, False),

@@ -112,12 +112,18 @@ def _digits(raw: str) -> bool:
     return raw.isascii() and raw.isdigit()
 
 
+def valid_job_id(raw: str) -> int | None:
+    """``raw`` as a job id, or None when it is not a positive integer."""
+    return int(raw) if _digits(raw) and int(raw) >= 1 else None
+
+
 def job_id(request: Request) -> int:
     """The path's job id; one that is not a positive integer names no job (404)."""
     raw: str = request.path_params["job_id"]
-    if not _digits(raw) or int(raw) < 1:
+    found = valid_job_id(raw)
+    if found is None:
         raise NotFound(f"job {raw!r} does not exist")
-    return int(raw)
+    return found
 
 
 def attempt(request: Request, body_attempt: int | None = None) -> int | None:

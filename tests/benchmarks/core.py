@@ -39,7 +39,9 @@ def _one_by_one(ledger: Ledger, n: int, queue: str) -> dict[str, float]:
     create = JobOptions(input={"n": 1})
     done = JobUpdate(status="completed")
     rates = {
-        "create": _rate(n, lambda: ids.extend(ledger.run(commands.create_job(queue, create)) for _ in range(n))),
+        "create": _rate(
+            n, lambda: ids.extend(ledger.run(commands.create_job(queue, create)) for _ in range(n))
+        ),
         "fetch": _rate(n, lambda: [ledger.run(commands.fetch_jobs(queue)) for _ in range(n)]),
         "complete": _rate(n, lambda: [ledger.run(commands.update_job(i, done)) for i in ids]),
     }
@@ -128,7 +130,9 @@ def _target(url: str | None) -> Iterator[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--redis-url", help="measure against this server (default: start the bundled one)")
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

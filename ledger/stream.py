@@ -1,0 +1,118 @@
+"""Reading the ledger: the stream, in order, in pages, with filters; and following its live end.
+
+A page scans forward from a cursor (exclusive) and returns the events that match, at most
+``limit``.  It stops scanning after ``scan_budget`` entries so that a rare filter cannot make one
+request read the whole stream; ``next`` is then the last id scanned, and following ``next`` until it
+is ``None`` visits every matching event exactly once, in order.  The ``job`` filter reads the job's
+own event index instead of scanning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.events import Event, decode_entry
+from projections.readers import Read
+
+SCAN_BATCH = 500
+DEFAULT_SCAN_BUDGET = 10_000
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    type: str | None = None
+    queue: str | None = None
+    job: int | None = None
+
+    def matches(self, event: Event) -> bool:
+        return (self.type is None or event.type == self.type) and (
+            self.queue is None or event.queue == self.queue
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    events: list[Event]
+    next: str | None  # pass back as ``after``; None when the stream was read to its end
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _exclusive(after: str | None) -> str:
+    return "-" if not after else "(" + after
+
+
+def id_key(event_id: str) -> tuple[int, int]:
+    ms, _, seq = event_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def scan(after: str | None, limit: int, flt: EventFilter, budget: int = DEFAULT_SCAN_BUDGET) -> Read[Page]:
+    """The next page of matching events after ``after`` (exclusive)."""
+    if flt.job is not None:
+        return _job_page(after, limit, flt)
+
+    def step(start: str, found: list[Event], scanned: int) -> Read[Page]:
+        count = min(SCAN_BATCH, budget - scanned)
+
+        def parse(r: list[Any]) -> Page | Read[Page]:
+            entries = r[0]
+            last = start
+            for entry_id, fields in entries:
+                last = _s(entry_id)
+                event = decode_entry(entry_id, fields)
+                if flt.matches(event):
+                    found.append(event)
+                    if len(found) == limit:
+                        return Page(found, last)
+            if len(entries) < count:
+                return Page(found, None)
+            if scanned + len(entries) >= budget:
+                return Page(found, last)
+            return step(last, found, scanned + len(entries))
+
+        return Read(lambda k: [("XRANGE", k.events, _exclusive(start), "+", "COUNT", count)], parse)
+
+    return step(after or "", [], 0)
+
+
+def _job_page(after: str | None, limit: int, flt: EventFilter) -> Read[Page]:
+    """The job's events after ``after``, from its own index (no scan of the stream)."""
+    job = flt.job
+    assert job is not None
+
+    def fetch(ids: list[str]) -> Read[Page]:
+        def parse(r: list[Any]) -> Page:
+            events = [decode_entry(*entry[0]) for entry in r if entry]
+            events = [e for e in events if flt.matches(e)]
+            more = len(ids) > limit
+            return Page(events[:limit], ids[limit - 1] if more else None)
+
+        return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids[: limit + 1]], parse)
+
+    def parse(r: list[Any]) -> Page | Read[Page]:
+        ids = [_s(i) for i in r[0]]
+        if after:
+            ids = [i for i in ids if id_key(i) > id_key(after)]
+        return fetch(ids) if ids else Page([], None)
+
+    return Read(lambda k: [("LRANGE", k.history(job), 0, -1)], parse)
+
+
+def newest() -> Read[str]:
+    """The id of the newest event ("0-0" when the stream is empty): the live end."""
+    return Read(
+        lambda k: [("XREVRANGE", k.events, "+", "-", "COUNT", 1)],
+        lambda r: _s(r[0][0][0]) if r[0] else "0-0",
+    )
+
+
+def decode_entries(reply: Any) -> list[Event]:
+    """The events of an XREAD reply for one stream (empty on a timeout)."""
+    if not reply:
+        return []
+    _stream, entries = reply[0]
+    return [decode_entry(entry_id, fields) for entry_id, fields in entries]
