@@ -276,6 +276,10 @@ def build_app() -> typer.Typer:
     app.command()(scheduler)
     app.command()(version)
     # Command groups join here as sub-apps, e.g. app.add_typer(replay_app, name="replay").
+    from api import cli_client, cli_worker  # here, not at the top: they import this module
+
+    app.add_typer(cli_client.app)
+    app.add_typer(cli_worker.app)
     return app
 
 

@@ -1,0 +1,222 @@
+"""Every request the client makes, built and parsed in one place, for the sync and async client alike.
+
+A builder returns an :class:`ApiCall`: method, path, query, body, whether it is safe to send again,
+and the parser of a successful answer.  :meth:`ApiCall.finish` turns an answer into the result or
+the typed error; the two clients only send calls and wait between retries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter
+
+from api.client.errors import Unavailable, error_for
+from api.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings, wire_value
+
+R = TypeVar("R")
+
+#: "Not given", where None is a value (a job's output may be null).
+UNSET: Any = object()
+
+_EVENTS = TypeAdapter(list[Event])
+
+
+@dataclass(frozen=True)
+class ApiCall(Generic[R]):
+    """One request and how to read its answer.  ``safe``: sending it twice does no harm, so it may
+    be retried after a failure that leaves unknown whether the server acted on it."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], R]
+    params: dict[str, str | int] | None = None
+    body: Any = UNSET
+    safe: bool = True
+
+    def request_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request`` for this call.  The body is encoded here,
+        not by httpx's ``json=``, which would send no body at all for a JSON ``null``."""
+        args: dict[str, Any] = {"params": self.params}
+        if self.body is not UNSET:
+            text = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            args["content"] = text.encode()
+            args["headers"] = {"content-type": "application/json"}
+        return args
+
+    def finish(self, response: httpx.Response) -> R:
+        """The parsed result of a 2xx answer; anything else raises the matching :class:`ClientError`."""
+        if response.is_success:
+            return self.parse(response)
+        raise error_for(response.status_code, error_message(response))
+
+
+def error_message(response: httpx.Response) -> str:
+    """The server's ``{"error": ...}`` message, or what can be said without one."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"]
+    text = response.text.strip()[:200]
+    return f"HTTP {response.status_code}" + (f": {text}" if text else "")
+
+
+def _json(response: httpx.Response) -> Any:
+    return response.json()
+
+
+def _none(response: httpx.Response) -> None:
+    return None
+
+
+def _segment(value: str | int) -> str:
+    """A path segment, escaped so a name can never change the path."""
+    return quote(str(value), safe="")
+
+
+def _job(job_id: int, rest: str = "") -> str:
+    return f"/job/{_segment(job_id)}{rest}"
+
+
+def _queue(name: str, rest: str = "") -> str:
+    return f"/queue/{_segment(name)}{rest}"
+
+
+# Queues
+
+
+def list_queues() -> ApiCall[list[str]]:
+    return ApiCall("GET", "/queue", _json)
+
+
+def put_queue(name: str, settings: dict[str, Any]) -> ApiCall[bool]:
+    """Create or replace a queue's settings (a setting left out takes its default); True if created."""
+    body = {k: wire_value(k, v) for k, v in settings.items() if v is not None}
+    return ApiCall("PUT", _queue(name), lambda r: r.status_code == 201, body=body)
+
+
+def get_queue(name: str) -> ApiCall[QueueSettings]:
+    return ApiCall("GET", _queue(name), lambda r: QueueSettings.model_validate(r.json()))
+
+
+def delete_queue(name: str) -> ApiCall[None]:
+    return ApiCall("DELETE", _queue(name), _none)
+
+
+def queue_size(name: str) -> ApiCall[int]:
+    return ApiCall("GET", _queue(name, "/size"), lambda r: int(r.json()))
+
+
+def queue_job_ids(name: str) -> ApiCall[dict[str, list[int]]]:
+    return ApiCall("GET", _queue(name, "/job_ids"), _json)
+
+
+# Jobs
+
+
+def create_job(queue: str, spec: JobSpec) -> ApiCall[int]:
+    """Create a job; its id.  Safe to resend only with a ``unique_key``, which makes a repeat
+    return the first job's id instead of creating a second job."""
+    safe = spec.unique_key is not None
+    return ApiCall("POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(), safe=safe)
+
+
+def fetch_jobs(queue: str, count: int, worker: str | None = None) -> ApiCall[list[FetchedJob]]:
+    """Start up to ``count`` queued jobs.  Not safe to resend: a lost answer would strand a job
+    running (until its timeout), so only failures to connect are retried."""
+    params: dict[str, str | int] = {"count": count}
+    if worker is not None:
+        params["worker"] = worker
+    return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False)
+
+
+def _fetched(response: httpx.Response) -> list[FetchedJob]:
+    if response.status_code == 204:
+        return []
+    return [FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"])) for j in response.json()]
+
+
+def get_job(job_id: int) -> ApiCall[Job]:
+    return ApiCall("GET", _job(job_id), lambda r: Job.model_validate(r.json()))
+
+
+def get_fields(job_id: int, names: tuple[str, ...]) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", _job(job_id), _json, params={"fields": ",".join(names)})
+
+
+def update_job(
+    job_id: int, status: str | None = None, output: Any = UNSET, attempt: int | None = None
+) -> ApiCall[None]:
+    """PATCH a job's status and/or output.  Safe to resend when it names the attempt: fencing makes
+    a repeat a 409 that changes nothing (so a 409 after a retry may mean the first one succeeded)."""
+    body: dict[str, Any] = {}
+    if status is not None:
+        body["status"] = status
+    if output is not UNSET:
+        body["output"] = output
+    if attempt is not None:
+        body["attempt"] = attempt
+    return ApiCall("PATCH", _job(job_id), _none, body=body, safe=attempt is not None)
+
+
+def delete_job(job_id: int) -> ApiCall[None]:
+    return ApiCall("DELETE", _job(job_id), _none)
+
+
+def heartbeat(job_id: int, attempt: int | None = None) -> ApiCall[None]:
+    params: dict[str, str | int] | None = None if attempt is None else {"attempt": attempt}
+    return ApiCall("PUT", _job(job_id, "/heartbeat"), _none, params=params)
+
+
+def get_output(job_id: int) -> ApiCall[Any]:
+    return ApiCall("GET", _job(job_id, "/output"), _json)
+
+
+def set_output(job_id: int, output: Any, attempt: int | None = None) -> ApiCall[None]:
+    params: dict[str, str | int] | None = None if attempt is None else {"attempt": attempt}
+    return ApiCall("PUT", _job(job_id, "/output"), _none, params=params, body=output)
+
+
+def history(job_id: int) -> ApiCall[list[Event]]:
+    return ApiCall("GET", _job(job_id, "/history"), lambda r: _EVENTS.validate_python(r.json()))
+
+
+def tagged(tag: str) -> ApiCall[list[int]]:
+    return ApiCall("GET", f"/tag/{_segment(tag)}", _json)
+
+
+# Server
+
+
+def info() -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", "/info", _json)
+
+
+def version() -> ApiCall[str]:
+    return ApiCall("GET", "/info/version", lambda r: str(r.json()))
+
+
+def health() -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", "/health", _json)
+
+
+#: Where the client finds the server when given no URL and ``JOBLEDGER_URL`` is not set.
+DEFAULT_URL = "http://127.0.0.1:8023"
+
+
+def resolve_url(url: str | None) -> str:
+    """The server's base URL: ``url``, else ``$JOBLEDGER_URL``, else :data:`DEFAULT_URL`."""
+    return (url or os.environ.get("JOBLEDGER_URL") or DEFAULT_URL).rstrip("/")
+
+
+def unreachable(url: str, exc: httpx.TransportError) -> Unavailable:
+    """The error for a request that got no answer, after any retries."""
+    return Unavailable(f"cannot reach jobledger at {url}: {str(exc) or type(exc).__name__}")

@@ -1,0 +1,118 @@
+"""What the client sends and receives: job options in, jobs, queue settings and events out.
+
+The answer models accept fields they do not declare (``extra="allow"``), so a newer server's extra
+fields reach the caller instead of breaking an older client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+#: A duration as the server accepts it: "30s", "1h15m5s", a number of seconds, or a timedelta.
+DurationLike = str | int | float | timedelta
+
+_DURATIONS = frozenset({"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"})
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Job(_Answer):
+    """A job as ``GET /job/{id}`` shows it (durations as compact strings, e.g. ``"5m"``)."""
+
+    id: int
+    queue: str | None = None
+    status: str
+    tags: list[str] | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    last_heartbeat: datetime | None = None
+    input: Any = None
+    output: Any = None
+    timeout: str | None = None
+    heartbeat_timeout: str | None = None
+    expires_after: str | None = None
+    retries: int = 0
+    retries_attempted: int = 0
+    retry_delays: list[str] = []
+    ended: bool = False
+    attempt: int = 0
+    worker: str | None = None
+
+
+class QueueSettings(_Answer):
+    """A queue's settings as ``GET /queue/{q}`` shows them."""
+
+    timeout: str
+    heartbeat_timeout: str
+    expires_after: str
+    retries: int
+    retry_delays: list[str] = []
+
+
+class Event(_Answer):
+    """One event of the ledger: ``{id, type, at, queue, job, data}``."""
+
+    id: str
+    type: str
+    at: datetime
+    queue: str | None = None
+    job: int | None = None
+    data: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class FetchedJob:
+    """A job handed to a worker: now running as ``attempt``, which its updates should name."""
+
+    id: int
+    input: Any
+    attempt: int
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job to create: its input and options.  Options left as None take the queue's settings."""
+
+    input: Any = None
+    tags: Sequence[str] | None = None
+    timeout: DurationLike | None = None
+    heartbeat_timeout: DurationLike | None = None
+    expires_after: DurationLike | None = None
+    retries: int | None = None
+    retry_delays: Sequence[DurationLike] | None = None
+    unique_key: str | None = None
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of ``POST /queue/{q}/job``: only the options given."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = wire_value(f.name, value)
+        return out
+
+
+def duration(value: DurationLike) -> str | int | float:
+    """A duration as the server accepts it: a timedelta becomes seconds."""
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
+def wire_value(name: str, value: Any) -> Any:
+    """One option's value as JSON: durations from timedeltas, datetimes as RFC 3339 UTC."""
+    if name in _DURATIONS:
+        return duration(value)
+    if name == "retry_delays":
+        return [duration(d) for d in value]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if isinstance(value, (tuple, list)):
+        return list(value)
+    return value

@@ -1,0 +1,77 @@
+"""When the client tries again: retries after transient failures, and the pace of :meth:`wait`.
+
+Shared by the sync and async clients, which differ only in how they sleep.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from api.client.calls import ApiCall
+from api.client.errors import WaitTimeout
+from api.client.models import Job
+
+#: Failures where the request never reached the server: resending any request is harmless.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Retry transient failures with capped exponential backoff and jitter.
+
+    ``attempts`` counts every try (1 means no retry).  A failure to connect is retried for any
+    request; a failure after the request may have been acted on (a lost answer, or a 503 from a
+    server that lost Redis mid-command) only for a call marked ``safe``.
+    """
+
+    attempts: int = 4
+    base: float = 0.1
+    cap: float = 2.0
+
+    def after_error(self, call: ApiCall[Any], exc: httpx.TransportError, tried: int) -> float | None:
+        """Seconds to wait before trying again after ``exc``; None to give up."""
+        if not (isinstance(exc, NOT_SENT) or call.safe):
+            return None
+        return self._delay(tried)
+
+    def after_status(self, call: ApiCall[Any], status: int, tried: int) -> float | None:
+        """Seconds to wait before trying again after an answer with ``status``; None to keep it."""
+        if status != 503 or not call.safe:
+            return None
+        return self._delay(tried)
+
+    def _delay(self, tried: int) -> float | None:
+        if tried >= self.attempts:
+            return None
+        ceiling = min(self.cap, self.base * 2 ** (tried - 1))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class WaitPace:
+    """The pace of polling a job until it ends: 50 ms, doubling, at most 1 s apart, within a deadline."""
+
+    FIRST = 0.05
+    CAP = 1.0
+
+    def __init__(self, job_id: int, timeout: float | None) -> None:
+        self.job_id = job_id
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.delay = self.FIRST
+
+    def next_delay(self, job: Job) -> float:
+        """Seconds to sleep before looking at the job again; raises :class:`WaitTimeout` when the
+        deadline has passed."""
+        delay = self.delay
+        self.delay = min(self.delay * 2, self.CAP)
+        if self.deadline is None:
+            return delay
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimeout(self.job_id, self.timeout or 0.0, job.status)
+        return min(delay, left)

@@ -1,0 +1,200 @@
+"""The synchronous client: each method sends one call built in :mod:`api.client.calls`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from api.client import calls
+from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
+from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from api.client.policy import Retry, WaitPace
+
+R = TypeVar("R")
+
+
+class Client:
+    """A jobledger server over HTTP.
+
+    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
+    :mod:`api.client.errors` tree with the server's message.  Transient failures are retried as
+    ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
+    Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        timeout: float = 10.0,
+        retry: Retry | None = None,
+        **httpx_options: Any,
+    ) -> None:
+        self.url = resolve_url(url)
+        self.retry = retry or Retry()
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, **httpx_options)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def send(self, call: ApiCall[R]) -> R:
+        """Send one call, retrying as :attr:`retry` allows; its parsed result."""
+        tried = 0
+        while True:
+            tried += 1
+            try:
+                response = self._http.request(call.method, call.path, **call.request_args())
+            except httpx.TransportError as exc:
+                delay = self.retry.after_error(call, exc, tried)
+                if delay is None:
+                    raise unreachable(self.url, exc) from exc
+            else:
+                delay = self.retry.after_status(call, response.status_code, tried)
+                if delay is None:
+                    return call.finish(response)
+            time.sleep(delay)
+
+    # Queues
+
+    def queues(self) -> list[str]:
+        """The names of every queue."""
+        return self.send(calls.list_queues())
+
+    def put_queue(
+        self,
+        name: str,
+        *,
+        timeout: DurationLike | None = None,
+        heartbeat_timeout: DurationLike | None = None,
+        expires_after: DurationLike | None = None,
+        retries: int | None = None,
+        retry_delays: list[DurationLike] | None = None,
+        **settings: Any,
+    ) -> bool:
+        """Create a queue or replace its settings (one left out takes its default); True if created."""
+        given = dict(timeout=timeout, heartbeat_timeout=heartbeat_timeout, expires_after=expires_after,
+                     retries=retries, retry_delays=retry_delays, **settings)  # fmt: skip
+        return self.send(calls.put_queue(name, given))
+
+    def queue(self, name: str) -> QueueSettings:
+        """The queue's settings."""
+        return self.send(calls.get_queue(name))
+
+    def delete_queue(self, name: str) -> None:
+        """Delete the queue and its queued jobs (running and ended jobs stay)."""
+        self.send(calls.delete_queue(name))
+
+    def queue_size(self, name: str) -> int:
+        """How many jobs are queued."""
+        return self.send(calls.queue_size(name))
+
+    def queue_job_ids(self, name: str) -> dict[str, list[int]]:
+        """The queue's job ids by status."""
+        return self.send(calls.queue_job_ids(name))
+
+    # Jobs
+
+    def submit(self, queue: str, input: Any = None, **options: Any) -> int:
+        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
+        return self.send(calls.create_job(queue, JobSpec(input, **options)))
+
+    def submit_many(self, queue: str, jobs: Iterable[JobSpec]) -> list[int]:
+        """Create several jobs, in order; their ids.  One request each until the server's batch
+        endpoint (``POST /queue/{q}/jobs``) is available."""
+        return [self.send(calls.create_job(queue, spec)) for spec in jobs]
+
+    def fetch(self, queue: str, count: int = 1, worker: str | None = None) -> list[FetchedJob]:
+        """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued."""
+        return self.send(calls.fetch_jobs(queue, count, worker))
+
+    def get(self, job_id: int) -> Job:
+        """The job."""
+        return self.send(calls.get_job(job_id))
+
+    def get_fields(self, job_id: int, *names: str) -> dict[str, Any]:
+        """Only the named fields of the job."""
+        return self.send(calls.get_fields(job_id, names))
+
+    def update(
+        self, job_id: int, status: str | None = None, output: Any = UNSET, attempt: int | None = None
+    ) -> None:
+        """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``."""
+        self.send(calls.update_job(job_id, status, output, attempt))
+
+    def complete(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
+        """Complete a running job, with its output."""
+        self.update(job_id, "completed", output, attempt)
+
+    def fail(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
+        """Fail a running job; it is retried if its retries allow."""
+        self.update(job_id, "failed", output, attempt)
+
+    def cancel(self, job_id: int) -> None:
+        """Cancel a job that has not ended."""
+        self.update(job_id, "cancelled")
+
+    def requeue(self, job_id: int) -> None:
+        """Queue a cancelled, failed or timed-out job again."""
+        self.update(job_id, "queued")
+
+    def delete(self, job_id: int) -> None:
+        """Delete the job (its history stays in the ledger)."""
+        self.send(calls.delete_job(job_id))
+
+    def heartbeat(self, job_id: int, attempt: int | None = None) -> None:
+        """Tell the server the worker running ``attempt`` of the job is alive."""
+        self.send(calls.heartbeat(job_id, attempt))
+
+    def output(self, job_id: int) -> Any:
+        """The job's output."""
+        return self.send(calls.get_output(job_id))
+
+    def set_output(self, job_id: int, output: Any, attempt: int | None = None) -> None:
+        """Set a running job's output."""
+        self.send(calls.set_output(job_id, output, attempt))
+
+    def history(self, job_id: int) -> list[Event]:
+        """Every event of the job, oldest first."""
+        return self.send(calls.history(job_id))
+
+    def tagged(self, tag: str) -> list[int]:
+        """Ids of the jobs with ``tag``."""
+        return self.send(calls.tagged(tag))
+
+    def wait(self, job_id: int, timeout: float | None = None) -> Job:
+        """The job once it has ended (completed, cancelled, or failed / timed out with no retry
+        left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
+
+        Polls ``GET /job/{id}`` 50 ms apart, doubling to at most 1 s, until the server's event
+        feed is available to wait on instead.
+        """
+        pace = WaitPace(job_id, timeout)
+        while not (job := self.get(job_id)).ended:
+            time.sleep(pace.next_delay(job))
+        return job
+
+    # Server
+
+    def info(self) -> dict[str, Any]:
+        """Per-queue counts by status, and the global statistics."""
+        return self.send(calls.info())
+
+    def version(self) -> str:
+        """The server's version."""
+        return self.send(calls.version())
+
+    def health(self) -> dict[str, Any]:
+        """``{"status": "healthy"}``, or ``unhealthy`` with the error."""
+        return self.send(calls.health())

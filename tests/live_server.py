@@ -1,0 +1,51 @@
+"""A real jobledger HTTP server for the client, worker and CLI tests: the app served by uvicorn in a
+background thread on a free port, on a test's namespace, with no scheduler task (tests drive the
+scheduler with ``ledger.scheduler.tick``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import uvicorn
+
+from api.app import create_app
+from api.config import Config
+
+T = TypeVar("T")
+
+
+@contextmanager
+def live_server(redis_url: str, namespace: str, **server: Any) -> Iterator[str]:
+    """Serve the app on 127.0.0.1 (a port the OS picks) while the block runs; yields its base URL."""
+    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
+    app = create_app(config, redis_url, run_scheduler=False)
+    uv = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", access_log=False)
+    )
+    thread = threading.Thread(target=uv.run, name="live-server", daemon=True)
+    thread.start()
+    try:
+        eventually(lambda: uv.started or not thread.is_alive(), timeout=10)
+        if not uv.started:
+            raise RuntimeError("the test server did not start")
+        port = uv.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=10)
+
+
+def eventually(probe: Callable[[], T], timeout: float = 10.0, every: float = 0.01) -> T:
+    """Poll ``probe`` until it returns something truthy (returned), failing after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout}s: last value {value!r}")
+        time.sleep(every)

@@ -1,0 +1,24 @@
+"""Handlers that the worker tests run in a ``jobledger worker`` subprocess (importable as
+``tests.worker_handlers:NAME`` from the repository root)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from api.worker import JobContext
+
+#: No handler here blocks longer than this, so a stray subprocess always ends.
+LONGEST = 30.0
+
+
+def wait_for_release(job: JobContext) -> dict[str, Any]:
+    """Run until the file named by ``input["release"]`` exists, then complete."""
+    path = Path(job.input["release"])
+    deadline = time.monotonic() + LONGEST
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.02)
+    return {"released": True}
