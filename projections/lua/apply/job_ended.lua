@@ -1,7 +1,9 @@
--- apply_job_ended(e): a job waiting to retry ends where it is (its queue is gone)
+-- apply_job_ended(e): a job waiting to retry ends where it is (its queue is gone); it ended now, so
+-- ended_at moves to e.at and expiry counts from there (expires_after after ended_at)
 local function apply_job_ended(e)
   local id = e.job
   local job = load_job(id)
   leave_place(id, job)
+  redis.call('HSET', K.job(id), 'ended_at', e.at)
   enter_stopped(id, job, job.status, true, e.at, nil)
 end

@@ -1,0 +1,153 @@
+"""Helpers shared by the ledger tests: short ways to set up queues and jobs, read them back, and
+assert that a refused command changed nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import pytest
+import redis
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
+
+from ledger import commands
+from ledger.commands import Call, Fetched
+from ledger.errors import JobLedgerError
+from ledger.keys import Keys
+from ledger.requests import JobOptions, JobUpdate, QueueSettings
+from ledger.runner import Ledger
+from ledger.scheduler import tick
+from projections import readers
+from replay.compare import snapshot
+from replay.placement import misplaced
+
+START = datetime(2030, 1, 1, tzinfo=UTC)
+START_MS = int(START.timestamp() * 1000)
+
+
+def put_queue(ledger: Ledger, name: str = "q", **settings: Any) -> bool:
+    return ledger.run(commands.put_queue(name, QueueSettings(**settings)))
+
+
+def create(ledger: Ledger, queue: str = "q", **options: Any) -> int:
+    return ledger.run(commands.create_job(queue, JobOptions(**options)))
+
+
+def fetch(ledger: Ledger, queue: str = "q", count: int = 1, worker: str | None = None) -> list[Fetched]:
+    return ledger.run(commands.fetch_jobs(queue, count, worker))
+
+
+def fetch_one(ledger: Ledger, queue: str = "q") -> Fetched:
+    fetched = fetch(ledger, queue)
+    assert len(fetched) == 1, fetched
+    return fetched[0]
+
+
+def update(ledger: Ledger, job_id: int, **fields: Any) -> int:
+    return ledger.run(commands.update_job(job_id, JobUpdate(**fields)))
+
+
+def job(ledger: Ledger, job_id: int) -> dict[str, Any]:
+    return ledger.read(readers.job(job_id))
+
+
+def raw_job(ledger: Ledger, job_id: int) -> dict[str, str]:
+    """The stored hash, as text (times in ms)."""
+    raw = ledger.client.hgetall(ledger.keys.job(job_id))
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+def status(ledger: Ledger, job_id: int) -> str:
+    return str(job(ledger, job_id)["status"])
+
+
+def run_tick(ledger: Ledger) -> dict[str, list[int]]:
+    return tick(ledger)
+
+
+def stream_length(client: redis.Redis, namespace: str) -> int:
+    return int(client.xlen(Keys(namespace).events))
+
+
+def events(client: redis.Redis, namespace: str, job_id: int | None = None) -> list[dict[str, str]]:
+    """Every entry of the stream (of one job, if given) as text fields plus ``id``."""
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = client.xrange(Keys(namespace).events)  # type: ignore[assignment]
+    out = []
+    for entry_id, raw in entries:
+        fields = {k.decode(): v.decode() for k, v in raw.items()}
+        if job_id is None or fields.get("job") == str(job_id):
+            out.append({"id": entry_id.decode(), **fields})
+    return out
+
+
+def event_types(ledger: Ledger, job_id: int) -> list[str]:
+    return [e["type"] for e in events(ledger.client, ledger.keys.namespace, job_id)]
+
+
+def zscore(ledger: Ledger, key: str, job_id: int) -> float | None:
+    return ledger.client.zscore(key, job_id)
+
+
+def at(seconds: float) -> int:
+    """Milliseconds since the epoch, ``seconds`` after START."""
+    return START_MS + round(seconds * 1000)
+
+
+def later(seconds: float) -> timedelta:
+    return timedelta(seconds=seconds)
+
+
+@contextmanager
+def frozen_clock() -> Iterator[FrozenDateTimeFactory]:
+    """Time stands still at START until the test moves it (``.tick(seconds)``)."""
+    with freeze_time(START) as factory:
+        yield cast(FrozenDateTimeFactory, factory)
+
+
+@contextmanager
+def unchanged(ledger: Ledger) -> Iterator[None]:
+    """Assert that the block appends no event and changes no projection."""
+    client, ns = ledger.client, ledger.keys.namespace
+    before = (stream_length(client, ns), snapshot(client, ns))
+    yield
+    assert (stream_length(client, ns), snapshot(client, ns)) == before
+
+
+def refused(ledger: Ledger, call: Call[Any], error: type[JobLedgerError]) -> JobLedgerError:
+    """Run ``call``, which must raise ``error`` and change nothing; the exception."""
+    with unchanged(ledger), pytest.raises(error) as caught:
+        ledger.run(call)
+    return caught.value
+
+
+def assert_well_placed(ledger: Ledger) -> None:
+    assert misplaced(ledger.client, ledger.keys.namespace) == []
+
+
+STATES = (
+    "queued", "running", "completed", "failed_waiting", "failed_ended",
+    "timed_out_waiting", "timed_out_ended", "cancelled",
+)  # fmt: skip
+STATUS_OF = {state: state.removesuffix("_waiting").removesuffix("_ended") for state in STATES}
+
+
+def job_in_state(ledger: Ledger, frozen: FrozenDateTimeFactory, state: str) -> int:
+    """A new job of queue "q" (its timeout must be 10s) in ``state``, one of STATES.
+
+    ``*_waiting`` jobs have a retry left, due in an hour; ``*_ended`` ones have none.
+    """
+    waiting = state.endswith("_waiting")
+    job_id = create(ledger, tags=["t"], retries=1 if waiting else 0, retry_delays=["1h"])
+    if state == "queued":
+        return job_id
+    assert fetch_one(ledger).id == job_id
+    if state.startswith("timed_out"):
+        frozen.tick(10)
+        assert run_tick(ledger)["timeouts"] == [job_id]
+    elif state != "running":
+        update(ledger, job_id, status=state if state in ("completed", "cancelled") else "failed")
+    assert status(ledger, job_id) == STATUS_OF[state]
+    return job_id

@@ -1,0 +1,237 @@
+"""Replay equality (invariant 4) and placement (invariant 6) under random command sequences.
+
+A hypothesis state machine drives one ledger through every command over three queues with random
+settings, a few tags, workers, stale and current attempts, and a frozen clock that it moves on
+before running the scheduler.  Refused commands (NotFound, Conflict) are part of the game; they must
+append nothing.  After every step each live job is exactly where its status puts it; after the last
+step, rebuilding the projections from the stream alone gives exactly the live ones (a rebuild costs
+tens of milliseconds, too much for every step of every example, and far too much while shrinking).
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from typing import Any, ClassVar
+
+import hypothesis.strategies as st
+import pytest
+import redis
+from freezegun import freeze_time
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from ledger import commands
+from ledger.commands import Call
+from ledger.errors import Conflict, NotFound
+from ledger.keys import Keys
+from ledger.requests import JobOptions, JobUpdate, QueueSettings
+from ledger.runner import Ledger
+from ledger.scheduler import tick
+from replay.compare import compare
+from replay.placement import misplaced
+from replay.rebuild import rebuild
+from tests.support import START, stream_length
+
+QUEUES = ("alpha", "beta", "gamma")
+TAGS = ("red", "green", "blue")
+DURATIONS = ("0s", "1s", "5s", "30s", "2m", "1h")
+
+durations = st.sampled_from(DURATIONS)
+delays = st.lists(st.sampled_from(("0s", "1s", "10s", "1m")), max_size=3)
+queue_settings = st.builds(
+    QueueSettings,
+    timeout=durations,
+    heartbeat_timeout=durations,
+    expires_after=durations,
+    retries=st.integers(0, 3),
+    retry_delays=delays,
+)
+job_options = st.builds(
+    JobOptions,
+    input=st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2)),
+    tags=st.one_of(st.none(), st.lists(st.sampled_from(TAGS), max_size=3)),
+    timeout=st.one_of(st.none(), durations),
+    heartbeat_timeout=st.one_of(st.none(), durations),
+    expires_after=st.one_of(st.none(), durations),
+    retries=st.one_of(st.none(), st.integers(0, 2)),
+    retry_delays=st.one_of(st.none(), delays),
+)
+queues = st.sampled_from(QUEUES)
+fetch_from = st.sampled_from(("busiest", *QUEUES))  # "busiest": the most queued jobs
+attempts = st.sampled_from(("current", "none", "stale"))
+#: which job a rule acts on: (running / live / gone, an index into those)
+jobs = st.tuples(st.sampled_from(("running", "live", "gone")), st.integers(0, 1000))
+outputs = st.one_of(st.none(), st.integers(), st.text(max_size=5))
+NO_OUTPUT = "<no output>"
+#: Hypothesis draws the first of a sampled_from most often: the commonest move comes first
+ACTIONS = ("completed", "failed", "heartbeat", "output", "cancelled", "queued", "delete")
+#: one move on a job: (which job, what to do, which attempt to name, output to send)
+moves = st.tuples(jobs, st.sampled_from(ACTIONS), attempts, st.one_of(st.just(NO_OUTPUT), outputs))
+#: how far the clock moves before a scheduler tick, in ms: around every deadline the settings make
+steps = st.one_of(
+    st.sampled_from((1000, 0, 1, 999, 5000, 30_000, 60_000, 3_600_000)), st.integers(0, 4_000_000)
+)
+
+
+def _delete_namespace(client: redis.Redis, namespace: str) -> None:
+    for key in client.scan_iter(match=Keys(namespace).pattern(), count=1000):
+        client.delete(key)
+
+
+class LedgerMachine(RuleBasedStateMachine):
+    """One ledger in a fresh namespace, on a frozen clock, driven by random commands."""
+
+    redis_url: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = redis.Redis.from_url(self.redis_url)
+        self.namespace = "test-sm-" + uuid.uuid4().hex[:12]
+        self.freezer = freeze_time(START)
+        self.clock = self.freezer.start()
+        self.ledger = Ledger(self.client, self.namespace)
+
+    def teardown(self) -> None:
+        """After the last step, replay equality; skipped when a step already failed (so the first
+        failure is the one reported)."""
+        try:
+            differences = [] if sys.exc_info()[0] else self.replay_differences()
+        finally:
+            self.freezer.stop()
+            _delete_namespace(self.client, self.namespace)
+            self.client.close()
+        assert differences == []
+
+    # --- choosing jobs and attempts, running commands ----------------------------------------------
+
+    def statuses(self) -> dict[int, str]:
+        """Every live job's status, by id."""
+        last = int(self.client.get(self.ledger.keys.build("job_id")) or 0)
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in range(1, last + 1):
+            pipe.hget(self.ledger.keys.job(job_id), "status")
+        found = zip(range(1, last + 1), pipe.execute(), strict=True)
+        return {job_id: status.decode() for job_id, status in found if status is not None}
+
+    def choose(self, choice: tuple[str, int]) -> int:
+        """A running job, any live job, or a job that does not exist (any, when none is running)."""
+        kind, pick = choice
+        statuses = self.statuses()
+        if kind == "gone" or not statuses:
+            last = int(self.client.get(self.ledger.keys.build("job_id")) or 0)
+            gone = [i for i in range(1, last + 2) if i not in statuses]
+            return gone[pick % len(gone)]
+        running = [i for i, status in statuses.items() if status == "running"]
+        pool = running if kind == "running" and running else sorted(statuses)
+        return pool[pick % len(pool)]
+
+    def attempt(self, job_id: int, which: str) -> int | None:
+        """The attempt an update names: none, the job's current one, or another (earlier if any)."""
+        if which == "none":
+            return None
+        current = int(self.client.hget(self.ledger.keys.job(job_id), "attempt") or 0)
+        if which == "current":
+            return max(current, 1)
+        return current - 1 if current > 1 else current + 1
+
+    def call(self, job_id: int, action: str, attempt: int | None, output: Any) -> Call[Any]:
+        """The command for one move on a job."""
+        if action == "heartbeat":
+            return commands.heartbeat(job_id, attempt)
+        if action == "delete":
+            return commands.delete_job(job_id)
+        fields: dict[str, Any] = {"attempt": attempt}
+        if action != "output":
+            fields["status"] = action
+        if output != NO_OUTPUT or action == "output":
+            fields["output"] = None if output == NO_OUTPUT else output
+        return commands.update_job(job_id, JobUpdate(**fields))
+
+    def run(self, call: Call[Any]) -> Any:
+        """Run a command; a refusal is fine but must append nothing."""
+        length = stream_length(self.client, self.namespace)
+        try:
+            return self.ledger.run(call)
+        except (NotFound, Conflict):
+            assert stream_length(self.client, self.namespace) == length
+            return None
+
+    # --- rules -------------------------------------------------------------------------------------
+
+    @initialize(
+        all_settings=st.tuples(queue_settings, queue_settings, queue_settings),
+        jobs=st.lists(st.tuples(queues, job_options), min_size=2, max_size=10),
+    )
+    def start(self, all_settings: tuple[QueueSettings, ...], jobs: list[tuple[str, JobOptions]]) -> None:
+        """The three queues, then a few jobs on them."""
+        for name, chosen in zip(QUEUES, all_settings, strict=True):
+            self.run(commands.put_queue(name, chosen))
+        for name, options in jobs:
+            self.run(commands.create_job(name, options))
+
+    @rule(name=queues, chosen=queue_settings, delete=st.sampled_from((False, False, False, True)))
+    def put_or_delete_queue(self, name: str, chosen: QueueSettings, delete: bool) -> None:
+        if delete:
+            self.run(commands.delete_queue(name))
+        else:
+            self.run(commands.put_queue(name, chosen))
+
+    @rule(name=queues, options=st.lists(job_options, min_size=1, max_size=4))
+    def create_jobs(self, name: str, options: list[JobOptions]) -> None:
+        for one in options:
+            self.run(commands.create_job(name, one))
+
+    @rule(name=fetch_from, count=st.integers(1, 5), worker=st.one_of(st.none(), st.just("w1")))
+    def fetch(self, name: str, count: int, worker: str | None) -> None:
+        if name == "busiest":
+            name = max(QUEUES, key=lambda q: self.client.zcard(self.ledger.keys.queue_jobs(q)))
+        for job in self.run(commands.fetch_jobs(name, count, worker)) or []:
+            assert job.attempt == int(self.client.hget(self.ledger.keys.job(job.id), "attempt") or 0)
+
+    @rule(moves=st.lists(moves, min_size=1, max_size=3))
+    def act(self, moves: list[tuple[tuple[str, int], str, str, Any]]) -> None:
+        """A few moves on jobs: heartbeat, output, a new status, or delete."""
+        for choice, action, which, output in moves:
+            job_id = self.choose(choice)
+            self.run(self.call(job_id, action, self.attempt(job_id, which), output))
+
+    @rule(ms=steps)
+    def advance_and_tick(self, ms: int) -> None:
+        self.clock.tick(ms / 1000)
+        tick(self.ledger, batch=2)
+
+    # --- invariants --------------------------------------------------------------------------------
+
+    @invariant()
+    def every_job_is_in_its_place(self) -> None:
+        assert misplaced(self.client, self.namespace) == []
+
+    def replay_differences(self) -> list[str]:
+        """Rebuild the projections from the stream alone, compare them with the live ones."""
+        replay = self.namespace + "-replay"
+        try:
+            rebuild(self.client, self.namespace, replay)
+            return [str(d) for d in compare(self.client, self.namespace, replay)]
+        finally:
+            _delete_namespace(self.client, replay)
+
+
+@pytest.mark.timeout(900)  # let Hypothesis finish shrinking a failure (it gives up after 5 minutes)
+def test_replay_equals_live_and_every_job_is_in_place(redis_url: str) -> None:
+    LedgerMachine.redis_url = redis_url
+    run_state_machine_as_test(
+        LedgerMachine,
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

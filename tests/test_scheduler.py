@@ -1,0 +1,115 @@
+"""The scheduler is just another client (invariant 5): two instances checking one ledger at the same
+moment time out, retry and expire each job exactly once; a check with nothing due writes nothing."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+from freezegun.api import FrozenDateTimeFactory
+
+from ledger import commands
+from ledger.requests import JobOptions, JobUpdate
+from ledger.runner import Ledger
+from ledger.scheduler import tick
+from tests.support import assert_well_placed, events, fetch, frozen_clock, put_queue, run_tick, unchanged
+
+JOBS = 300
+SCHEDULERS = 2
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with frozen_clock() as factory:
+        yield factory
+
+
+def start_jobs(ledger: Ledger, count: int = JOBS) -> list[int]:
+    """``count`` running jobs of queue "q" (timeout 10s, one retry after 5s, expiry 1m)."""
+    put_queue(ledger, "q", timeout="10s", retries=1, retry_delays=["5s"], expires_after="1m")
+    ids = ledger.run_many(commands.create_job("q", JobOptions(input=i)) for i in range(count))
+    fetched = fetch(ledger, count=count)
+    assert sorted(f.id for f in fetched) == sorted(ids)
+    return ids
+
+
+def race(redis_url: str, namespace: str, batch: int) -> list[dict[str, list[int]]]:
+    """Run ``tick`` from SCHEDULERS threads at once, each with its own client and Ledger."""
+    barrier = threading.Barrier(SCHEDULERS)
+
+    def scheduler() -> dict[str, list[int]]:
+        with redis.Redis.from_url(redis_url) as client:
+            ledger = Ledger(client, namespace)
+            barrier.wait(timeout=30)
+            return tick(ledger, batch)
+
+    with ThreadPoolExecutor(SCHEDULERS) as pool:
+        futures = [pool.submit(scheduler) for _ in range(SCHEDULERS)]
+        return [future.result(timeout=60) for future in futures]
+
+
+def once_each(ledger: Ledger, ids: list[int], event_type: str, expected: int = 1) -> None:
+    """Every job in ``ids`` has exactly ``expected`` events of ``event_type``, and no other job any."""
+    counts = Counter(
+        int(e["job"]) for e in events(ledger.client, ledger.keys.namespace) if e["type"] == event_type
+    )
+    assert counts == Counter({job_id: expected for job_id in ids})
+
+
+def handled(results: list[dict[str, list[int]]], check: str) -> list[int]:
+    """Every id a check reported across the schedulers (a duplicate would show twice)."""
+    return sorted(job_id for result in results for job_id in result[check])
+
+
+@pytest.mark.parametrize("batch", [500, 7])
+def test_two_schedulers_time_out_retry_and_expire_each_job_once(
+    ledger: Ledger, redis_url: str, namespace: str, frozen: FrozenDateTimeFactory, batch: int
+) -> None:
+    ids = start_jobs(ledger)
+
+    frozen.tick(10)
+    results = race(redis_url, namespace, batch)
+    assert handled(results, "timeouts") == sorted(ids)
+    once_each(ledger, ids, "job_timed_out")
+
+    frozen.tick(5)
+    results = race(redis_url, namespace, batch)
+    assert handled(results, "retries") == sorted(ids)
+    once_each(ledger, ids, "job_requeued")
+
+    assert len(fetch(ledger, count=JOBS)) == JOBS
+    frozen.tick(10)  # second timeout: no retry left, so each job ends
+    race(redis_url, namespace, batch)
+    once_each(ledger, ids, "job_timed_out", expected=2)
+    once_each(ledger, ids, "job_ended", expected=0)
+
+    frozen.tick(60)
+    results = race(redis_url, namespace, batch)
+    assert handled(results, "expiry") == sorted(ids)
+    once_each(ledger, ids, "job_expired")
+    assert_well_placed(ledger)
+    assert ledger.client.zcard(ledger.keys.build("due_expire")) == 0
+
+
+def test_a_check_with_nothing_due_appends_nothing(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:
+    ids = start_jobs(ledger, 15)  # 5 stay running (timeout at 10s)
+    failed, completed = ids[:5], ids[5:10]
+    for job_id in failed:  # retry due at 5s
+        ledger.run(commands.update_job(job_id, JobUpdate(status="failed")))
+    for job_id in completed:  # expiry due at 1m
+        ledger.run(commands.update_job(job_id, JobUpdate(status="completed")))
+    frozen.tick(4.999)
+    with unchanged(ledger):
+        assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": []}
+    frozen.tick(0.001)
+    assert sorted(run_tick(ledger)["retries"]) == sorted(failed)
+
+
+def test_an_empty_ledger_check_appends_nothing(ledger: Ledger) -> None:
+    with unchanged(ledger):
+        assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": []}
+    assert not ledger.client.exists(ledger.keys.events)
