@@ -45,6 +45,8 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
     ("/queue/{queue}/job", "POST", queue.create_job, True),
     ("/queue/{queue}/job", "GET", queue.fetch_job, True),
+    ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
+    ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
     ("/job/{job_id}", "GET", job.get_job, False),
     ("/job/{job_id}", "PATCH", job.update_job, True),
     ("/job/{job_id}", "DELETE", job.delete_job, True),

@@ -20,6 +20,7 @@ from api.cli import fail
 from api.cli_output import EVENT_STYLES, STATUS_STYLES, Cell, JsonOption, Output, cell, status_cell
 from api.client import Client, ClientError, Event
 from api.client.calls import DEFAULT_URL
+from projections.views import JOB_STATUSES
 
 app = typer.Typer()
 
@@ -29,7 +30,7 @@ UrlOption = Annotated[
 ]
 AsJson = Annotated[bool, JsonOption]
 
-STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out")
+STATUSES = JOB_STATUSES
 _ERROR_NAMES = {"BadRequest": "bad request", "NotFound": "not found", "Conflict": "conflict"}
 
 
@@ -186,15 +187,11 @@ def elapsed(seconds: float, plain: bool) -> str:
 
 
 def error_of(event: Event) -> str | None:
-    """What went wrong, if the event says: a recorded error (``kind: message``) or a timeout."""
+    """What went wrong, if the event says: its error as ``kind: message`` (timeouts carry one too)."""
     error = event.data.get("error")
     if isinstance(error, dict):
         return ": ".join(str(error[k]) for k in ("kind", "message") if error.get(k))
-    if error:
-        return str(error)
-    if event.type == "job_timed_out":
-        return f"timed out ({event.data.get('reason', 'timeout')})"
-    return None
+    return str(error) if error else None
 
 
 def detail_of(event: Event) -> str | None:

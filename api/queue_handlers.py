@@ -53,8 +53,21 @@ async def queue_job_ids(request: Request) -> Response:
 async def create_job(request: Request) -> Response:
     name = queue_name(request)
     options = await read_model(request, JobOptions, empty_ok=True)
-    job_id = await _ledger(request).run(commands.create_job(name, options))
-    return JSONResponse(job_id, status_code=201, headers={"location": f"/job/{job_id}"})
+    made = await _ledger(request).run(commands.create_job(name, options))
+    # 200 with the existing job's id when a live job of the queue already holds the unique_key
+    return JSONResponse(
+        made.id, status_code=201 if made.created else 200, headers={"location": f"/job/{made.id}"}
+    )
+
+
+async def pause_queue(request: Request) -> Response:
+    await _ledger(request).run(commands.pause_queue(queue_name(request), True))
+    return Response(status_code=204)
+
+
+async def resume_queue(request: Request) -> Response:
+    await _ledger(request).run(commands.pause_queue(queue_name(request), False))
+    return Response(status_code=204)
 
 
 async def fetch_job(request: Request) -> Response:

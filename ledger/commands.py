@@ -63,9 +63,22 @@ def delete_queue(name: str) -> Call[int]:
     return Call("delete_queue", (name,), _int)
 
 
-def create_job(queue: str, options: JobOptions) -> Call[int]:
-    """Create a queued job; its id."""
-    return Call("create_job", (queue, options.options_json(), options.input_text()), _int)
+@dataclass(frozen=True)
+class Created:
+    """A create's answer: the job's id, and False when a live job already held the unique_key."""
+
+    id: int
+    created: bool
+
+
+def _created(reply: Any) -> Created:
+    return Created(int(reply[0]), int(reply[1]) == 1)
+
+
+def create_job(queue: str, options: JobOptions, launcher: str | None = None) -> Call[Created]:
+    """Create a job (queued, or scheduled until run_at), unless its unique_key is held."""
+    args = (queue, options.options_json(), options.input_text(), launcher or "")
+    return Call("create_job", args, _created)
 
 
 def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
@@ -74,14 +87,28 @@ def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[li
 
 
 def update_job(job_id: int, update: JobUpdate) -> Call[int]:
-    """PATCH semantics: status and/or output; the number of events appended (0 for an empty patch)."""
+    """PATCH semantics: progress, output, status; the number of events appended (0 for an empty patch)."""
     attempt = "" if update.attempt is None else update.attempt
-    return Call("update_job", (job_id, update.status or "", update.output_text(), attempt), _int)
+    args = (
+        job_id,
+        update.status or "",
+        update.output_text(),
+        attempt,
+        update.progress_json(),
+        update.error_json(),
+    )
+    return Call("update_job", args, _int)
 
 
 def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int]:
     """PUT /job/{id}/output."""
-    return Call("update_job", (job_id, "", json_text(output), "" if attempt is None else attempt), _int)
+    args = (job_id, "", json_text(output), "" if attempt is None else attempt, "", "")
+    return Call("update_job", args, _int)
+
+
+def pause_queue(name: str, paused: bool) -> Call[bool]:
+    """Pause or resume a queue; True when its state changed."""
+    return Call("pause_queue", (name, "1" if paused else "0"), lambda r: int(r) == 1)
 
 
 def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:
@@ -100,6 +127,16 @@ def check_timeouts(limit: int) -> Call[list[int]]:
 def check_retries(limit: int) -> Call[list[int]]:
     """Requeue (or end) up to ``limit`` jobs whose retry time has come; their ids."""
     return Call("check_retries", (limit,), _ids)
+
+
+def check_releases(limit: int) -> Call[list[int]]:
+    """Release up to ``limit`` scheduled jobs whose run_at has come; their ids."""
+    return Call("check_releases", (limit,), _ids)
+
+
+def check_queued(limit: int) -> Call[list[int]]:
+    """Time out up to ``limit`` queued jobs past their max_queued_time; their ids."""
+    return Call("check_queued", (limit,), _ids)
 
 
 def check_expiry(limit: int) -> Call[list[int]]:

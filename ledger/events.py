@@ -35,6 +35,23 @@ class EventData(BaseModel):
     json_text_fields: ClassVar[tuple[str, ...]] = ()
 
 
+class BackoffData(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: int
+    factor: float
+    max: int
+
+
+class ErrorData(BaseModel):
+    """An error as a job records it; ``kind`` decides retry (retry_on / no_retry_on)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    message: str = ""
+
+
 class QueueSettingsData(EventData):
     """Settings with durations in milliseconds."""
 
@@ -43,6 +60,14 @@ class QueueSettingsData(EventData):
     expires_after: int
     retries: int
     retry_delays: list[int] = []
+    retry_backoff: BackoffData | None = None
+    priority: int = 0
+    max_queued_time: int = 0
+    max_running: int = 0
+    max_running_per_key: int = 0
+    retry_on: list[str] = []
+    no_retry_on: list[str] = []
+    paused: bool = False
 
 
 class QueueCreated(QueueSettingsData):
@@ -57,6 +82,14 @@ class QueueDeleted(EventData):
     type = "queue_deleted"
 
 
+class QueuePaused(EventData):
+    type = "queue_paused"
+
+
+class QueueResumed(EventData):
+    type = "queue_resumed"
+
+
 class JobCreated(EventData):
     type = "job_created"
     json_text_fields = ("input",)
@@ -66,8 +99,23 @@ class JobCreated(EventData):
     expires_after: int
     retries: int
     retry_delays: list[int] = []
+    retry_backoff: BackoffData | None = None
     tags: list[str] = []
     input: str | None = None
+    priority: int = 0
+    run_at: int | None = None  # set when the job starts scheduled
+    unique_key: str | None = None
+    quota_key: str | None = None
+    max_queued_time: int = 0
+    retry_on: list[str] = []
+    no_retry_on: list[str] = []
+    launcher: str | None = None
+
+
+class JobReleased(EventData):
+    """A scheduled job's run_at came: it joins its queue."""
+
+    type = "job_released"
 
 
 class JobStarted(EventData):
@@ -79,6 +127,13 @@ class JobStarted(EventData):
 
 class JobHeartbeat(EventData):
     type = "job_heartbeat"
+
+
+class JobProgressed(EventData):
+    type = "job_progressed"
+
+    progress: int | None = None
+    message: str | None = None
 
 
 class JobOutputSet(EventData):
@@ -104,14 +159,29 @@ class JobFailed(EventData):
     ended: bool
     retry_at: int | None = None
     output: str | None = None
+    error: ErrorData | None = None
+
+
+def _timed_out_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 named the cause in ``reason``; v2 records it as an error, like a worker's failure."""
+    out = {k: v for k, v in data.items() if k != "reason"}
+    if data.get("reason") == "heartbeat":
+        out["error"] = {"kind": "heartbeat_timeout", "message": "no heartbeat within heartbeat_timeout"}
+    else:
+        out["error"] = {"kind": "timeout", "message": "running longer than timeout"}
+    return out
 
 
 class JobTimedOut(EventData):
-    """The scheduler found a running job past its ``timeout`` or ``heartbeat_timeout``."""
+    """The scheduler found a job past a deadline: running past ``timeout`` or ``heartbeat_timeout``,
+    or queued past ``max_queued_time``.  v2: the cause is an error (kind timeout, heartbeat_timeout
+    or queued_timeout) recorded in the job's errors; v1 had a ``reason`` instead."""
 
     type = "job_timed_out"
+    version = 2
+    upcasters = {1: _timed_out_v1_to_v2}
 
-    reason: Literal["timeout", "heartbeat"]
+    error: ErrorData
     ended: bool
     retry_at: int | None = None
 
@@ -155,9 +225,13 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         QueueCreated,
         QueueUpdated,
         QueueDeleted,
+        QueuePaused,
+        QueueResumed,
         JobCreated,
+        JobReleased,
         JobStarted,
         JobHeartbeat,
+        JobProgressed,
         JobOutputSet,
         JobCompleted,
         JobFailed,

@@ -24,11 +24,14 @@ TEMPLATES: dict[str, str] = {
     "due_run": "due:run",  # running jobs by the time they time out (zset)
     "due_retry": "due:retry",  # failed / timed-out jobs waiting to retry, by retry time (zset)
     "due_expire": "due:expire",  # ended jobs by expiry time (zset)
+    "due_release": "due:release",  # scheduled jobs by run_at (zset)
+    "due_queued": "due:queued",  # queued jobs by the end of their max_queued_time (zset)
     "job": "job:{id}",  # the job's fields (hash)
     "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
     "queue": "queue:{name}",  # the queue's settings (hash)
     "queue_jobs": "queue:{name}:jobs",  # queued job ids by priority then FIFO (zset)
     "queue_status": "queue:{name}:{status}",  # job ids of the queue with this status (zset, score id)
+    "queue_unique": "queue:{name}:unique",  # unique_key -> id of the live job holding it (hash)
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
 }
 

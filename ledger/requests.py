@@ -1,7 +1,8 @@
 """What commands accept: queue settings and job options, validated with pydantic.
 
 The HTTP bodies are these models, so a bad field is refused before any script runs (no event is
-appended).  Durations arrive as human strings or seconds and are held as milliseconds.
+appended).  Durations arrive as human strings or seconds and are held as milliseconds; times arrive
+as RFC 3339 text and are held as milliseconds since the epoch.
 """
 
 from __future__ import annotations
@@ -9,20 +10,55 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
-from ledger.durations import format_ms, parse_ms
+from ledger.durations import format_ms, parse_ms, parse_time
 
 Duration = Annotated[int, BeforeValidator(parse_ms)]
 #: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
+Key = Annotated[StrictStr, Field(min_length=1, max_length=255)]
+Priority = Annotated[StrictInt, Field(ge=0, le=100)]
+ErrorKind = Annotated[StrictStr, Field(min_length=1, max_length=100)]
+
+
+def _time(value: Any) -> int:
+    if not isinstance(value, str):
+        raise ValueError("a time is RFC 3339 text, e.g. 2026-11-20T18:52:42Z")
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an RFC 3339 time, e.g. 2026-11-20T18:52:42Z") from None
+
+
+Time = Annotated[int, BeforeValidator(_time)]
 
 FIVE_MINUTES = 300_000
+MAX_MESSAGE = 1000
+
+
+class Backoff(BaseModel):
+    """Exponential backoff between retries: ``min(base * factor ** retries_attempted, max)``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: Duration
+    factor: Annotated[float, Field(ge=1, le=100, strict=False)] = 2.0
+    max: Duration = 3_600_000
 
 
 class QueueSettings(BaseModel):
-    """Ocypod's queue settings; a field left out takes its default (as Ocypod does on PUT)."""
+    """Ocypod's queue settings and jobledger's; a field left out takes its default (as on PUT)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,19 +67,28 @@ class QueueSettings(BaseModel):
     expires_after: Duration = FIVE_MINUTES
     retries: Count = 0
     retry_delays: list[Duration] = []
+    retry_backoff: Backoff | None = None
+    priority: Priority = 0
+    max_queued_time: Duration = 0
+    max_running: Count = 0
+    max_running_per_key: Count = 0
+    retry_on: list[ErrorKind] = []
+    no_retry_on: list[ErrorKind] = []
+    paused: StrictBool = False
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(), separators=(",", ":"))
+        return json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))
 
     def view(self) -> dict[str, Any]:
         """As the API shows it: durations as compact strings."""
-        return {
-            "timeout": format_ms(self.timeout),
-            "heartbeat_timeout": format_ms(self.heartbeat_timeout),
-            "expires_after": format_ms(self.expires_after),
-            "retries": self.retries,
-            "retry_delays": [format_ms(d) for d in self.retry_delays],
-        }
+        out = self.model_dump()
+        for name in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time"):
+            out[name] = format_ms(out[name])
+        out["retry_delays"] = [format_ms(d) for d in self.retry_delays]
+        if self.retry_backoff:
+            b = self.retry_backoff
+            out["retry_backoff"] = {"base": format_ms(b.base), "factor": b.factor, "max": format_ms(b.max)}
+        return out
 
 
 class JobOptions(BaseModel):
@@ -58,6 +103,21 @@ class JobOptions(BaseModel):
     expires_after: Duration | None = None
     retries: Count | None = None
     retry_delays: list[Duration] | None = None
+    retry_backoff: Backoff | None = None
+    priority: Priority | None = None
+    run_at: Time | None = None
+    delay: Duration | None = None
+    unique_key: Key | None = None
+    quota_key: Key | None = None
+    max_queued_time: Duration | None = None
+    retry_on: list[ErrorKind] | None = None
+    no_retry_on: list[ErrorKind] | None = None
+
+    @model_validator(mode="after")
+    def _one_start(self) -> JobOptions:
+        if self.run_at is not None and self.delay is not None:
+            raise ValueError("give run_at or delay, not both")
+        return self
 
     def options_json(self) -> str:
         """The settings the request gave (not input), for the create script."""
@@ -67,17 +127,47 @@ class JobOptions(BaseModel):
         return "" if self.input is None else json_text(self.input)
 
 
+class ErrorReport(BaseModel):
+    """An error a worker reports when it fails a job: its kind decides retry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ErrorKind = "error"
+    message: Annotated[StrictStr, Field(max_length=MAX_MESSAGE)] = ""
+
+
+def _error(value: Any) -> Any:
+    return {"kind": "error", "message": value} if isinstance(value, str) else value
+
+
 class JobUpdate(BaseModel):
-    """PATCH /job/{id}: a status and/or an output; only fields present change anything."""
+    """PATCH /job/{id}: status, output, progress, message, error; only fields present change anything."""
 
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["completed", "failed", "cancelled", "queued"] | None = None
     output: Any = None
     attempt: Annotated[StrictInt, Field(ge=1)] | None = None
+    progress: Annotated[StrictInt, Field(ge=0, le=100)] | None = None
+    message: Annotated[StrictStr, Field(max_length=MAX_MESSAGE)] | None = None
+    error: Annotated[ErrorReport, BeforeValidator(_error)] | None = None
+
+    @model_validator(mode="after")
+    def _error_needs_failed(self) -> JobUpdate:
+        if self.error is not None and self.status != "failed":
+            raise ValueError("error goes with status 'failed'")
+        return self
 
     def output_text(self) -> str:
         return json_text(self.output) if "output" in self.model_fields_set else ""
+
+    def progress_json(self) -> str:
+        """``{progress, message}`` as given, or '' when neither is."""
+        given = {k: getattr(self, k) for k in ("progress", "message") if getattr(self, k) is not None}
+        return json.dumps(given, separators=(",", ":")) if given else ""
+
+    def error_json(self) -> str:
+        return self.error.model_dump_json() if self.error else ""
 
 
 def json_text(value: Any) -> str:

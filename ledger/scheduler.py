@@ -1,9 +1,11 @@
 """The scheduler: just another client of the ledger.
 
-Its checks are ordinary commands (``check_timeouts``, ``check_retries``, ``check_expiry``); each
+Its checks are ordinary commands (``check_releases`` of scheduled jobs, ``check_timeouts`` of
+running jobs, ``check_queued`` against max_queued_time, ``check_retries``, ``check_expiry``); each
 reads only the due part of a deadline set and re-checks the job inside its script, so any number of
 schedulers can run at once and a job still times out, retries or expires once.  A check runs in
-batches until less than a full batch was due.  Intervals come from the ``[server]`` config.
+batches until less than a full batch was due.  Intervals come from the ``[server]`` config (releases
+and queue-time checks run on the timeout check's interval).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ log = logging.getLogger("jobledger.scheduler")
 BATCH = 500
 Check = Callable[[int], Call[list[int]]]
 CHECKS: dict[str, Check] = {
+    "releases": commands.check_releases,
     "timeouts": commands.check_timeouts,
+    "queued": commands.check_queued,
     "retries": commands.check_retries,
     "expiry": commands.check_expiry,
 }
@@ -71,7 +75,9 @@ async def _loop(ledger: AsyncLedger, name: str, interval_ms: int) -> None:
 def intervals(config: Config) -> dict[str, int]:
     s = config.server
     return {
+        "releases": s.timeout_check_interval,
         "timeouts": s.timeout_check_interval,
+        "queued": s.timeout_check_interval,
         "retries": s.retry_check_interval,
         "expiry": s.expiry_check_interval,
     }

@@ -6,20 +6,24 @@ import json
 from typing import Any
 
 from ledger.durations import format_ms, format_time
-from ledger.requests import QueueSettings
+from ledger.requests import Backoff, QueueSettings
 
 #: Ocypod's job fields in Ocypod's order, then jobledger's.
 JOB_FIELDS = (
     "id", "queue", "status", "tags", "created_at", "started_at", "ended_at", "last_heartbeat",
     "input", "output", "timeout", "heartbeat_timeout", "expires_after", "retries",
-    "retries_attempted", "retry_delays", "ended", "attempt", "worker",
+    "retries_attempted", "retry_delays", "ended",
+    "priority", "run_at", "retry_at", "unique_key", "quota_key", "worker", "attempt", "progress",
+    "message", "errors", "max_queued_time", "retry_backoff", "retry_on", "no_retry_on", "launcher",
 )  # fmt: skip
 
-JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out")
+JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled")
 
-_TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat"}
-_DURATIONS = {"timeout", "heartbeat_timeout", "expires_after"}
+_TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat", "run_at", "retry_at"}
+_DURATIONS = {"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"}
 _JSON = {"input", "output", "tags"}
+_LISTS = {"retry_on", "no_retry_on"}
+_COUNTS = {"retries", "retries_attempted", "attempt", "priority"}
 
 
 def decode_hash(raw: dict[Any, Any]) -> dict[str, str]:
@@ -42,11 +46,28 @@ def _job_field(name: str, job_id: int, h: dict[str, str]) -> Any:
         return json.loads(raw) if raw is not None else None
     if name == "retry_delays":
         return [format_ms(d) for d in json.loads(raw)] if raw else []
-    if name in ("retries", "retries_attempted", "attempt"):
+    if name in _COUNTS:
         return int(raw or 0)
+    if name in _LISTS:
+        return json.loads(raw) if raw else []
     if name == "ended":
         return raw == "1"
+    if name == "progress":
+        return int(raw) if raw is not None else None
+    if name == "errors":
+        return [_error_view(e) for e in json.loads(raw)] if raw else []
+    if name == "retry_backoff":
+        return _backoff_view(json.loads(raw)) if raw else None
     return raw
+
+
+def _error_view(err: dict[str, Any]) -> dict[str, Any]:
+    return {"at": format_time(int(err["at"])), "attempt": int(err["attempt"]), "kind": err["kind"],
+            "message": err.get("message", "")}  # fmt: skip
+
+
+def _backoff_view(b: dict[str, Any]) -> dict[str, Any]:
+    return {"base": format_ms(int(b["base"])), "factor": b["factor"], "max": format_ms(int(b["max"]))}
 
 
 def job_view(job_id: int, h: dict[str, str], fields: tuple[str, ...] = JOB_FIELDS) -> dict[str, Any]:
@@ -54,12 +75,19 @@ def job_view(job_id: int, h: dict[str, str], fields: tuple[str, ...] = JOB_FIELD
     return {name: _job_field(name, job_id, h) for name in fields}
 
 
+_QUEUE_INTS = ("timeout", "heartbeat_timeout", "expires_after", "retries", "priority",
+               "max_queued_time", "max_running", "max_running_per_key")  # fmt: skip
+
+
 def queue_settings(h: dict[str, str]) -> QueueSettings:
     """A stored queue hash -> its settings (durations already in ms, so not parsed again)."""
+    backoff = json.loads(h["retry_backoff"]) if h.get("retry_backoff") else None
+    ints: dict[str, Any] = {name: int(h.get(name, 0)) for name in _QUEUE_INTS}
     return QueueSettings.model_construct(
-        timeout=int(h["timeout"]),
-        heartbeat_timeout=int(h["heartbeat_timeout"]),
-        expires_after=int(h["expires_after"]),
-        retries=int(h["retries"]),
+        **ints,
         retry_delays=json.loads(h["retry_delays"]) if h.get("retry_delays") else [],
+        retry_on=json.loads(h["retry_on"]) if h.get("retry_on") else [],
+        no_retry_on=json.loads(h["no_retry_on"]) if h.get("no_retry_on") else [],
+        retry_backoff=Backoff.model_construct(**backoff) if backoff else None,
+        paused=h.get("paused") == "1",
     )

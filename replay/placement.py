@@ -18,8 +18,10 @@ import redis
 
 from ledger.keys import TEMPLATES, Keys
 
-STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled")
-DEADLINES = {TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire")}
+STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
+DEADLINES = {
+    TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire", "due_release", "due_queued")
+}
 PRIORITY_UNIT = 2**40  # enter_queue's score: (100 - priority) * 2^40 + sequence number
 
 #: (key without the namespace prefix, score or None when any score is right)
@@ -33,6 +35,7 @@ class Layout:
     jobs: dict[str, dict[str, str]] = field(default_factory=dict)
     zsets: dict[str, dict[str, float]] = field(default_factory=dict)  # places and deadlines
     tags: dict[str, set[str]] = field(default_factory=dict)
+    unique: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> unique_key -> id
     unknown: list[str] = field(default_factory=list)
 
 
@@ -48,6 +51,8 @@ def _kind(rel: str) -> str | None:
     if parts[0] == "tag":
         return "tag"
     if parts[0] == "queue" and len(parts) == 3:
+        if parts[2] == "unique":
+            return "unique"
         return "zset" if parts[2] == "jobs" or parts[2] in STATUSES[1:] else "unknown"
     return "zset" if rel in DEADLINES else None
 
@@ -60,7 +65,7 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
     kinds = [(rel, _kind(rel)) for rel in sorted(set(rels))]
     pipe = client.pipeline(transaction=False)
     for rel, kind in kinds:
-        if kind == "job":
+        if kind in ("job", "unique"):
             pipe.hgetall(prefix + rel)
         elif kind == "zset":
             pipe.zrange(prefix + rel, 0, -1, withscores=True)
@@ -74,6 +79,8 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
             layout.zsets[rel] = {_s(m): float(score) for m, score in next(replies)}
         elif kind == "tag":
             layout.tags[rel[4:]] = {_s(m) for m in next(replies)}
+        elif kind == "unique":
+            layout.unique[rel.split(":")[1]] = {_s(k): _s(v) for k, v in next(replies).items()}
         elif kind == "unknown":
             layout.unknown.append(rel)
     return layout
@@ -111,7 +118,11 @@ def deadline(job: dict[str, str]) -> Entry | None:
             return None
         return TEMPLATES["due_expire"], float(int(job["ended_at"]) + expires_after)
     if status in ("failed", "timed_out"):
-        return TEMPLATES["due_retry"], None
+        return TEMPLATES["due_retry"], float(job["retry_at"]) if "retry_at" in job else None
+    if status == "scheduled":
+        return TEMPLATES["due_release"], float(job["run_at"])
+    if status == "queued" and "max_queued_time" in job:
+        return TEMPLATES["due_queued"], None  # counted from when it entered the queue
     return None
 
 
@@ -195,6 +206,21 @@ def _orphans(layout: Layout) -> list[str]:
     return problems
 
 
+def _unique_problems(layout: Layout) -> list[str]:
+    """Each unique_key in a queue's index is held by a live, not-ended job of that queue with that key."""
+    problems = []
+    for queue, held in layout.unique.items():
+        for key, job_id in held.items():
+            job = layout.jobs.get(job_id)
+            if job is None or job.get("unique_key") != key or job.get("queue") != queue:
+                problems.append(
+                    f"unique_key {key!r} of queue {queue!r} names job {job_id}, which does not hold it"
+                )
+            elif job.get("ended") == "1":
+                problems.append(f"unique_key {key!r} of queue {queue!r} is held by ended job {job_id}")
+    return problems
+
+
 def misplaced(client: redis.Redis, namespace: str) -> list[str]:
     """Every violation of invariant 6 in the namespace, as readable lines; empty when all is well."""
     layout = read_layout(client, namespace)
@@ -208,4 +234,4 @@ def misplaced(client: redis.Redis, namespace: str) -> list[str]:
             continue
         problems += _placement_problems(job_id, job, zsets.get(job_id, {}))
         problems += _tag_problems(job_id, job, tags.get(job_id, set()))
-    return problems + _orphans(layout)
+    return problems + _orphans(layout) + _unique_problems(layout)

@@ -24,9 +24,14 @@ from replay.compare import snapshot
 
 #: RFC 3339 UTC with microseconds, as every datetime of the API is written.
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out")
+JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled")
+#: jobledger's queue settings beyond Ocypod's, at their defaults.
+EXTENSION_DEFAULTS = {
+    "retry_backoff": None, "priority": 0, "max_queued_time": "0s", "max_running": 0,
+    "max_running_per_key": 0, "retry_on": [], "no_retry_on": [], "paused": False,
+}  # fmt: skip
 DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after": "5m",
-                    "retries": 0, "retry_delays": []}  # fmt: skip
+                    "retries": 0, "retry_delays": [], **EXTENSION_DEFAULTS}  # fmt: skip
 
 
 def make_config(namespace: str, queues: dict[str, Any] | None = None, **server: Any) -> Config:

@@ -33,7 +33,7 @@ def put_queue(ledger: Ledger, name: str = "q", **settings: Any) -> bool:
 
 
 def create(ledger: Ledger, queue: str = "q", **options: Any) -> int:
-    return ledger.run(commands.create_job(queue, JobOptions(**options)))
+    return ledger.run(commands.create_job(queue, JobOptions(**options))).id
 
 
 def fetch(ledger: Ledger, queue: str = "q", count: int = 1, worker: str | None = None) -> list[Fetched]:

@@ -58,6 +58,9 @@ def test_get_job_shows_every_field(api: TestClient) -> None:
         "ended_at": None, "last_heartbeat": None, "input": [1, "two"], "output": None, "timeout": "5m",
         "heartbeat_timeout": "0s", "expires_after": "5m", "retries": 2, "retries_attempted": 0,
         "retry_delays": ["10s"], "ended": False, "attempt": 0, "worker": None,
+        "priority": 0, "run_at": None, "retry_at": None, "unique_key": None, "quota_key": None,
+        "progress": None, "message": None, "errors": [], "max_queued_time": "0s", "retry_backoff": None,
+        "retry_on": [], "no_retry_on": [], "launcher": None,
     }  # fmt: skip
 
 

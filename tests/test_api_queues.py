@@ -86,8 +86,8 @@ def test_put_queue_replaces_settings_missing_fields_take_their_default(api: Test
 def test_durations_round_trip_as_compact_strings(api: TestClient, given: Any, shown: str) -> None:
     put_queue(api, timeout=given, heartbeat_timeout=given, expires_after=given, retry_delays=[given, "5m"])
     settings = api.get("/queue/q").json()
-    assert settings == {"timeout": shown, "heartbeat_timeout": shown, "expires_after": shown,
-                        "retries": 0, "retry_delays": [shown, "5m"]}  # fmt: skip
+    assert settings == {**DEFAULT_SETTINGS, "timeout": shown, "heartbeat_timeout": shown,
+                        "expires_after": shown, "retry_delays": [shown, "5m"]}  # fmt: skip
     no_content(api.put("/queue/q", json=settings))  # what GET shows, PUT takes back unchanged
     assert api.get("/queue/q").json() == settings
 
@@ -99,7 +99,7 @@ def test_get_queue_settings(api: TestClient) -> None:
     put_queue(api, timeout="10m", heartbeat_timeout="5m", retries=5, retry_delays=["10s", "30s", "5m"])
     response = api.get("/queue/q")
     assert response.status_code == 200
-    assert response.json() == {"timeout": "10m", "heartbeat_timeout": "5m", "expires_after": "5m",
+    assert response.json() == {**DEFAULT_SETTINGS, "timeout": "10m", "heartbeat_timeout": "5m",
                                "retries": 5, "retry_delays": ["10s", "30s", "5m"]}  # fmt: skip
 
 
@@ -175,7 +175,7 @@ def test_job_ids_by_status_covers_all_six(api: TestClient, ledger: Ledger) -> No
     assert response.status_code == 200
     assert response.json() == {
         "queued": queued, "running": [running], "failed": [failed], "completed": [completed],
-        "cancelled": [cancelled], "timed_out": [timed_out],
+        "cancelled": [cancelled], "timed_out": [timed_out], "scheduled": [],
     }  # fmt: skip
     assert set(response.json()) == set(JOB_STATUSES)
 

@@ -21,6 +21,8 @@ from api.cli import build_app
 from api.client import Client
 from ledger.runner import Ledger
 from ledger.scheduler import tick
+from projections.views import JOB_STATUSES
+from tests.http_support import DEFAULT_SETTINGS
 from tests.live_server import live_server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,17 +70,19 @@ def lines(text: str) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines()]
 
 
-STATUSES = ["queued", "running", "failed", "completed", "cancelled", "timed_out"]
+STATUSES = JOB_STATUSES
 
 
 # queues
 
 
 def test_queues(world: World) -> None:
-    assert lines(run(world, "queues")) == [["queue", *STATUSES], ["emails", "1", "0", "0", "1", "0", "0"]]
+    emails = ["emails", "1", "0", "0", "1", "0", "0", "0"]
+    assert lines(run(world, "queues")) == [["queue", *STATUSES], emails]
     shown = run(world, "queues", terminal=True)
     assert ANSI in shown and "┃ queue  ┃ queued ┃" in visible(shown) and "│ emails │ 1" in visible(shown)
-    counts = {"queued": 1, "running": 0, "failed": 0, "completed": 1, "cancelled": 0, "timed_out": 0}
+    counts = {"queued": 1, "running": 0, "failed": 0, "completed": 1, "cancelled": 0, "timed_out": 0,
+              "scheduled": 0}  # fmt: skip
     assert json.loads(run(world, "queues", "--json")) == {"emails": counts}
 
 
@@ -88,15 +92,16 @@ def test_queues(world: World) -> None:
 def test_queue(world: World) -> None:
     assert lines(run(world, "queue", "emails")) == [
         ["timeout", "10m"], ["heartbeat_timeout", "0s"], ["expires_after", "5m"], ["retries", "2"],
-        ["retry_delays", "[]"], ["queued", "1"], ["running", "0"], ["failed", "0"], ["completed", "1"],
-        ["cancelled", "0"], ["timed_out", "0"],
+        ["retry_delays", "[]"], ["retry_backoff", ""], ["priority", "0"], ["max_queued_time", "0s"],
+        ["max_running", "0"], ["max_running_per_key", "0"], ["retry_on", "[]"], ["no_retry_on", "[]"],
+        ["paused", "false"], ["queued", "1"], ["running", "0"], ["failed", "0"], ["completed", "1"],
+        ["cancelled", "0"], ["timed_out", "0"], ["scheduled", "0"],
     ]  # fmt: skip
     shown = run(world, "queue", "emails", terminal=True)
     assert ANSI in shown and "queue emails" in shown and "10m" in shown
     data = json.loads(run(world, "queue", "emails", "--json"))
     assert data["name"] == "emails"
-    assert data["settings"] == {"timeout": "10m", "heartbeat_timeout": "0s", "expires_after": "5m",
-                                "retries": 2, "retry_delays": []}  # fmt: skip
+    assert data["settings"] == {**DEFAULT_SETTINGS, "timeout": "10m", "retries": 2}
     assert data["counts"]["completed"] == 1
     assert run(world, "queue", "nope", code=1) == "jobledger: not found: queue 'nope' does not exist\n"
 
@@ -139,7 +144,7 @@ def test_history(world: World) -> None:
     assert [r[2:] for r in rows[1:]] == [
         ["job_created", "", "", "", ""],
         ["job_started", "1", "w1", "", ""],
-        ["job_failed", "1", "w1", "", "will retry"],
+        ["job_failed", "1", "w1", "error", "will retry"],
         ["job_requeued", "1", "w1", "", "retry"],
         ["job_started", "2", "w2", "", ""],
         ["job_completed", "2", "w2", "", 'output {"sent":true}'],

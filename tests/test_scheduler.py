@@ -31,7 +31,7 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
 def start_jobs(ledger: Ledger, count: int = JOBS) -> list[int]:
     """``count`` running jobs of queue "q" (timeout 10s, one retry after 5s, expiry 1m)."""
     put_queue(ledger, "q", timeout="10s", retries=1, retry_delays=["5s"], expires_after="1m")
-    ids = ledger.run_many(commands.create_job("q", JobOptions(input=i)) for i in range(count))
+    ids = [c.id for c in ledger.run_many(commands.create_job("q", JobOptions(input=i)) for i in range(count))]
     fetched = fetch(ledger, count=count)
     assert sorted(f.id for f in fetched) == sorted(ids)
     return ids
@@ -104,12 +104,12 @@ def test_a_check_with_nothing_due_appends_nothing(ledger: Ledger, frozen: Frozen
         ledger.run(commands.update_job(job_id, JobUpdate(status="completed")))
     frozen.tick(4.999)
     with unchanged(ledger):
-        assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": []}
+        assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": []}
     frozen.tick(0.001)
     assert sorted(run_tick(ledger)["retries"]) == sorted(failed)
 
 
 def test_an_empty_ledger_check_appends_nothing(ledger: Ledger) -> None:
     with unchanged(ledger):
-        assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": []}
+        assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": []}
     assert not ledger.client.exists(ledger.keys.events)

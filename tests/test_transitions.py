@@ -35,6 +35,14 @@ from tests.support import (
     update,
 )
 
+NOTHING_DUE: dict[str, list[int]] = {
+    "releases": [],
+    "queued": [],
+    "timeouts": [],
+    "retries": [],
+    "expiry": [],
+}
+
 
 def _patch(status: str | None = None, **fields: Any) -> Callable[[int], Call[int]]:
     return lambda job_id: commands.update_job(job_id, JobUpdate(status=status, **fields))  # type: ignore[arg-type]
@@ -202,7 +210,7 @@ def test_heartbeat_pushes_the_heartbeat_deadline(
     frozen.tick(0.001)
     assert run_tick(ledger)["timeouts"] == [job_id]
     assert status(ledger, job_id) == "timed_out"
-    assert '"reason":"heartbeat"' in events(ledger.client, ledger.keys.namespace, job_id)[-1]["data"]
+    assert '"kind":"heartbeat_timeout"' in events(ledger.client, ledger.keys.namespace, job_id)[-1]["data"]
 
 
 def test_heartbeat_cannot_push_past_the_timeout(
@@ -214,7 +222,7 @@ def test_heartbeat_cannot_push_past_the_timeout(
     ledger.run(commands.heartbeat(job_id))
     frozen.tick(6)  # 15s: timeout reached, heartbeat deadline (19s) not yet
     assert run_tick(ledger)["timeouts"] == [job_id]
-    assert '"reason":"timeout"' in events(ledger.client, ledger.keys.namespace, job_id)[-1]["data"]
+    assert '"kind":"timeout"' in events(ledger.client, ledger.keys.namespace, job_id)[-1]["data"]
 
 
 # --- retries ------------------------------------------------------------------------------------
@@ -256,7 +264,7 @@ def test_timed_out_job_is_retried_after_its_delay(
     job_id = create(ledger, timeout="5s", retries=1, retry_delays=["30s"])
     fetch_one(ledger)
     frozen.tick(5)
-    assert run_tick(ledger) == {"timeouts": [job_id], "retries": [], "expiry": []}
+    assert run_tick(ledger) == {**NOTHING_DUE, "timeouts": [job_id]}
     assert (status(ledger, job_id), job(ledger, job_id)["ended"]) == ("timed_out", False)
     frozen.tick(29.999)
     assert run_tick(ledger)["retries"] == []
@@ -296,7 +304,7 @@ def test_cancelled_waiting_job_is_never_retried(
     update(ledger, job_id, status="cancelled")
     assert (status(ledger, job_id), job(ledger, job_id)["ended"]) == ("cancelled", True)
     frozen.tick(3600)  # the retry would be due now; the expiry (1h after cancelling) is
-    assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": [job_id]}
+    assert run_tick(ledger) == {**NOTHING_DUE, "expiry": [job_id]}
     assert event_types(ledger, job_id)[-2:] == ["job_cancelled", "job_expired"]
 
 
@@ -343,7 +351,7 @@ def test_delete_in_any_state(ledger: Ledger, frozen: FrozenDateTimeFactory, queu
     assert not ledger.client.exists(ledger.keys.tag("t"))
     assert_well_placed(ledger)
     frozen.tick(86400)
-    assert run_tick(ledger) == {"timeouts": [], "retries": [], "expiry": []}
+    assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": []}
 
 
 # --- missing jobs and queues --------------------------------------------------------------------

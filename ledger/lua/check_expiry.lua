@@ -7,7 +7,9 @@ local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local done = {}
 for _, id in ipairs(due(K.due_expire, now, limit)) do
   local job = load_job(id)
-  emit(now, 'job_expired', id, job.queue, '{}')
-  done[#done + 1] = tonumber(id)
+  if job then
+    emit(now, 'job_expired', id, job.queue, '{}')
+    done[#done + 1] = tonumber(id)
+  end
 end
 return done

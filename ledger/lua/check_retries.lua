@@ -7,11 +7,13 @@ local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local done = {}
 for _, id in ipairs(due(K.due_retry, now, limit)) do
   local job = load_job(id)
-  if redis.call('EXISTS', K.queue(job.queue)) == 1 then
-    emit(now, 'job_requeued', id, job.queue, {retry = true})
-  else
-    emit(now, 'job_ended', id, job.queue, {reason = 'queue_deleted'})
+  if job then
+    if redis.call('EXISTS', K.queue(job.queue)) == 1 then
+      emit(now, 'job_requeued', id, job.queue, {retry = true})
+    else
+      emit(now, 'job_ended', id, job.queue, {reason = 'queue_deleted'})
+    end
+    done[#done + 1] = tonumber(id)
   end
-  done[#done + 1] = tonumber(id)
 end
 return done

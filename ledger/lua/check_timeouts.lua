@@ -1,6 +1,7 @@
 -- check_timeouts: the scheduler's timeout check.  Every running job whose timeout or heartbeat
--- deadline has passed times out, then waits to retry or ends.  Reads only the due part of the
--- deadline set, so its cost follows the due work, not the number of running jobs.
+-- deadline has passed times out (the cause recorded as an error of kind timeout or
+-- heartbeat_timeout), then waits to retry or ends.  Reads only the due part of the deadline set,
+-- so its cost follows the due work, not the number of running jobs.
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
 -- returns the ids timed out
@@ -8,12 +9,15 @@ local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local done = {}
 for _, id in ipairs(due(K.due_run, now, limit)) do
   local job = load_job(id)
-  local started = tonumber(job.started_at)
-  local timeout = tonumber(job.timeout or 0)
-  local reason = 'heartbeat'
-  if timeout > 0 and started + timeout <= now then reason = 'timeout' end
-  local ended, retry_at = retry_decision(job, now)
-  emit(now, 'job_timed_out', id, job.queue, {reason = reason, ended = ended, retry_at = retry_at})
-  done[#done + 1] = tonumber(id)
+  if job then
+    local timeout = tonumber(job.timeout or 0)
+    local e = {kind = 'heartbeat_timeout', message = 'no heartbeat within heartbeat_timeout'}
+    if timeout > 0 and tonumber(job.started_at) + timeout <= now then
+      e = {kind = 'timeout', message = 'running longer than timeout'}
+    end
+    local ended, retry_at = retry_decision(job, now, e.kind)
+    emit(now, 'job_timed_out', id, job.queue, {error = e, ended = ended, retry_at = retry_at})
+    done[#done + 1] = tonumber(id)
+  end
 end
 return done

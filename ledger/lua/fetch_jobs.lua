@@ -1,10 +1,11 @@
 -- fetch_jobs: hand out up to count queued jobs, highest priority first, then oldest; each starts a
--- new attempt.
+-- new attempt.  A paused queue hands out nothing.
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] count   ARGV[4] worker id, '' for none
 -- returns a list of {id, attempt, input JSON text or false}; NOT_FOUND when there is no such queue
 local now, name, count, worker = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
-require_queue(name)
+local queue = require_queue(name)
+if queue.paused then return {} end
 local started = {}
 for _ = 1, count do
   local head = redis.call('ZRANGE', K.queue_jobs(name), 0, 0)

@@ -40,7 +40,7 @@ def _one_by_one(ledger: Ledger, n: int, queue: str) -> dict[str, float]:
     done = JobUpdate(status="completed")
     rates = {
         "create": _rate(
-            n, lambda: ids.extend(ledger.run(commands.create_job(queue, create)) for _ in range(n))
+            n, lambda: ids.extend(ledger.run(commands.create_job(queue, create)).id for _ in range(n))
         ),
         "fetch": _rate(n, lambda: [ledger.run(commands.fetch_jobs(queue)) for _ in range(n)]),
         "complete": _rate(n, lambda: [ledger.run(commands.update_job(i, done)) for i in ids]),
@@ -60,7 +60,7 @@ def _pipelined(ledger: Ledger, n: int, queue: str) -> dict[str, float]:
 
     def creates() -> None:
         for size in _batches(n):
-            ids.extend(ledger.run_many([commands.create_job(queue, create)] * size))
+            ids.extend(c.id for c in ledger.run_many([commands.create_job(queue, create)] * size))
 
     def fetches() -> None:
         for size in _batches(n):

@@ -1,4 +1,5 @@
--- apply_job_requeued(e): back to the queue; an automatic retry counts in retries_attempted
+-- apply_job_requeued(e): back to the queue; an automatic retry counts in retries_attempted, a manual
+-- requeue of an ended job takes its unique_key back if no other live job holds it
 local function apply_job_requeued(e)
   local id = e.job
   local job = load_job(id)
@@ -8,7 +9,9 @@ local function apply_job_requeued(e)
     redis.call('HINCRBY', key, 'retries_attempted', 1)
     redis.call('HINCRBY', K.stats, 'total_jobs_retried', 1)
   end
-  redis.call('HSET', key, 'status', 'queued')
+  if job.ended == '1' and job.unique_key then
+    redis.call('HSETNX', K.queue_unique(job.queue), job.unique_key, id)
+  end
   redis.call('HDEL', key, 'ended', 'ended_at')
-  enter_queue(id, job)
+  enter_queue(id, job, e.at)
 end

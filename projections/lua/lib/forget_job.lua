@@ -1,6 +1,7 @@
 -- forget_job(id, job): remove every trace of the job from the projections but its history
 local function forget_job(id, job)
   leave_place(id, job)
+  release_unique(id, job)
   if job.tags then
     for _, tag in ipairs(cjson.decode(job.tags)) do redis.call('SREM', K.tag(tag), id) end
   end

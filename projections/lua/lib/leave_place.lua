@@ -4,14 +4,18 @@ local function leave_place(id, job)
   local status = job.status
   if status == 'queued' then
     redis.call('ZREM', K.queue_jobs(job.queue), id)
+    if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
   else
     redis.call('ZREM', K.queue_status(job.queue, status), id)
   end
   if status == 'running' then
     redis.call('ZREM', K.due_run, id)
+  elseif status == 'scheduled' then
+    redis.call('ZREM', K.due_release, id)
   elseif job.ended == '1' then
     redis.call('ZREM', K.due_expire, id)
   elseif status == 'failed' or status == 'timed_out' then
     redis.call('ZREM', K.due_retry, id)
+    redis.call('HDEL', K.job(id), 'retry_at')
   end
 end

@@ -1,0 +1,9 @@
+-- pause_queue: a paused queue takes jobs but hands none out.
+-- KEYS[1] namespace prefix
+-- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] '1' to pause, '0' to resume
+-- returns 1 when the state changed, 0 when it already was so (nothing appended); NOT_FOUND
+local now, name, pause = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1'
+local queue = require_queue(name)
+if (queue.paused ~= nil) == pause then return 0 end
+if pause then emit(now, 'queue_paused', nil, name, '{}') else emit(now, 'queue_resumed', nil, name, '{}') end
+return 1

@@ -1,0 +1,6 @@
+-- apply_job_released(e): a scheduled job's run_at came; it joins its queue
+local function apply_job_released(e)
+  local job = load_job(e.job)
+  leave_place(e.job, job)
+  enter_queue(e.job, job, e.at)
+end
