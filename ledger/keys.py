@@ -32,6 +32,12 @@ TEMPLATES: dict[str, str] = {
     "queue_jobs": "queue:{name}:jobs",  # queued job ids by priority then FIFO (zset)
     "queue_status": "queue:{name}:{status}",  # job ids of the queue with this status (zset, score id)
     "queue_unique": "queue:{name}:unique",  # unique_key -> id of the live job holding it (hash)
+    # quotas: queued jobs with a quota_key wait in their key's lane, not in queue_jobs
+    "queue_lane": "queue:{name}:lane:{key}",  # queued job ids with this quota_key (zset, like queue_jobs)
+    "queue_lanes": "queue:{name}:lanes",  # quota keys whose lane is not empty (set)
+    "queue_laned": "queue:{name}:laned",  # how many queued jobs wait in lanes (string)
+    "queue_heads": "queue:{name}:heads",  # key -> score of its lane's head, for keys under quota (zset)
+    "queue_keys": "queue:{name}:keys",  # key -> how many of its jobs run (hash)
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
 }
 
@@ -57,9 +63,9 @@ class Keys:
     def prefix(self) -> str:
         return f"{{{self.namespace}}}:"
 
-    def build(self, key: str, **params: object) -> str:
-        """The key named ``key`` in :data:`TEMPLATES`, its fields filled from ``params``."""
-        return self.prefix + TEMPLATES[key].format(**params)
+    def build(self, template: str, /, **params: object) -> str:
+        """The key of :data:`TEMPLATES` named ``template``, its fields filled from ``params``."""
+        return self.prefix + TEMPLATES[template].format(**params)
 
     @property
     def events(self) -> str:

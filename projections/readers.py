@@ -54,25 +54,49 @@ def queue_size(name: str) -> Read[int]:
     def parse(r: list[Any]) -> int:
         if not r[0]:
             raise NotFound(f"queue '{name}' does not exist")
-        return int(r[1])
+        return int(r[1]) + int(r[2] or 0)
 
-    return Read(lambda k: [("EXISTS", k.queue(name)), ("ZCARD", k.queue_jobs(name))], parse)
+    return Read(lambda k: [("EXISTS", k.queue(name)), *_queued_count(k, name)], parse)
+
+
+def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
+    """Two replies that add up to the queued jobs: plain ones, and those waiting in quota lanes."""
+    return [("ZCARD", k.queue_jobs(name)), ("GET", k.build("queue_laned", name=name))]
 
 
 def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
     """``{status: [ids]}`` for every status; queued ids in the order they will be handed out."""
 
     def commands(k: Keys) -> list[tuple[Any, ...]]:
-        out: list[tuple[Any, ...]] = [("EXISTS", k.queue(name)), ("ZRANGE", k.queue_jobs(name), 0, -1)]
-        out += [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
-        return out
+        out: list[tuple[Any, ...]] = [
+            ("EXISTS", k.queue(name)),
+            ("SMEMBERS", k.build("queue_lanes", name=name)),
+            ("ZRANGE", k.queue_jobs(name), 0, -1, "WITHSCORES"),
+        ]
+        return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 
-    def parse(r: list[Any]) -> dict[str, list[int]]:
+    def parse(r: list[Any]) -> Read[dict[str, list[int]]]:
         if not r[0]:
             raise NotFound(f"queue '{name}' does not exist")
-        return {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES, r[1:], strict=True)}
+        others = {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)}
+        return _queued_in_order(name, [_str(key) for key in r[1]], r[2], others)
 
     return Read(commands, parse)
+
+
+def _queued_in_order(
+    name: str, lanes: list[str], plain: list[Any], others: dict[str, list[int]]
+) -> Read[dict[str, list[int]]]:
+    """Merge the plain queued jobs and every quota lane by score: the order they are handed out in
+    (a lane held back by its quota keeps its place in this order)."""
+
+    def parse(r: list[Any]) -> dict[str, list[int]]:
+        scored = [(float(score), int(i)) for i, score in plain]
+        scored += [(float(score), int(i)) for lane in r for i, score in lane]
+        return {"queued": [i for _, i in sorted(scored)], **others}
+
+    return Read(lambda k: [("ZRANGE", k.build("queue_lane", name=name, key=key), 0, -1, "WITHSCORES")
+                           for key in lanes], parse)  # fmt: skip
 
 
 def job(job_id: int, fields: tuple[str, ...] = JOB_FIELDS) -> Read[dict[str, Any]]:
@@ -128,16 +152,17 @@ def info() -> Read[dict[str, Any]]:
         def commands(k: Keys) -> list[tuple[Any, ...]]:
             out: list[tuple[Any, ...]] = []
             for n in names:
-                out.append(("ZCARD", k.queue_jobs(n)))
+                out += _queued_count(k, n)
                 out += [("ZCARD", k.queue_status(n, s)) for s in JOB_STATUSES[1:]]
             return out
 
         def parse(r: list[Any]) -> dict[str, Any]:
-            width = len(JOB_STATUSES)
-            queues = {
-                n: dict(zip(JOB_STATUSES, (int(c) for c in r[i * width : (i + 1) * width]), strict=True))
-                for i, n in enumerate(names)
-            }
+            width = len(JOB_STATUSES) + 1
+            queues = {}
+            for i, n in enumerate(names):
+                plain, laned, *rest = r[i * width : (i + 1) * width]
+                counts = [int(plain) + int(laned or 0), *(int(c) for c in rest)]
+                queues[n] = dict(zip(JOB_STATUSES, counts, strict=True))
             return {"queues": queues, "statistics": {s: int(stats.get(s, 0)) for s in STATS}}
 
         return Read(commands, parse)

@@ -22,6 +22,7 @@ STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled"
 DEADLINES = {
     TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire", "due_release", "due_queued")
 }
+QUOTA_INDEXES = ("lanes", "laned", "heads", "keys")
 PRIORITY_UNIT = 2**40  # enter_queue's score: (100 - priority) * 2^40 + sequence number
 
 #: (key without the namespace prefix, score or None when any score is right)
@@ -50,9 +51,13 @@ def _kind(rel: str) -> str | None:
         return "job"
     if parts[0] == "tag":
         return "tag"
+    if parts[0] == "queue" and len(parts) >= 4 and parts[2] == "lane":
+        return "zset"
     if parts[0] == "queue" and len(parts) == 3:
         if parts[2] == "unique":
             return "unique"
+        if parts[2] in QUOTA_INDEXES:
+            return None  # derived from the lanes and running jobs; checked by replay equality
         return "zset" if parts[2] == "jobs" or parts[2] in STATUSES[1:] else "unknown"
     return "zset" if rel in DEADLINES else None
 
@@ -89,6 +94,8 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
 def place(job: dict[str, str]) -> str:
     """The one place (key without prefix) the job's status implies."""
     queue, status = job["queue"], job["status"]
+    if status == "queued" and "quota_key" in job:
+        return TEMPLATES["queue_lane"].format(name=queue, key=job["quota_key"])
     if status == "queued":
         return TEMPLATES["queue_jobs"].format(name=queue)
     return TEMPLATES["queue_status"].format(name=queue, status=status)
@@ -143,7 +150,7 @@ def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
 
 def _score_problems(job_id: str, job: dict[str, str], rel: str, score: float) -> list[str]:
     """Scores a place or deadline must have whatever the schedule: id, priority band, retry >= end."""
-    if rel.startswith("queue:") and rel.endswith(":jobs"):
+    if rel.startswith("queue:") and (rel.endswith(":jobs") or rel.split(":")[2] == "lane"):
         band = 100 - int(job.get("priority", 0))
         if not band * PRIORITY_UNIT < score < (band + 1) * PRIORITY_UNIT:
             return [f"job {job_id} has score {score} in {rel}, outside priority band {band}"]

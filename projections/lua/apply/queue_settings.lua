@@ -7,4 +7,5 @@ local function apply_queue_settings(e)
   set_fields(key, e.data, {'retry_delays', 'retry_backoff', 'priority', 'max_queued_time', 'max_running',
     'max_running_per_key', 'retry_on', 'no_retry_on', 'paused'})
   redis.call('SADD', K.queues, e.queue)
+  for _, quota_key in ipairs(redis.call('SMEMBERS', K.queue_lanes(e.queue))) do refresh_head(e.queue, quota_key) end
 end

@@ -1,10 +1,17 @@
 -- enter_queue(id, job, at): put the job at the back of its priority in its queue (higher priority
 -- first, then first in, first out: the score is (100 - priority) * 2^40 + a growing sequence
--- number), and start its max_queued_time clock
+-- number), in its quota key's lane if it has one, and start its max_queued_time clock
 local function enter_queue(id, job, at)
   local seq = redis.call('INCR', K.seq)
-  local priority = tonumber(job.priority or 0)
+  local score = (100 - tonumber(job.priority or 0)) * 1099511627776 + seq
   redis.call('HSET', K.job(id), 'status', 'queued')
-  redis.call('ZADD', K.queue_jobs(job.queue), (100 - priority) * 1099511627776 + seq, id)
+  if job.quota_key then
+    redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
+    redis.call('SADD', K.queue_lanes(job.queue), job.quota_key)
+    redis.call('INCR', K.queue_laned(job.queue))
+    refresh_head(job.queue, job.quota_key)
+  else
+    redis.call('ZADD', K.queue_jobs(job.queue), score, id)
+  end
   if job.max_queued_time then redis.call('ZADD', K.due_queued, at + tonumber(job.max_queued_time), id) end
 end

@@ -3,13 +3,13 @@
 local function leave_place(id, job)
   local status = job.status
   if status == 'queued' then
-    redis.call('ZREM', K.queue_jobs(job.queue), id)
-    if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
+    leave_queue(id, job)
   else
     redis.call('ZREM', K.queue_status(job.queue, status), id)
   end
   if status == 'running' then
     redis.call('ZREM', K.due_run, id)
+    count_running_key(job, -1)
   elseif status == 'scheduled' then
     redis.call('ZREM', K.due_release, id)
   elseif job.ended == '1' then

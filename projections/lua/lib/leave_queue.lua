@@ -1,0 +1,13 @@
+-- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane)
+local function leave_queue(id, job)
+  if job.quota_key then
+    local lane = K.queue_lane(job.queue, job.quota_key)
+    redis.call('ZREM', lane, id)
+    if redis.call('DECR', K.queue_laned(job.queue)) <= 0 then redis.call('DEL', K.queue_laned(job.queue)) end
+    if redis.call('EXISTS', lane) == 0 then redis.call('SREM', K.queue_lanes(job.queue), job.quota_key) end
+    refresh_head(job.queue, job.quota_key)
+  else
+    redis.call('ZREM', K.queue_jobs(job.queue), id)
+  end
+  if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
+end
