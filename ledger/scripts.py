@@ -65,6 +65,7 @@ INCLUDES = [
     "ledger/lua/lib/check_attempt.lua",
     "ledger/lua/lib/retry_decision.lua",
     "ledger/lua/lib/due.lua",
+    "ledger/lua/lib/new_job.lua",
 ]
 
 _DEFINES = re.compile(r"^local function (\w+)", re.MULTILINE)
@@ -96,11 +97,12 @@ def _applier_table(types: list[str]) -> str:
     return "local APPLY = {\n" + pairs + "\n}\n"
 
 
-def _event_types(body: str) -> list[str]:
-    """The event types a body can emit; every type when it calls ``apply`` directly."""
+def _event_types(body: str, reached: str) -> list[str]:
+    """The event types a script can emit: those its reached code names in emit(); every type when
+    its entry body calls ``apply`` itself (replay)."""
     if re.search(r"\bapply\(", body):
         return list(EVENT_TYPES)
-    return sorted(set(_EMITS.findall(body)))
+    return sorted(set(_EMITS.findall(reached)))
 
 
 def _needed(body: str, types: list[str]) -> set[str]:
@@ -120,7 +122,9 @@ def _needed(body: str, types: list[str]) -> set[str]:
 
 def compose(body: str) -> str:
     """The complete script for an entry body."""
-    types = _event_types(body)
+    texts = {p.name: p.text for p in _pieces()}
+    reached = "\n".join([body, *(texts[name] for name in _needed(body, []))])
+    types = _event_types(body, reached)
     needed = _needed(body, types)
     parts = []
     for piece in _pieces():

@@ -1,0 +1,32 @@
+-- new_job(now, name, options, input, launcher): create a job on queue `name` from decoded options
+-- (settings left out come from the queue), input JSON text ('' none) and launcher id ('' none).
+-- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
+-- job of the queue, nothing is created.  Returns the id, and true when it was created.
+local function new_job(now, name, options, input, launcher)
+  local queue = require_queue(name)
+  if present(options.unique_key) then
+    local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
+    if holder then return tonumber(holder), false end
+  end
+  local data = {}
+  for _, field in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}) do
+    if present(options[field]) then data[field] = options[field] else data[field] = tonumber(queue[field] or 0) end
+  end
+  for _, field in ipairs({'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}) do
+    local v = options[field]
+    if not present(v) and queue[field] then v = cjson.decode(queue[field]) end
+    if present(v) and next(v) ~= nil then data[field] = v end
+  end
+  for _, field in ipairs({'tags', 'unique_key', 'quota_key'}) do
+    local v = options[field]
+    if present(v) and v ~= '' and (type(v) ~= 'table' or #v > 0) then data[field] = v end
+  end
+  local run_at = options.run_at
+  if present(options.delay) then run_at = now + options.delay end
+  if present(run_at) and run_at > now then data.run_at = run_at end
+  if input ~= '' then data.input = input end
+  if launcher ~= '' then data.launcher = launcher end
+  local id = tonumber(redis.call('GET', K.job_id) or '0') + 1
+  emit(now, 'job_created', id, name, data)
+  return id, true
+end
