@@ -25,6 +25,7 @@ from api import info_handlers as info
 from api import job_handlers as job
 from api import queue_handlers as queue
 from api.config import Config
+from api.fetch_waiters import FetchWaiters
 from api.http_errors import HANDLERS, error_response
 from ledger import commands, scheduler
 from ledger.errors import Unavailable
@@ -45,6 +46,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
     ("/queue/{queue}/job", "POST", queue.create_job, True),
     ("/queue/{queue}/job", "GET", queue.fetch_job, True),
+    ("/queue/{queue}/jobs", "POST", queue.create_jobs, True),
     ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
     ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
     ("/job/{job_id}", "GET", job.get_job, False),
@@ -102,14 +104,16 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         client = redis.asyncio.Redis.from_url(redis_url, socket_connect_timeout=2)
         ledger = AsyncLedger(client, config.redis.key_namespace)
+        waiters = FetchWaiters(ledger)
         tasks = []
         if not read_only:
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
                 tasks.append(asyncio.create_task(scheduler.run(ledger, scheduler.intervals(config))))
         try:
-            yield {"ledger": ledger}
+            yield {"ledger": ledger, "waiters": waiters}
         finally:
+            await waiters.close()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -7,13 +7,17 @@ import asyncio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from api.body import positive_int, queue_name, read_model
+from api.body import positive_int, queue_name, read_json, read_model
 from ledger import commands
+from ledger.durations import format_ms, parse_ms
+from ledger.errors import BadRequest
 from ledger.requests import JobOptions, QueueSettings
 from ledger.runner import AsyncLedger
 from projections import readers
 
 MAX_FETCH = 1000
+MAX_BATCH = 10_000
+MAX_WAIT_MS = 300_000
 
 
 def _ledger(request: Request) -> AsyncLedger:
@@ -71,17 +75,66 @@ async def resume_queue(request: Request) -> Response:
 
 
 async def fetch_job(request: Request) -> Response:
-    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N.
-    With none queued: 204, after ``next_job_delay`` (Ocypod's setting, default 0s)."""
+    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N,
+    ``?worker=ID`` records the worker, ``?wait=DURATION`` waits up to that long for a job to come.
+    With none: 204, after ``next_job_delay`` (Ocypod's setting, default 0s) unless it waited."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
-    worker = request.query_params.get("worker")
-    jobs = await _ledger(request).run(commands.fetch_jobs(name, count or 1, worker))
+    wait = _wait(request)
+    call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
+    ledger, loop = _ledger(request), asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        signal = request.state.waiters.signal(name) if wait else None  # before trying: no lost wake-up
+        jobs = await ledger.run(call)
+        remaining = deadline - loop.time()
+        if jobs or signal is None or remaining <= 0:
+            break
+        await request.state.waiters.wait(name, remaining)
     if not jobs:
-        # Ocypod's next_job_delay: slow down workers polling an empty queue
-        await asyncio.sleep(request.app.state.next_job_delay / 1000)
+        if not wait:  # Ocypod's next_job_delay: slow down workers polling an empty queue
+            await asyncio.sleep(request.app.state.next_job_delay / 1000)
         return Response(status_code=204)
     # input is stored as JSON text: splice it in rather than decode and encode it again
     items = [f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}}}' for j in jobs]
     body = f"[{','.join(items)}]" if count else items[0]
     return Response(body, media_type="application/json")
+
+
+def _wait(request: Request) -> float:
+    """``?wait=`` in seconds (a duration such as "30s", or seconds), at most MAX_WAIT."""
+    raw = request.query_params.get("wait")
+    if raw is None:
+        return 0.0
+    try:
+        ms = parse_ms(_number_or_text(raw))
+    except ValueError as exc:
+        raise BadRequest(f"wait: {exc}") from None
+    if ms > MAX_WAIT_MS:
+        raise BadRequest(f"wait can be at most {format_ms(MAX_WAIT_MS)}")
+    return ms / 1000
+
+
+def _number_or_text(raw: str) -> float | str:
+    """A bare number is seconds (as in a JSON body); anything else a duration string."""
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+async def create_jobs(request: Request) -> Response:
+    """Many jobs in one request and one round trip: a JSON list of job bodies -> their ids."""
+    name = queue_name(request)
+    raw = await read_json(request)
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_BATCH:
+        raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
+    jobs = [_job_body(i, item) for i, item in enumerate(raw)]
+    made = await _ledger(request).run(commands.create_jobs(name, jobs))
+    return JSONResponse([m.id for m in made], status_code=201)
+
+
+def _job_body(index: int, item: object) -> JobOptions:
+    if not isinstance(item, dict):
+        raise BadRequest(f"job {index} of the list must be a JSON object")
+    return JobOptions.model_validate(item)

@@ -81,6 +81,14 @@ def create_job(queue: str, options: JobOptions, launcher: str | None = None) -> 
     return Call("create_job", args, _created)
 
 
+def create_jobs(queue: str, jobs: list[JobOptions]) -> Call[list[Created]]:
+    """Create many jobs on one queue in one script (one round trip)."""
+    args: list[str | int] = [queue]
+    for options in jobs:
+        args += [options.options_json(), options.input_text()]
+    return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply])
+
+
 def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
     """Start up to ``count`` queued jobs."""
     return Call("fetch_jobs", (queue, count, worker or ""), _fetched)
