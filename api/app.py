@@ -47,6 +47,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/queue/{queue}/job", "POST", queue.create_job, True),
     ("/queue/{queue}/job", "GET", queue.fetch_job, True),
     ("/queue/{queue}/jobs", "POST", queue.create_jobs, True),
+    ("/queue/{queue}/jobs", "GET", queue.list_jobs, False),
     ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
     ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
     ("/job/{job_id}", "GET", job.get_job, False),

@@ -13,9 +13,11 @@ from ledger.durations import format_ms, parse_ms
 from ledger.errors import BadRequest
 from ledger.requests import JobOptions, QueueSettings
 from ledger.runner import AsyncLedger
-from projections import readers
+from projections import listing, readers
+from projections.views import JOB_STATUSES
 
 MAX_FETCH = 1000
+MAX_PAGE = 1000
 MAX_BATCH = 10_000
 MAX_WAIT_MS = 300_000
 
@@ -121,6 +123,19 @@ def _number_or_text(raw: str) -> float | str:
         return float(raw)
     except ValueError:
         return raw
+
+
+async def list_jobs(request: Request) -> Response:
+    """Job summaries of the queue, paged by id: ``{"jobs": [...], "next": cursor or null}``."""
+    q = request.query_params
+    status, tag, cursor = q.get("status"), q.get("tag"), q.get("cursor", "0")
+    if status is not None and status not in JOB_STATUSES:
+        raise BadRequest(f"unknown status {status!r}; known: {', '.join(JOB_STATUSES)}")
+    if not (cursor.isascii() and cursor.isdigit()):
+        raise BadRequest(f"cursor must be the next value of a previous page, not {cursor!r}")
+    limit = positive_int(request, "limit", 100, MAX_PAGE)
+    page = listing.page(queue_name(request), status, tag, limit, int(cursor))
+    return JSONResponse(await _ledger(request).read(page))
 
 
 async def create_jobs(request: Request) -> Response:

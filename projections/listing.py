@@ -1,0 +1,99 @@
+"""Job listing: ``GET /queue/{q}/jobs?status=&tag=&limit=&cursor=`` as pages of job summaries.
+
+Pages are in id order; ``cursor`` is the last id of the previous page (exclusive) and ``next`` is
+None on the last page.  With a status other than queued, a page reads only its slice of that
+status's set.  Queued jobs (the plain set and every quota lane) and tag sets are read whole and
+sliced here: their order is not the id order, so a page costs in proportion to their size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ledger.errors import NotFound
+from ledger.keys import Keys
+from projections.readers import Read
+from projections.views import JOB_STATUSES, decode_hash, job_view
+
+SUMMARY = ("id", "queue", "status", "priority", "tags", "quota_key", "created_at", "started_at",
+           "ended_at", "attempt", "worker", "progress", "message", "ended")  # fmt: skip
+
+
+def _ids(reply: Any) -> list[int]:
+    return [int(m[0] if isinstance(m, (list, tuple)) else m) for m in reply]
+
+
+Plan = list[tuple[str, Callable[[Keys], tuple[Any, ...]]]]
+
+
+def _plan(queue: str, status: str | None, tag: str | None, cursor: int, limit: int) -> Plan:
+    """What to read for the ids a page can come from: ("ids", command) or ("lanes", command)."""
+    if tag is not None:
+        return [("ids", lambda k: ("SMEMBERS", k.tag(tag)))]
+    plan: Plan = []
+    for s in [status] if status else JOB_STATUSES:
+        if s == "queued":
+            plan.append(("ids", lambda k: ("ZRANGE", k.queue_jobs(queue), 0, -1)))
+            plan.append(("lanes", lambda k: ("SMEMBERS", k.build("queue_lanes", name=queue))))
+        else:
+            plan.append(
+                (
+                    "ids",
+                    lambda k, s=s: (  # type: ignore[misc]
+                        "ZRANGE",
+                        k.queue_status(queue, s),
+                        f"({cursor}",
+                        "+inf",
+                        "BYSCORE",
+                        "LIMIT",
+                        0,
+                        limit + 1,
+                    ),
+                )
+            )
+    return plan
+
+
+def page(
+    queue: str, status: str | None, tag: str | None, limit: int, cursor: int = 0
+) -> Read[dict[str, Any]]:
+    """One page of the queue's jobs, optionally of one status and/or one tag."""
+
+    plan = _plan(queue, status, tag, cursor, limit)
+
+    def first(r: list[Any]) -> Read[dict[str, Any]]:
+        if not r[0]:
+            raise NotFound(f"queue '{queue}' does not exist")
+        ids: set[int] = set()
+        lanes: list[str] = []
+        for (kind, _), reply in zip(plan, r[1:], strict=True):
+            if kind == "lanes":
+                lanes = [m.decode() if isinstance(m, bytes) else str(m) for m in reply]
+            else:
+                ids |= set(_ids(reply))
+        return _with_lanes(lanes, ids)
+
+    def _with_lanes(lanes: list[str], ids: set[int]) -> Read[dict[str, Any]]:
+        def parse(r: list[Any]) -> Read[dict[str, Any]]:
+            found = ids | {i for reply in r for i in _ids(reply)}
+            return _summaries(sorted(i for i in found if i > cursor))
+
+        return Read(
+            lambda k: [("ZRANGE", k.build("queue_lane", name=queue, key=key), 0, -1) for key in lanes], parse
+        )
+
+    def _summaries(ids: list[int]) -> Read[dict[str, Any]]:
+        def parse(r: list[Any]) -> dict[str, Any]:
+            jobs = []
+            for job_id, raw in zip(ids, r, strict=True):
+                h = decode_hash(raw)
+                if h and h.get("queue") == queue and (status is None or h.get("status") == status):
+                    jobs.append(job_view(job_id, h, SUMMARY))
+            more = len(jobs) > limit
+            jobs = jobs[:limit]
+            return {"jobs": jobs, "next": jobs[-1]["id"] if more else None}
+
+        return Read(lambda k: [("HGETALL", k.job(i)) for i in ids], parse)
+
+    return Read(lambda k: [("EXISTS", k.queue(queue)), *(build(k) for _, build in plan)], first)
