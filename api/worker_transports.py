@@ -46,14 +46,15 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Failure:
-    """Why a handler failed: the exception's class name and message.
-
-    Recorded on the job once the server takes an ``error`` with ``status: failed`` (SPEC §5); until
-    then the job is failed without it and the worker logs it.
-    """
+    """Why a handler failed: the exception's class name (the error's kind, which decides retry by
+    the job's retry_on / no_retry_on) and message, recorded in the job's errors."""
 
     kind: str
     message: str
+
+    def error(self) -> dict[str, str]:
+        """The ``error`` of the failing PATCH, within the server's limits."""
+        return {"kind": self.kind[:100] or "error", "message": self.message[:1000]}
 
 
 class Transport(Protocol):
@@ -98,7 +99,7 @@ class HttpTransport:
         await self.client.complete(job.id, output, job.attempt)
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
-        await self.client.fail(job.id, attempt=job.attempt)
+        await self.client.fail(job.id, attempt=job.attempt, error=failure.error())
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -138,7 +139,8 @@ class RedisTransport:
         await self._run(commands.update_job(job.id, JobUpdate(**fields)))
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
-        await self._run(commands.update_job(job.id, JobUpdate(status="failed", attempt=job.attempt)))
+        update = JobUpdate(status="failed", attempt=job.attempt, error=failure.error())
+        await self._run(commands.update_job(job.id, update))
 
     async def close(self) -> None:
         await self._redis.aclose()

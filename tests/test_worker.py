@@ -209,6 +209,22 @@ def test_an_exception_fails_the_job_and_the_queue_retries_it(
         "job_created", "job_started", "job_failed", "job_requeued", "job_started", "job_completed"
     ]  # fmt: skip
     assert "ValueError: boom on a" in caplog.text and "ValueError: boom on b" in caplog.text
+    errors = api.get_fields(final, "errors")["errors"]
+    assert [(e["attempt"], e["kind"], e["message"]) for e in errors] == [(1, "ValueError", "boom on b")]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_exception_kind_decides_retry(
+    transport: str, api: Client, server: str, redis_url: str, namespace: str, ledger: Ledger
+) -> None:
+    async def broken(job: JobContext) -> str:
+        raise KeyError(job.input)
+
+    api.put_queue("q", retries=3, no_retry_on=["KeyError"])
+    job_id = api.submit("q", "x")
+    with working(make_worker(transport, broken, ["q"], server, redis_url, namespace)):
+        job = api.wait(job_id, timeout=15)
+    assert (job.status, job.ended, job.retries_attempted) == ("failed", True, 0)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

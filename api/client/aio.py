@@ -111,13 +111,15 @@ class AsyncClient:
         return await self.send(calls.create_job(queue, JobSpec(input, **options)))
 
     async def submit_many(self, queue: str, jobs: Iterable[JobSpec]) -> list[int]:
-        """Create several jobs, in order; their ids.  One request each until the server's batch
-        endpoint (``POST /queue/{q}/jobs``) is available."""
-        return [await self.send(calls.create_job(queue, spec)) for spec in jobs]
+        """Create several jobs in one request; their ids, in order."""
+        return await self.send(calls.create_jobs(queue, list(jobs)))
 
-    async def fetch(self, queue: str, count: int = 1, worker: str | None = None) -> list[FetchedJob]:
-        """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued."""
-        return await self.send(calls.fetch_jobs(queue, count, worker))
+    async def fetch(
+        self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
+    ) -> list[FetchedJob]:
+        """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued (after
+        waiting up to ``wait`` seconds for one to come, when given)."""
+        return await self.send(calls.fetch_jobs(queue, count, worker, wait))
 
     async def get(self, job_id: int) -> Job:
         """The job."""
@@ -128,18 +130,37 @@ class AsyncClient:
         return await self.send(calls.get_fields(job_id, names))
 
     async def update(
-        self, job_id: int, status: str | None = None, output: Any = UNSET, attempt: int | None = None
+        self,
+        job_id: int,
+        status: str | None = None,
+        output: Any = UNSET,
+        attempt: int | None = None,
+        **extra: Any,
     ) -> None:
-        """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``."""
-        await self.send(calls.update_job(job_id, status, output, attempt))
+        """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
+        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        await self.send(calls.update_job(job_id, status, output, attempt, **extra))
+
+    async def progress(
+        self, job_id: int, progress: int | None = None, message: str | None = None, attempt: int | None = None
+    ) -> None:
+        """Report how far a running job got (0-100) and/or a short status line."""
+        await self.update(job_id, attempt=attempt, progress=progress, message=message)
 
     async def complete(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
         """Complete a running job, with its output."""
         await self.update(job_id, "completed", output, attempt)
 
-    async def fail(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
-        """Fail a running job; it is retried if its retries allow."""
-        await self.update(job_id, "failed", output, attempt)
+    async def fail(
+        self,
+        job_id: int,
+        output: Any = UNSET,
+        attempt: int | None = None,
+        error: dict[str, str] | str | None = None,
+    ) -> None:
+        """Fail a running job with an ``error`` (text or ``{"kind", "message"}``); it is retried if
+        its retries allow and the error's kind is retryable (retry_on / no_retry_on)."""
+        await self.update(job_id, "failed", output, attempt, error=error)
 
     async def cancel(self, job_id: int) -> None:
         """Cancel a job that has not ended."""

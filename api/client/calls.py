@@ -129,12 +129,25 @@ def create_job(queue: str, spec: JobSpec) -> ApiCall[int]:
     return ApiCall("POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(), safe=safe)
 
 
-def fetch_jobs(queue: str, count: int, worker: str | None = None) -> ApiCall[list[FetchedJob]]:
-    """Start up to ``count`` queued jobs.  Not safe to resend: a lost answer would strand a job
-    running (until its timeout), so only failures to connect are retried."""
+def create_jobs(queue: str, specs: list[JobSpec]) -> ApiCall[list[int]]:
+    """Create many jobs in one request (one round trip on the server); their ids.  Safe to resend
+    only when every job has a ``unique_key``."""
+    safe = all(spec.unique_key is not None for spec in specs)
+    body = [spec.body() for spec in specs]
+    return ApiCall("POST", _queue(queue, "/jobs"), lambda r: [int(i) for i in r.json()], body=body, safe=safe)
+
+
+def fetch_jobs(
+    queue: str, count: int, worker: str | None = None, wait: float | None = None
+) -> ApiCall[list[FetchedJob]]:
+    """Start up to ``count`` queued jobs; with ``wait`` (seconds) the server holds the request until
+    a job comes or the time is up.  Not safe to resend: a lost answer would strand a job running
+    (until its timeout), so only failures to connect are retried."""
     params: dict[str, str | int] = {"count": count}
     if worker is not None:
         params["worker"] = worker
+    if wait:
+        params["wait"] = f"{wait:g}"
     return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False)
 
 
@@ -153,17 +166,23 @@ def get_fields(job_id: int, names: tuple[str, ...]) -> ApiCall[dict[str, Any]]:
 
 
 def update_job(
-    job_id: int, status: str | None = None, output: Any = UNSET, attempt: int | None = None
+    job_id: int,
+    status: str | None = None,
+    output: Any = UNSET,
+    attempt: int | None = None,
+    *,
+    progress: int | None = None,
+    message: str | None = None,
+    error: dict[str, str] | str | None = None,
 ) -> ApiCall[None]:
-    """PATCH a job's status and/or output.  Safe to resend when it names the attempt: fencing makes
-    a repeat a 409 that changes nothing (so a 409 after a retry may mean the first one succeeded)."""
-    body: dict[str, Any] = {}
-    if status is not None:
-        body["status"] = status
+    """PATCH a job: status, output, progress / message, and with status failed an ``error`` (text,
+    or ``{"kind", "message"}``: its kind decides retry).  Safe to resend when it names the attempt:
+    fencing makes a repeat a 409 that changes nothing (a 409 after a retry may mean the first
+    succeeded)."""
+    given = {"status": status, "attempt": attempt, "progress": progress, "message": message, "error": error}
+    body: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if output is not UNSET:
         body["output"] = output
-    if attempt is not None:
-        body["attempt"] = attempt
     return ApiCall("PATCH", _job(job_id), _none, body=body, safe=attempt is not None)
 
 

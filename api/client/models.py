@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 #: A duration as the server accepts it: "30s", "1h15m5s", a number of seconds, or a timedelta.
 DurationLike = str | int | float | timedelta
 
-_DURATIONS = frozenset({"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"})
+_DURATIONS = frozenset({"timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "delay"})
 
 
 class _Answer(BaseModel):
@@ -89,6 +89,13 @@ class JobSpec:
     retries: int | None = None
     retry_delays: Sequence[DurationLike] | None = None
     unique_key: str | None = None
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay: DurationLike | None = None
+    quota_key: str | None = None
+    max_queued_time: DurationLike | None = None
+    retry_on: Sequence[str] | None = None
+    no_retry_on: Sequence[str] | None = None
 
     def body(self) -> dict[str, Any]:
         """The JSON body of ``POST /queue/{q}/job``: only the options given."""

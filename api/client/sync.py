@@ -111,13 +111,15 @@ class Client:
         return self.send(calls.create_job(queue, JobSpec(input, **options)))
 
     def submit_many(self, queue: str, jobs: Iterable[JobSpec]) -> list[int]:
-        """Create several jobs, in order; their ids.  One request each until the server's batch
-        endpoint (``POST /queue/{q}/jobs``) is available."""
-        return [self.send(calls.create_job(queue, spec)) for spec in jobs]
+        """Create several jobs in one request; their ids, in order."""
+        return self.send(calls.create_jobs(queue, list(jobs)))
 
-    def fetch(self, queue: str, count: int = 1, worker: str | None = None) -> list[FetchedJob]:
-        """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued."""
-        return self.send(calls.fetch_jobs(queue, count, worker))
+    def fetch(
+        self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
+    ) -> list[FetchedJob]:
+        """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued (after
+        waiting up to ``wait`` seconds for one to come, when given)."""
+        return self.send(calls.fetch_jobs(queue, count, worker, wait))
 
     def get(self, job_id: int) -> Job:
         """The job."""
@@ -128,18 +130,37 @@ class Client:
         return self.send(calls.get_fields(job_id, names))
 
     def update(
-        self, job_id: int, status: str | None = None, output: Any = UNSET, attempt: int | None = None
+        self,
+        job_id: int,
+        status: str | None = None,
+        output: Any = UNSET,
+        attempt: int | None = None,
+        **extra: Any,
     ) -> None:
-        """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``."""
-        self.send(calls.update_job(job_id, status, output, attempt))
+        """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
+        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        self.send(calls.update_job(job_id, status, output, attempt, **extra))
+
+    def progress(
+        self, job_id: int, progress: int | None = None, message: str | None = None, attempt: int | None = None
+    ) -> None:
+        """Report how far a running job got (0-100) and/or a short status line."""
+        self.update(job_id, attempt=attempt, progress=progress, message=message)
 
     def complete(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
         """Complete a running job, with its output."""
         self.update(job_id, "completed", output, attempt)
 
-    def fail(self, job_id: int, output: Any = UNSET, attempt: int | None = None) -> None:
-        """Fail a running job; it is retried if its retries allow."""
-        self.update(job_id, "failed", output, attempt)
+    def fail(
+        self,
+        job_id: int,
+        output: Any = UNSET,
+        attempt: int | None = None,
+        error: dict[str, str] | str | None = None,
+    ) -> None:
+        """Fail a running job with an ``error`` (text or ``{"kind", "message"}``); it is retried if
+        its retries allow and the error's kind is retryable (retry_on / no_retry_on)."""
+        self.update(job_id, "failed", output, attempt, error=error)
 
     def cancel(self, job_id: int) -> None:
         """Cancel a job that has not ended."""
