@@ -23,6 +23,7 @@ from starlette.routing import Route
 from api import event_handlers as events
 from api import info_handlers as info
 from api import job_handlers as job
+from api import metrics, openapi
 from api import queue_handlers as queue
 from api.config import Config
 from api.fetch_waiters import FetchWaiters
@@ -63,6 +64,8 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/info", "GET", info.info, False),
     ("/info/version", "GET", info.version, False),
     ("/health", "GET", info.health, False),
+    ("/metrics", "GET", metrics.metrics, False),
+    ("/openapi.json", "GET", openapi.openapi, False),
 ]
 
 
@@ -105,6 +108,7 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         client = redis.asyncio.Redis.from_url(redis_url, socket_connect_timeout=2)
         ledger = AsyncLedger(client, config.redis.key_namespace)
+        ledger.observe = app.state.metrics.observe
         waiters = FetchWaiters(ledger)
         tasks = []
         if not read_only:
@@ -121,6 +125,7 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             await client.aclose()
 
     app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
+    app.state.metrics = metrics.Metrics()
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     return app

@@ -9,7 +9,8 @@ Error replies from scripts become the :mod:`ledger.errors` tree; a lost connecti
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import redis
@@ -92,11 +93,18 @@ class Ledger(_Base):
 class AsyncLedger(_Base):
     """Asynchronous runner over a ``redis.asyncio.Redis`` client."""
 
+    #: Called after every command, refused or not, with its script name and seconds taken (metrics).
+    observe: Callable[[str, float], None] | None = None
+
     async def run(self, call: Call[T]) -> T:
+        started = time.perf_counter()
         try:
             return call.parse(await self._invoke(call, self.clock(), self.client))
         except redis.RedisError as exc:
             raise translate(exc) from exc
+        finally:
+            if self.observe is not None:
+                self.observe(call.script, time.perf_counter() - started)
 
     async def read(self, read: Read[T]) -> T:
         try:
