@@ -2,10 +2,13 @@
 
 A hypothesis state machine drives one ledger through every command over three queues with random
 settings, a few tags, workers, stale and current attempts, and a frozen clock that it moves on
-before running the scheduler.  Refused commands (NotFound, Conflict) are part of the game; they must
-append nothing.  After every step each live job is exactly where its status puts it; after the last
-step, rebuilding the projections from the stream alone gives exactly the live ones (a rebuild costs
-tens of milliseconds, too much for every step of every example, and far too much while shrinking).
+before running the scheduler.  The extensions take part: priorities, run_at / delay, unique and
+quota keys from small sets, max_queued_time, retry_on / no_retry_on and failures with error kinds
+from one small set, retry_backoff, progress and message, pause and resume.  Refused commands
+(NotFound, Conflict) are part of the game; they must append nothing.  After every step each live
+job is exactly where its status puts it; after the last step, rebuilding the projections from the
+stream alone gives exactly the live ones (a rebuild costs tens of milliseconds, too much for every
+step of every example, and far too much while shrinking).
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from hypothesis.stateful import (
 )
 
 from ledger import commands
-from ledger.commands import Call
+from ledger.commands import Call, Created, Fetched
+from ledger.durations import format_time
 from ledger.errors import Conflict, NotFound
 from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
+from ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
 from ledger.runner import Ledger
 from ledger.scheduler import tick
+from projections import readers
+from projections.views import decode_hash
 from replay.compare import compare
 from replay.placement import misplaced
 from replay.rebuild import rebuild
@@ -42,9 +48,27 @@ from tests.support import START, stream_length
 QUEUES = ("alpha", "beta", "gamma")
 TAGS = ("red", "green", "blue")
 DURATIONS = ("0s", "1s", "5s", "30s", "2m", "1h")
+#: error kinds: a worker's own, and the three timeouts, so retry_on / no_retry_on can name any of them
+KINDS = ("io", "fatal", "timeout", "heartbeat_timeout", "queued_timeout")
+UNIQUE_KEYS = ("u1", "u2")
+QUOTA_KEYS = ("k1", "k2")
+#: run_at relative to the frozen clock, in ms: past, now, soon, later
+RUN_AT = (-1000, 0, 1, 1000, 30_000, 3_600_000)
 
 durations = st.sampled_from(DURATIONS)
 delays = st.lists(st.sampled_from(("0s", "1s", "10s", "1m")), max_size=3)
+#: retry_on / no_retry_on: most often none, so that failures with retries left do retry
+kinds: st.SearchStrategy[list[str]] = st.one_of(
+    st.just([]), st.just([]), st.lists(st.sampled_from(KINDS), min_size=1, max_size=2, unique=True)
+)
+backoffs = st.builds(
+    Backoff,
+    base=st.sampled_from(("0s", "1s", "10s")),
+    factor=st.sampled_from((1, 1.5, 2)),
+    max=st.sampled_from(("5s", "1m")),
+)
+priorities = st.sampled_from((0, 1, 50, 100))
+queued_times = st.sampled_from(("0s", "1s", "30s"))
 queue_settings = st.builds(
     QueueSettings,
     timeout=durations,
@@ -52,16 +76,37 @@ queue_settings = st.builds(
     expires_after=durations,
     retries=st.integers(0, 3),
     retry_delays=delays,
+    retry_backoff=st.one_of(st.none(), backoffs),
+    priority=priorities,
+    max_queued_time=queued_times,
+    retry_on=kinds,
+    no_retry_on=kinds,
+    paused=st.sampled_from((False, False, False, False, False, True)),
 )
-job_options = st.builds(
-    JobOptions,
-    input=st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2)),
-    tags=st.one_of(st.none(), st.lists(st.sampled_from(TAGS), max_size=3)),
-    timeout=st.one_of(st.none(), durations),
-    heartbeat_timeout=st.one_of(st.none(), durations),
-    expires_after=st.one_of(st.none(), durations),
-    retries=st.one_of(st.none(), st.integers(0, 2)),
-    retry_delays=st.one_of(st.none(), delays),
+#: a job's options as JobOptions keywords; "start" is ("run_at", ms from now) or ("delay", duration)
+job_options = st.fixed_dictionaries(
+    {},
+    optional={
+        "input": st.one_of(
+            st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2)
+        ),
+        "tags": st.lists(st.sampled_from(TAGS), max_size=3),
+        "timeout": durations,
+        "heartbeat_timeout": durations,
+        "expires_after": durations,
+        "retries": st.integers(0, 2),
+        "retry_delays": delays,
+        "retry_backoff": backoffs,
+        "priority": priorities,
+        "unique_key": st.sampled_from(UNIQUE_KEYS),
+        "quota_key": st.sampled_from(QUOTA_KEYS),
+        "max_queued_time": queued_times,
+        "retry_on": kinds,
+        "no_retry_on": kinds,
+        "start": st.one_of(
+            st.tuples(st.just("run_at"), st.sampled_from(RUN_AT)), st.tuples(st.just("delay"), durations)
+        ),
+    },
 )
 queues = st.sampled_from(QUEUES)
 fetch_from = st.sampled_from(("busiest", *QUEUES))  # "busiest": the most queued jobs
@@ -71,13 +116,26 @@ jobs = st.tuples(st.sampled_from(("running", "live", "gone")), st.integers(0, 10
 outputs = st.one_of(st.none(), st.integers(), st.text(max_size=5))
 NO_OUTPUT = "<no output>"
 #: Hypothesis draws the first of a sampled_from most often: the commonest move comes first
-ACTIONS = ("completed", "failed", "heartbeat", "output", "cancelled", "queued", "delete")
-#: one move on a job: (which job, what to do, which attempt to name, output to send)
-moves = st.tuples(jobs, st.sampled_from(ACTIONS), attempts, st.one_of(st.just(NO_OUTPUT), outputs))
+ACTIONS = ("completed", "failed", "heartbeat", "progress", "output", "cancelled", "queued", "delete")
+#: progress and / or message sent with a move (PATCH), and the error sent with a failure
+reports = st.fixed_dictionaries(
+    {}, optional={"progress": st.integers(0, 100), "message": st.text(max_size=5)}
+)
+errors = st.one_of(
+    st.none(),
+    st.text(min_size=1, max_size=5),
+    st.fixed_dictionaries({"kind": st.sampled_from(KINDS)}, optional={"message": st.text(max_size=5)}),
+)
+#: one move on a job: (which job, what to do, which attempt to name, output, progress, error)
+moves = st.tuples(
+    jobs, st.sampled_from(ACTIONS), attempts, st.one_of(st.just(NO_OUTPUT), outputs), reports, errors
+)
 #: how far the clock moves before a scheduler tick, in ms: around every deadline the settings make
 steps = st.one_of(
     st.sampled_from((1000, 0, 1, 999, 5000, 30_000, 60_000, 3_600_000)), st.integers(0, 4_000_000)
 )
+
+Move = tuple[tuple[str, int], str, str, Any, dict[str, Any], Any]
 
 
 def _delete_namespace(client: redis.Redis, namespace: str) -> None:
@@ -141,18 +199,52 @@ class LedgerMachine(RuleBasedStateMachine):
             return max(current, 1)
         return current - 1 if current > 1 else current + 1
 
-    def call(self, job_id: int, action: str, attempt: int | None, output: Any) -> Call[Any]:
+    def call(self, job_id: int, move: Move) -> Call[Any]:
         """The command for one move on a job."""
+        _, action, which, output, report, error = move
+        attempt = self.attempt(job_id, which)
         if action == "heartbeat":
             return commands.heartbeat(job_id, attempt)
         if action == "delete":
             return commands.delete_job(job_id)
-        fields: dict[str, Any] = {"attempt": attempt}
-        if action != "output":
+        fields: dict[str, Any] = {"attempt": attempt, **report}
+        if action == "progress":
+            fields.setdefault("progress", 50)
+        elif action != "output":
             fields["status"] = action
+        if action == "failed" and error is not None:
+            fields["error"] = error
         if output != NO_OUTPUT or action == "output":
             fields["output"] = None if output == NO_OUTPUT else output
         return commands.update_job(job_id, JobUpdate(**fields))
+
+    def queued(self, name: str) -> list[int]:
+        """The queue's queued jobs in hand-out order (none when it does not exist)."""
+        if not self.client.exists(self.ledger.keys.queue(name)):
+            return []
+        return self.ledger.read(readers.queue_job_ids(name))["queued"]
+
+    def options(self, drawn: dict[str, Any]) -> JobOptions:
+        """JobOptions from drawn keywords, a drawn run_at taken relative to the frozen clock."""
+        fields = dict(drawn)
+        start = fields.pop("start", None)
+        if start and start[0] == "run_at":
+            fields["run_at"] = format_time(self.ledger.clock() + start[1])
+        elif start:
+            fields["delay"] = start[1]
+        return JobOptions(**fields)
+
+    def create(self, name: str, drawn: dict[str, Any]) -> None:
+        """Create a job; when its unique_key is held, the holder answers and nothing is appended."""
+        options = self.options(drawn)
+        length = stream_length(self.client, self.namespace)
+        made: Created | None = self.run(commands.create_job(name, options))
+        if made is None or made.created:
+            return
+        assert stream_length(self.client, self.namespace) == length
+        holder = decode_hash(self.client.hgetall(self.ledger.keys.job(made.id)))
+        assert (holder["queue"], holder["unique_key"]) == (name, options.unique_key)
+        assert holder.get("ended") != "1"
 
     def run(self, call: Call[Any]) -> Any:
         """Run a command; a refusal is fine but must append nothing."""
@@ -169,12 +261,12 @@ class LedgerMachine(RuleBasedStateMachine):
         all_settings=st.tuples(queue_settings, queue_settings, queue_settings),
         jobs=st.lists(st.tuples(queues, job_options), min_size=2, max_size=10),
     )
-    def start(self, all_settings: tuple[QueueSettings, ...], jobs: list[tuple[str, JobOptions]]) -> None:
+    def start(self, all_settings: tuple[QueueSettings, ...], jobs: list[tuple[str, dict[str, Any]]]) -> None:
         """The three queues, then a few jobs on them."""
         for name, chosen in zip(QUEUES, all_settings, strict=True):
             self.run(commands.put_queue(name, chosen))
-        for name, options in jobs:
-            self.run(commands.create_job(name, options))
+        for name, drawn in jobs:
+            self.create(name, drawn)
 
     @rule(name=queues, chosen=queue_settings, delete=st.sampled_from((False, False, False, True)))
     def put_or_delete_queue(self, name: str, chosen: QueueSettings, delete: bool) -> None:
@@ -184,23 +276,65 @@ class LedgerMachine(RuleBasedStateMachine):
             self.run(commands.put_queue(name, chosen))
 
     @rule(name=queues, options=st.lists(job_options, min_size=1, max_size=4))
-    def create_jobs(self, name: str, options: list[JobOptions]) -> None:
-        for one in options:
-            self.run(commands.create_job(name, one))
+    def create_jobs(self, name: str, options: list[dict[str, Any]]) -> None:
+        for drawn in options:
+            self.create(name, drawn)
+
+    def paused(self, name: str) -> bool:
+        return self.client.hget(self.ledger.keys.queue(name), "paused") is not None
+
+    def pick(self, name: str) -> str:
+        """The queue a fetch names: one of QUEUES, the one with most queued jobs ("busiest"), or the one
+        with most queued jobs of those not paused ("ready")."""
+        if name not in ("busiest", "ready"):
+            return name
+        sizes = {q: counts["queued"] for q, counts in self.ledger.read(readers.info())["queues"].items()}
+        pipe = self.client.pipeline(transaction=False)
+        for q in QUEUES:
+            pipe.hexists(self.ledger.keys.queue(q), "paused")
+        paused = dict(zip(QUEUES, pipe.execute(), strict=True))
+        return max(QUEUES, key=lambda q: sizes.get(q, 0) if name == "busiest" or not paused[q] else -1)
+
+    def fetch_head(self, name: str, count: int, worker: str | None) -> list[Fetched]:
+        """Fetch: the head of the queue, in order (highest priority, then oldest); none when paused."""
+        name = self.pick(name)
+        head = [] if self.paused(name) else self.queued(name)[:count]
+        fetched: list[Fetched] = self.run(commands.fetch_jobs(name, count, worker)) or []
+        assert [job.id for job in fetched] == head
+        for job in fetched:
+            assert job.attempt == int(self.client.hget(self.ledger.keys.job(job.id), "attempt") or 0)
+        return fetched
 
     @rule(name=fetch_from, count=st.integers(1, 5), worker=st.one_of(st.none(), st.just("w1")))
     def fetch(self, name: str, count: int, worker: str | None) -> None:
-        if name == "busiest":
-            name = max(QUEUES, key=lambda q: self.client.zcard(self.ledger.keys.queue_jobs(q)))
-        for job in self.run(commands.fetch_jobs(name, count, worker)) or []:
-            assert job.attempt == int(self.client.hget(self.ledger.keys.job(job.id), "attempt") or 0)
+        self.fetch_head(name, count, worker)
+
+    @rule(end=st.sampled_from(("failed", "completed", "cancelled")), report=reports, error=errors)
+    def work(self, end: str, report: dict[str, Any], error: Any) -> None:
+        """A worker's round on one job of the busiest queue not paused: fetch it, maybe report progress,
+        end its run (a failure with an error); every update names the running attempt, so each is taken."""
+        for job in self.fetch_head("ready", 1, "w2"):
+            if report:
+                assert self.run(commands.update_job(job.id, JobUpdate(attempt=job.attempt, **report))) == 1
+            fields: dict[str, Any] = {"status": end, "attempt": job.attempt}
+            if end == "failed" and error is not None:
+                fields["error"] = error
+            assert self.run(commands.update_job(job.id, JobUpdate(**fields))) == 1
 
     @rule(moves=st.lists(moves, min_size=1, max_size=3))
-    def act(self, moves: list[tuple[tuple[str, int], str, str, Any]]) -> None:
-        """A few moves on jobs: heartbeat, output, a new status, or delete."""
-        for choice, action, which, output in moves:
-            job_id = self.choose(choice)
-            self.run(self.call(job_id, action, self.attempt(job_id, which), output))
+    def act(self, moves: list[Move]) -> None:
+        """A few moves on jobs: heartbeat, progress, output, a new status (a failure with an error), or
+        delete."""
+        for move in moves:
+            job_id = self.choose(move[0])
+            self.run(self.call(job_id, move))
+
+    @rule(name=queues, paused=st.booleans())
+    def pause_or_resume(self, name: str, paused: bool) -> None:
+        """Pause or resume; one that changes nothing appends nothing."""
+        length = stream_length(self.client, self.namespace)
+        if self.run(commands.pause_queue(name, paused)) is not True:
+            assert stream_length(self.client, self.namespace) == length
 
     @rule(ms=steps)
     def advance_and_tick(self, ms: int) -> None:
