@@ -23,6 +23,7 @@ from starlette.routing import Route
 from api import event_handlers as events
 from api import info_handlers as info
 from api import job_handlers as job
+from api import launcher_handlers as launcher
 from api import metrics, openapi
 from api import queue_handlers as queue
 from api.config import Config
@@ -64,6 +65,10 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/info", "GET", info.info, False),
     ("/info/version", "GET", info.version, False),
     ("/health", "GET", info.health, False),
+    ("/launcher", "POST", launcher.create_launcher, True),
+    ("/launcher", "GET", launcher.list_launchers, False),
+    ("/launcher/{launcher_id}", "GET", launcher.get_launcher, False),
+    ("/launcher/{launcher_id}", "DELETE", launcher.delete_launcher, True),
     ("/metrics", "GET", metrics.metrics, False),
     ("/openapi.json", "GET", openapi.openapi, False),
 ]

@@ -150,3 +150,28 @@ def check_queued(limit: int) -> Call[list[int]]:
 def check_expiry(limit: int) -> Call[list[int]]:
     """Expire up to ``limit`` ended jobs past ``expires_after``; their ids."""
     return Call("check_expiry", (limit,), _ids)
+
+
+def create_launcher(queue: str, data_json: str) -> Call[int]:
+    """A new launcher on an existing queue, from its ``launcher_created`` data (see
+    :func:`ledger.launchers.created_data`); its id."""
+    return Call("create_launcher", (queue, data_json), _int)
+
+
+def delete_launcher(launcher_id: int) -> Call[int]:
+    return Call("delete_launcher", (launcher_id,), _int)
+
+
+def fire_launcher(
+    launcher_id: int, due_at: int, next_at: int | None, missed: int = 0, trigger: str | None = None
+) -> Call[int]:
+    """Fire (or skip) a launcher whose time ``due_at`` has come, moving it on to ``next_at``; does
+    nothing (0) unless it is still due at ``due_at``.  1 fired, 2 skipped."""
+    args = (launcher_id, due_at, "" if next_at is None else next_at, missed, trigger or "")
+    return Call("fire_launcher", args, _int)
+
+
+def trigger_launcher(launcher_id: int, event_id: str) -> Call[int]:
+    """An event that matches an @event launcher: 0 nothing to do (already seen, or no match), 1 fired,
+    2 skipped, 3 triggered (debounced: it fires later)."""
+    return Call("trigger_launcher", (launcher_id, event_id), _int)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.durations import format_time
 
@@ -219,6 +219,82 @@ class JobDeleted(EventData):
     reason: Literal["queue_deleted"] | None = None
 
 
+LauncherType = Literal["@cron", "@interval", "@at", "@event"]
+
+
+class LauncherEventData(EventData):
+    """Events of a launcher: the entry has no ``job`` and its ``queue`` is the launcher's queue; the
+    launcher's id is in the data."""
+
+    launcher: int
+
+
+class EventFilterData(BaseModel):
+    """What an @event launcher matches: events of this type (and of this queue, if named)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    queue: str | None = None
+
+
+class LauncherCreated(LauncherEventData):
+    """A launcher: ``type`` and ``arguments`` say when it fires (a six-field cron expression, an
+    interval, a time, or an event filter), ``template`` (job options JSON text, durations in ms) and
+    ``input`` (JSON text) what it creates.  ``next_at``: its first due time, null for @event."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+    type = "launcher_created"
+    json_text_fields = ("template", "input")
+
+    launcher_type: LauncherType = Field(alias="type")
+    arguments: str | EventFilterData
+    template: str = "{}"
+    input: str | None = None
+    max_pending: int = 0
+    debounce: int = 0
+    next_at: int | None = None
+
+
+class LauncherDeleted(LauncherEventData):
+    type = "launcher_deleted"
+
+
+class LauncherFired(LauncherEventData):
+    """The launcher created ``job`` for its due time ``due_at``; ``missed`` more due times had
+    passed since and are coalesced into this firing; ``trigger`` is the matching event (@event)."""
+
+    type = "launcher_fired"
+
+    due_at: int
+    next_at: int | None = None
+    job: int
+    missed: int = 0
+    trigger: str | None = None
+
+
+class LauncherSkipped(LauncherEventData):
+    """A due time passed without a job: ``max_pending`` jobs of the launcher had not ended, its queue
+    was gone, or a live job held the template's ``unique_key``."""
+
+    type = "launcher_skipped"
+
+    due_at: int
+    next_at: int | None = None
+    reason: Literal["max_pending", "queue_missing", "unique_key"]
+    trigger: str | None = None
+
+
+class LauncherTriggered(LauncherEventData):
+    """A debounced @event launcher matched the event ``trigger``: it fires at ``due_at`` unless
+    another match moves that later first."""
+
+    type = "launcher_triggered"
+
+    trigger: str
+    due_at: int
+
+
 EVENT_TYPES: dict[str, type[EventData]] = {
     cls.type: cls
     for cls in (
@@ -241,6 +317,11 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         JobEnded,
         JobExpired,
         JobDeleted,
+        LauncherCreated,
+        LauncherDeleted,
+        LauncherFired,
+        LauncherSkipped,
+        LauncherTriggered,
     )
 }
 

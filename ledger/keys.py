@@ -39,6 +39,13 @@ TEMPLATES: dict[str, str] = {
     "queue_heads": "queue:{name}:heads",  # key -> score of its lane's head, for keys under quota (zset)
     "queue_keys": "queue:{name}:keys",  # key -> how many of its jobs run (hash)
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
+    # launchers: they create jobs on a queue from a template, on a schedule or on matching events
+    "launcher_id": "launcher_id",  # last launcher id handed out
+    "launchers": "launchers",  # ids of existing launchers (set)
+    "event_launchers": "launchers:event",  # ids of the @event launchers: what the follower matches (set)
+    "due_launch": "due:launch",  # launchers by their next due time (zset)
+    "launcher": "launcher:{id}",  # the launcher's spec and counters (hash)
+    "launcher_pending": "launcher:{id}:pending",  # ids of its jobs that have not ended (set)
 }
 
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,255}$")

@@ -5,7 +5,9 @@ running jobs, ``check_queued`` against max_queued_time, ``check_retries``, ``che
 reads only the due part of a deadline set and re-checks the job inside its script, so any number of
 schedulers can run at once and a job still times out, retries or expires once.  A check runs in
 batches until less than a full batch was due.  Intervals come from the ``[server]`` config (releases
-and queue-time checks run on the timeout check's interval).
+and queue-time checks run on the timeout check's interval).  The launcher checks
+(:mod:`ledger.launchers`: @event launchers follow the ledger, then due launchers fire) run every
+second, as cron expressions name seconds.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ledger import commands
+from ledger import commands, launchers
 from ledger.commands import Call
 from ledger.errors import Unavailable
 from ledger.runner import AsyncLedger, Ledger, connect_async
@@ -34,6 +36,8 @@ CHECKS: dict[str, Check] = {
     "retries": commands.check_retries,
     "expiry": commands.check_expiry,
 }
+#: How often the launcher checks run (ms).
+LAUNCHER_INTERVAL = 1000
 
 
 def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
@@ -47,6 +51,8 @@ def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
             if len(ids) < batch:
                 break
         out[name] = done
+    out["events"] = launchers.follow_event_launchers(ledger, batch=batch)
+    out["launchers"] = launchers.fire_due_launchers(ledger, batch=batch)
     return out
 
 
@@ -72,6 +78,18 @@ async def _loop(ledger: AsyncLedger, name: str, interval_ms: int) -> None:
         await asyncio.sleep(max(interval_ms, 10) / 1000)
 
 
+async def _launcher_loop(ledger: AsyncLedger, interval_ms: int) -> None:
+    positions: dict[int, str] = {}  # how far the event check has read for each @event launcher
+    while True:
+        try:
+            handled = await launchers.check_launchers(ledger, positions)
+            if handled:
+                log.info("launcher checks acted on %d launchers", handled)
+        except Unavailable as exc:
+            log.warning("launcher checks skipped: %s", exc)
+        await asyncio.sleep(max(interval_ms, 10) / 1000)
+
+
 def intervals(config: Config) -> dict[str, int]:
     s = config.server
     return {
@@ -84,8 +102,10 @@ def intervals(config: Config) -> dict[str, int]:
 
 
 async def run(ledger: AsyncLedger, every: dict[str, int]) -> None:
-    """Run the three checks, each on its own interval (ms), until cancelled."""
-    await asyncio.gather(*(_loop(ledger, name, every[name]) for name in CHECKS))
+    """Run the checks, each on its own interval (ms), until cancelled."""
+    loops = [_loop(ledger, name, every[name]) for name in CHECKS]
+    loops.append(_launcher_loop(ledger, every.get("launchers", LAUNCHER_INTERVAL)))
+    await asyncio.gather(*loops)
 
 
 async def run_forever(config: Config, redis_url: str) -> Any:

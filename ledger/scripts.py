@@ -35,6 +35,8 @@ INCLUDES = [
     "projections/lua/lib/leave_place.lua",
     "projections/lua/lib/enter_queue.lua",
     "projections/lua/lib/release_unique.lua",
+    "projections/lua/lib/track_pending.lua",
+    "projections/lua/lib/launcher_next.lua",
     "projections/lua/lib/enter_stopped.lua",
     "projections/lua/lib/record_error.lua",
     "projections/lua/lib/forget_job.lua",
@@ -56,6 +58,11 @@ INCLUDES = [
     "projections/lua/apply/job_requeued.lua",
     "projections/lua/apply/job_ended.lua",
     "projections/lua/apply/job_removed.lua",
+    "projections/lua/apply/launcher_created.lua",
+    "projections/lua/apply/launcher_deleted.lua",
+    "projections/lua/apply/launcher_fired.lua",
+    "projections/lua/apply/launcher_skipped.lua",
+    "projections/lua/apply/launcher_triggered.lua",
     "projections/lua/apply.lua",
     "ledger/lua/lib/refuse.lua",
     "ledger/lua/lib/emit.lua",
@@ -66,6 +73,10 @@ INCLUDES = [
     "ledger/lua/lib/retry_decision.lua",
     "ledger/lua/lib/due.lua",
     "ledger/lua/lib/new_job.lua",
+    "ledger/lua/lib/load_launcher.lua",
+    "ledger/lua/lib/newer_id.lua",
+    "ledger/lua/lib/event_matches.lua",
+    "ledger/lua/lib/launch.lua",
 ]
 
 _DEFINES = re.compile(r"^local function (\w+)", re.MULTILINE)

@@ -23,4 +23,9 @@ APPLIERS: dict[str, str] = {
     "job_ended": "apply_job_ended",
     "job_expired": "apply_job_removed",
     "job_deleted": "apply_job_removed",
+    "launcher_created": "apply_launcher_created",
+    "launcher_deleted": "apply_launcher_deleted",
+    "launcher_fired": "apply_launcher_fired",
+    "launcher_skipped": "apply_launcher_skipped",
+    "launcher_triggered": "apply_launcher_triggered",
 }

@@ -52,7 +52,7 @@ def _job_field(name: str, job_id: int, h: dict[str, str]) -> Any:
         return json.loads(raw) if raw else []
     if name == "ended":
         return raw == "1"
-    if name == "progress":
+    if name in ("progress", "launcher"):
         return int(raw) if raw is not None else None
     if name == "errors":
         return [_error_view(e) for e in json.loads(raw)] if raw else []

@@ -3,7 +3,9 @@
 Every live job must be in exactly the one place its status implies (its queue's ``jobs`` set when
 queued, else the queue's set for its status), in exactly the deadline set its status schedules it in,
 with the score that schedule implies, and in the tag set of each of its tags; and every member of a
-place, deadline or tag set must be a live job that belongs there.  A verification tool: it reads the
+place, deadline or tag set must be a live job that belongs there.  Launchers likewise: each is in
+the launcher indexes, in ``due:launch`` exactly when it has a ``next_at`` (with that score), and its
+pending set holds exactly its live jobs that have not ended.  A verification tool: it reads the
 whole namespace with SCAN, so it costs time in proportion to the size of the namespace.
 """
 
@@ -19,6 +21,8 @@ import redis
 from ledger.keys import TEMPLATES, Keys
 
 STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
+_LAUNCHER_KINDS = {(2, ""): "launcher", (3, "pending"): "pending"}
+_LAUNCHER_SETS = (TEMPLATES["launchers"], TEMPLATES["event_launchers"])
 DEADLINES = {
     TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire", "due_release", "due_queued")
 }
@@ -37,6 +41,10 @@ class Layout:
     zsets: dict[str, dict[str, float]] = field(default_factory=dict)  # places and deadlines
     tags: dict[str, set[str]] = field(default_factory=dict)
     unique: dict[str, dict[str, str]] = field(default_factory=dict)  # queue -> unique_key -> id
+    launchers: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> launcher hash
+    pending: dict[str, set[str]] = field(default_factory=dict)  # launcher id -> pending job ids
+    launcher_sets: dict[str, set[str]] = field(default_factory=dict)  # launchers, launchers:event
+    due_launch: dict[str, float] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
 
 
@@ -47,6 +55,12 @@ def _s(value: Any) -> str:
 def _kind(rel: str) -> str | None:
     """Which part of the layout a key (prefix removed) belongs to; None for keys not checked here."""
     parts = rel.split(":")
+    if parts[0] == "launcher":
+        return _LAUNCHER_KINDS.get((len(parts), parts[-1] if len(parts) == 3 else ""), "unknown")
+    if rel in _LAUNCHER_SETS:
+        return "launcher_set"
+    if rel == TEMPLATES["due_launch"]:
+        return "due_launch"
     if parts[0] == "job" and len(parts) == 2:
         return "job"
     if parts[0] == "tag":
@@ -70,9 +84,11 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
     kinds = [(rel, _kind(rel)) for rel in sorted(set(rels))]
     pipe = client.pipeline(transaction=False)
     for rel, kind in kinds:
-        if kind in ("job", "unique"):
+        if kind in ("job", "unique", "launcher"):
             pipe.hgetall(prefix + rel)
-        elif kind == "zset":
+        elif kind in ("pending", "launcher_set"):
+            pipe.smembers(prefix + rel)
+        elif kind in ("zset", "due_launch"):
             pipe.zrange(prefix + rel, 0, -1, withscores=True)
         elif kind == "tag":
             pipe.smembers(prefix + rel)
@@ -88,7 +104,20 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
             layout.unique[rel.split(":")[1]] = {_s(k): _s(v) for k, v in next(replies).items()}
         elif kind == "unknown":
             layout.unknown.append(rel)
+        elif kind is not None:
+            _read_launcher_key(layout, rel, kind, next(replies))
     return layout
+
+
+def _read_launcher_key(layout: Layout, rel: str, kind: str, reply: Any) -> None:
+    if kind == "launcher":
+        layout.launchers[rel.split(":")[1]] = {_s(k): _s(v) for k, v in reply.items()}
+    elif kind == "pending":
+        layout.pending[rel.split(":")[1]] = {_s(m) for m in reply}
+    elif kind == "launcher_set":
+        layout.launcher_sets[rel] = {_s(m) for m in reply}
+    else:
+        layout.due_launch = {_s(m): float(score) for m, score in reply}
 
 
 def place(job: dict[str, str]) -> str:
@@ -241,4 +270,31 @@ def misplaced(client: redis.Redis, namespace: str) -> list[str]:
             continue
         problems += _placement_problems(job_id, job, zsets.get(job_id, {}))
         problems += _tag_problems(job_id, job, tags.get(job_id, set()))
-    return problems + _orphans(layout) + _unique_problems(layout)
+    return problems + _orphans(layout) + _unique_problems(layout) + launcher_problems(layout)
+
+
+def launcher_problems(layout: Layout) -> list[str]:
+    """The launcher indexes, ``due:launch`` and the pending sets against the launcher hashes."""
+    ids = set(layout.launchers)
+    events = {i for i, h in layout.launchers.items() if h.get("type") == "@event"}
+    problems = [
+        f"{rel} holds {sorted(found)}; expected {sorted(expected)}"
+        for rel, expected in ((TEMPLATES["launchers"], ids), (TEMPLATES["event_launchers"], events))
+        if (found := layout.launcher_sets.get(rel, set())) != expected
+    ]
+    expected_due = {i: float(h["next_at"]) for i, h in layout.launchers.items() if "next_at" in h}
+    if layout.due_launch != expected_due:
+        problems.append(f"{TEMPLATES['due_launch']} holds {layout.due_launch}; expected {expected_due}")
+    pending: dict[str, set[str]] = defaultdict(set)
+    for job_id, job in layout.jobs.items():
+        if job.get("launcher") in ids and job.get("ended") != "1":
+            pending[job["launcher"]].add(job_id)
+    for launcher_id in sorted(ids | set(layout.pending), key=lambda i: (len(i), i)):
+        found, expected = layout.pending.get(launcher_id, set()), pending.get(launcher_id, set())
+        if launcher_id not in ids:
+            problems.append(f"launcher {launcher_id} does not exist but has pending jobs {sorted(found)}")
+        elif found != expected:
+            problems.append(
+                f"launcher {launcher_id} has pending jobs {sorted(found)}; expected {sorted(expected)}"
+            )
+    return problems

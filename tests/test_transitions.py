@@ -41,6 +41,8 @@ NOTHING_DUE: dict[str, list[int]] = {
     "timeouts": [],
     "retries": [],
     "expiry": [],
+    "events": [],
+    "launchers": [],
 }
 
 
@@ -351,7 +353,7 @@ def test_delete_in_any_state(ledger: Ledger, frozen: FrozenDateTimeFactory, queu
     assert not ledger.client.exists(ledger.keys.tag("t"))
     assert_well_placed(ledger)
     frozen.tick(86400)
-    assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": []}
+    assert run_tick(ledger) == NOTHING_DUE
 
 
 # --- missing jobs and queues --------------------------------------------------------------------

@@ -16,6 +16,7 @@ local function apply_job_created(e)
     for _, tag in ipairs(d.tags) do redis.call('SADD', K.tag(tag), id) end
   end
   if present(d.unique_key) then redis.call('HSET', K.queue_unique(e.queue), d.unique_key, id) end
+  track_pending(id, d.launcher, true)
   if present(d.run_at) then
     redis.call('HSET', key, 'status', 'scheduled')
     redis.call('ZADD', K.queue_status(e.queue, 'scheduled'), id, id)

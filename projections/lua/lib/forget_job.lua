@@ -2,6 +2,7 @@
 local function forget_job(id, job)
   leave_place(id, job)
   release_unique(id, job)
+  track_pending(id, job.launcher, false)
   if job.tags then
     for _, tag in ipairs(cjson.decode(job.tags)) do redis.call('SREM', K.tag(tag), id) end
   end

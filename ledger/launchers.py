@@ -1,0 +1,377 @@
+"""Launchers: specs, their times, and the scheduler's two launcher checks.
+
+A launcher creates jobs on a queue from a template: ``@cron`` (six fields, seconds first), ``@interval``
+(a duration), ``@at`` (once, at a time) or ``@event`` (on events of the ledger that match a filter).
+Lua cannot run croniter, so times are computed here and passed to the scripts, which decide: a
+``fire_launcher`` acts only while the launcher's ``next_at`` is still the time it was computed from,
+and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
+schedulers may run these checks side by side.
+
+After downtime a launcher fires once for every firing time it missed (``missed`` in the event counts
+the extra ones), then goes on from the first firing time after now.  Cron expressions are in UTC.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+from croniter import CroniterBadDateError, CroniterError, croniter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+
+from ledger import commands
+from ledger.commands import Call
+from ledger.durations import format_ms, format_time, parse_ms, parse_time
+from ledger.events import EVENT_TYPES, LauncherType
+from ledger.keys import valid_queue_name
+from ledger.requests import Count, Duration, JobOptions
+from ledger.runner import AsyncLedger, Ledger
+from ledger.stream import id_key, newest
+from projections import launchers as readers
+from projections.launchers import DueLauncher, EventLauncher
+from projections.readers import Read
+
+T = TypeVar("T")
+
+BATCH = 500
+MIN_INTERVAL_MS = 1000
+#: Past this many missed firing times, catching up stops counting (``missed`` says at least this).
+MAX_COUNTED = 10_000
+LATEST_AT = 32_503_680_000_000  # 3000-01-01T00:00:00Z
+
+# --- specs -----------------------------------------------------------------------------------------
+
+_FIELDS = ("second", "minute", "hour", "day of month", "month", "day of week")
+_MONTHS = "JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC"
+_DAYS = "SUN|MON|TUE|WED|THU|FRI|SAT"
+
+
+def _field_pattern(names: str = "", question: bool = False) -> re.Pattern[str]:
+    """One cron field: ``*`` or values and ranges (numbers, or names), each with an optional
+    ``/step``, separated by commas; or ``?`` alone where allowed."""
+    atom = r"\d+" + (f"|{names}" if names else "")
+    item = rf"(?:\*|(?:{atom})(?:-(?:{atom}))?)(?:/\d+)?"
+    body = rf"{item}(?:,{item})*" + (r"|\?" if question else "")
+    return re.compile(rf"^(?:{body})$", re.IGNORECASE)
+
+
+_PATTERNS = (
+    *(_field_pattern() for _ in range(3)),
+    _field_pattern(question=True),
+    _field_pattern(_MONTHS),
+    _field_pattern(_DAYS, question=True),
+)
+
+
+def _cron_times(expr: str, after_ms: int) -> Iterator[int]:
+    """The firing times of a (checked) expression strictly after ``after_ms``, in ms, UTC."""
+    start = datetime.fromtimestamp(after_ms / 1000, tz=UTC)
+    it = croniter(expr.replace("?", "*"), start, second_at_beginning=True)
+    while True:
+        yield round(it.get_next(datetime).timestamp() * 1000)
+
+
+def parse_cron(value: Any) -> str:
+    """A six-field cron expression, seconds first (``* / , - ?``, names of months and days) ->
+    the expression with its fields separated by single spaces."""
+    where = "arguments of a @cron launcher"
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: a cron expression of six fields, seconds first, e.g. '0 */5 * * * *'")
+    fields = value.split()
+    if len(fields) != 6:
+        raise ValueError(
+            f"{where}: {value!r} has {len(fields)} fields; a cron expression has six, seconds first: "
+            "second minute hour day-of-month month day-of-week"
+        )
+    for name, field, pattern in zip(_FIELDS, fields, _PATTERNS, strict=True):
+        if not pattern.match(field):
+            question = ", or ? alone" if name.startswith("day") else ""
+            raise ValueError(
+                f"{where}: the {name} field {field!r} is not valid: use numbers, names, * / , -{question}"
+            )
+    expr = " ".join(fields)
+    try:
+        next(_cron_times(expr, 0))
+    except CroniterBadDateError:
+        raise ValueError(f"{where}: {expr!r} names no time that ever comes") from None
+    except CroniterError as exc:
+        raise ValueError(f"{where}: {expr!r} is not valid: {exc}") from None
+    return expr
+
+
+def parse_interval(value: Any) -> str:
+    """A duration of at least a second -> its compact form ("30m10s")."""
+    try:
+        ms = parse_ms(value)
+    except ValueError as exc:
+        raise ValueError(f"arguments of an @interval launcher: {exc}") from None
+    if ms < MIN_INTERVAL_MS:
+        raise ValueError(f"arguments of an @interval launcher: {value!r} is shorter than one second")
+    return format_ms(ms)
+
+
+def parse_at(value: Any) -> str:
+    """An RFC 3339 time before the year 3000 -> RFC 3339 UTC with microseconds."""
+    where = "arguments of an @at launcher"
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        ms = parse_time(value)
+    except ValueError:
+        raise ValueError(f"{where}: {value!r} is not an RFC 3339 time, e.g. 2026-11-20T18:52:42Z") from None
+    if not 0 <= ms < LATEST_AT:  # times stay exact through Lua's 14-digit numbers
+        raise ValueError(f"{where}: {value!r} is not between 1970 and the year 3000")
+    return str(format_time(ms))
+
+
+def _queue_name(name: str) -> str:
+    if not valid_queue_name(name):
+        raise ValueError(f"invalid queue name {name!r}: use 1-255 characters of A-Z a-z 0-9 _ - .")
+    return name
+
+
+QueueName = Annotated[StrictStr, AfterValidator(_queue_name)]
+
+
+class EventFilter(BaseModel):
+    """What an @event launcher waits for: an event of this type (on this queue, if named)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: StrictStr
+    queue: QueueName | None = None
+
+    @model_validator(mode="after")
+    def _known_type(self) -> EventFilter:
+        if self.type not in EVENT_TYPES:
+            known = ", ".join(t for t in EVENT_TYPES if not t.startswith("launcher_"))
+            raise ValueError(f"unknown event type {self.type!r}; known: {known}")
+        if self.type.startswith("launcher_"):
+            raise ValueError("a launcher cannot wait for launcher events (launchers would chain without end)")
+        return self
+
+
+def parse_filter(value: Any) -> dict[str, str]:
+    """``{type, queue}`` -> the filter as stored (queue left out when not named)."""
+    where = "arguments of an @event launcher"
+    if not isinstance(value, dict):
+        raise ValueError(f'{where}: an event filter such as {{"type": "job_completed", "queue": "A"}}')
+    try:
+        return EventFilter.model_validate(value).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        raise ValueError(f"{where}: {'; '.join(_problem(e) for e in exc.errors())}") from None
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(p) for p in error["loc"])
+    message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+    message = message.removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+ARGUMENTS = {"@cron": parse_cron, "@interval": parse_interval, "@at": parse_at, "@event": parse_filter}
+
+
+class LauncherSpec(BaseModel):
+    """``POST /launcher``: when it fires (``type`` and ``arguments``), what it creates (``template``,
+    a job body), and its limits.  ``arguments`` is normalized once validated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: LauncherType
+    arguments: Any = None
+    queue: QueueName
+    template: JobOptions = Field(default_factory=JobOptions)
+    max_pending: Count = 0
+    debounce: Duration = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> LauncherSpec:
+        self.arguments = ARGUMENTS[self.type](self.arguments)
+        if self.debounce and self.type != "@event":
+            raise ValueError(f"debounce applies to @event launchers only, not {self.type}")
+        if self.template.run_at is not None:
+            raise ValueError("template: a launcher's jobs cannot share one run_at; give a delay instead")
+        return self
+
+
+# --- times -----------------------------------------------------------------------------------------
+
+
+def first_at(type_: str, arguments: Any, now: int) -> int | None:
+    """When a launcher created at ``now`` fires first (None: only on events)."""
+    if type_ == "@cron":
+        return next(_cron_times(arguments, now))
+    if type_ == "@interval":
+        return now + parse_ms(arguments)
+    if type_ == "@at":
+        return parse_time(arguments)
+    return None
+
+
+def catch_up(type_: str, arguments: str, due_at: int, now: int) -> tuple[int | None, int]:
+    """For a launcher due at ``due_at`` and fired at ``now``: its next firing time (the first after
+    ``now``, None when there is none) and how many firing times after ``due_at`` it missed."""
+    if type_ == "@interval":
+        step = parse_ms(arguments)
+        missed = max(now - due_at, 0) // step
+        return due_at + (missed + 1) * step, missed
+    if type_ != "@cron":
+        return None, 0
+    try:
+        times, missed = _cron_times(arguments, due_at), 0
+        at = next(times)
+        while at <= now and missed < MAX_COUNTED:
+            at, missed = next(times), missed + 1
+        return (at if at > now else next(_cron_times(arguments, now))), missed
+    except CroniterError:  # no firing time left (e.g. a date that no longer comes)
+        return None, 0
+
+
+def created_data(spec: LauncherSpec, now: int) -> str:
+    """The ``launcher_created`` data of a new launcher (all but its id) as JSON."""
+    data: dict[str, Any] = {
+        "type": spec.type,
+        "arguments": spec.arguments,
+        "template": spec.template.options_json(),
+        "max_pending": spec.max_pending,
+        "debounce": spec.debounce,
+    }
+    if spec.template.input is not None:
+        data["input"] = spec.template.input_text()
+    next_at = first_at(spec.type, spec.arguments, now)
+    if next_at is not None:
+        data["next_at"] = next_at
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def create(spec: LauncherSpec, now: int) -> Call[int]:
+    """The command that creates the launcher, its first firing time computed from ``now``."""
+    return commands.create_launcher(spec.queue, created_data(spec, now))
+
+
+# --- the scheduler's checks, as steps: reads and commands, run by a sync or an async driver ---------
+
+Op = Read[Any] | Call[Any] | list[Call[Any]]
+Steps = Generator[Op, Any, T]
+
+
+def _fire_steps(now: int, batch: int) -> Steps[list[int]]:
+    """Fire (or skip) every launcher due by ``now``; the ids of those that fired or skipped."""
+    handled: list[int] = []
+    while True:
+        due: list[DueLauncher] = yield readers.due_launchers(now, batch)
+        calls = [commands.fire_launcher(d.id, d.due_at, *catch_up(d.type, d.arguments, d.due_at, now))
+                 for d in due]  # fmt: skip
+        results: list[int] = (yield calls) if calls else []
+        handled += [d.id for d, done in zip(due, results, strict=True) if done]
+        if len(due) < batch or not any(results):
+            return handled
+
+
+def matches(launcher: EventLauncher, fields: dict[str, str]) -> bool:
+    """Whether a stream entry matches an @event launcher (the script checks again): its filter's type
+    and queue; never a launcher event, nor the creation of a job the launcher made itself."""
+    type_ = fields.get("type", "")
+    if type_ != launcher.filter.get("type") or type_.startswith("launcher_"):
+        return False
+    if "queue" in launcher.filter and fields.get("queue") != launcher.filter["queue"]:
+        return False
+    return not (
+        type_ == "job_created" and json.loads(fields.get("data") or "{}").get("launcher") == str(launcher.id)
+    )
+
+
+def _later(a: str, b: str) -> str:
+    return a if id_key(a) >= id_key(b) else b
+
+
+def _follow_steps(positions: dict[int, str], batch: int) -> Steps[list[int]]:
+    """Trigger @event launchers on the events after their last trigger, up to the end of the stream as
+    it is now, in batches.  ``positions`` (launcher id -> last event id read for it) carries what was
+    read from one call to the next, so a launcher that rarely matches is not read for again."""
+    launchers: list[EventLauncher] = yield readers.event_launchers()
+    for gone in set(positions) - {launcher.id for launcher in launchers}:
+        del positions[gone]
+    if not launchers:
+        return []
+    end: str = yield newest()
+    starts = {lr.id: _later(lr.last_trigger, positions.get(lr.id, "0-0")) for lr in launchers}
+    cursor, triggered = min(starts.values(), key=id_key), []
+    while id_key(cursor) < id_key(end):
+        entries: list[tuple[str, dict[str, str]]] = yield readers.stream_page(cursor, end, batch)
+        if not entries:
+            break
+        found = [(lr.id, event_id) for event_id, fields in entries for lr in launchers
+                 if id_key(event_id) > id_key(starts[lr.id]) and matches(lr, fields)]  # fmt: skip
+        results: list[int] = (yield [commands.trigger_launcher(*f) for f in found]) if found else []
+        triggered += [launcher_id for (launcher_id, _), done in zip(found, results, strict=True) if done]
+        cursor = entries[-1][0]
+    positions.update({lr.id: _later(starts[lr.id], end) for lr in launchers})
+    return triggered
+
+
+def _run(ledger: Ledger, steps: Steps[T]) -> T:
+    try:
+        op = next(steps)
+        while True:
+            if isinstance(op, Read):
+                reply = ledger.read(op)
+            elif isinstance(op, Call):
+                reply = ledger.run(op)
+            else:
+                reply = ledger.run_many(op)
+                for outcome in reply:
+                    if isinstance(outcome, Exception):
+                        raise outcome
+            op = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def _run_async(ledger: AsyncLedger, steps: Steps[T]) -> T:
+    try:
+        op = next(steps)
+        while True:
+            if isinstance(op, Read):
+                reply = await ledger.read(op)
+            elif isinstance(op, Call):
+                reply = await ledger.run(op)
+            else:
+                reply = [await ledger.run(call) for call in op]
+            op = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def fire_due_launchers(ledger: Ledger, now: int | None = None, batch: int = BATCH) -> list[int]:
+    """The launcher check: fire (or skip) every launcher whose time has come by ``now`` (default: the
+    ledger's clock); the ids of the launchers that fired or skipped."""
+    return _run(ledger, _fire_steps(ledger.clock() if now is None else now, batch))
+
+
+def follow_event_launchers(
+    ledger: Ledger, positions: dict[int, str] | None = None, batch: int = BATCH
+) -> list[int]:
+    """The event check: trigger @event launchers on the events that match them; the id of the
+    launcher of each trigger that did something (fired, skipped or moved its firing time)."""
+    return _run(ledger, _follow_steps({} if positions is None else positions, batch))
+
+
+async def check_launchers(ledger: AsyncLedger, positions: dict[int, str], batch: int = BATCH) -> int:
+    """Both checks once, on the async runner (events first, so an undebounced match fires now);
+    how many launchers they acted on."""
+    triggered = await _run_async(ledger, _follow_steps(positions, batch))
+    fired = await _run_async(ledger, _fire_steps(ledger.clock(), batch))
+    return len(triggered) + len(fired)

@@ -1,0 +1,25 @@
+-- launch(now, id, launcher, due_at, next_at, missed, trigger): one firing time of a launcher.  It is
+-- skipped (launcher_skipped) when its queue is gone, when max_pending of its jobs have not ended
+-- (0: no limit), or when a live job holds the template's unique_key; else it creates a job from
+-- its template (job_created) and records the firing (launcher_fired).  Both move it on to next_at
+-- (nil: none).  Returns 1 fired, 2 skipped.
+local function launch(now, id, launcher, due_at, next_at, missed, trigger)
+  local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger}
+  local max_pending = tonumber(launcher.max_pending or 0)
+  if redis.call('EXISTS', K.queue(launcher.queue)) == 0 then
+    data.reason = 'queue_missing'
+  elseif max_pending > 0 and redis.call('SCARD', K.launcher_pending(id)) >= max_pending then
+    data.reason = 'max_pending'
+  else
+    local options = cjson.decode(launcher.template)
+    local job, created = new_job(now, launcher.queue, options, launcher.input or '', id)
+    if created then
+      data.job, data.missed = job, missed
+      emit(now, 'launcher_fired', nil, launcher.queue, data)
+      return 1
+    end
+    data.reason = 'unique_key'
+  end
+  emit(now, 'launcher_skipped', nil, launcher.queue, data)
+  return 2
+end

@@ -1,0 +1,171 @@
+"""Typed readers and views of the launcher projections: a launcher as the API shows it, the list of
+launchers, and what the scheduler's launcher checks read (the launchers due, the @event launchers,
+a page of the stream)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.durations import format_ms, format_time
+from ledger.errors import NotFound
+from ledger.keys import Keys
+from projections.readers import Read
+from projections.views import decode_hash
+
+#: Template options held in milliseconds, shown as compact durations.
+_DURATIONS = ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "delay")
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _time(raw: str | None) -> str | None:
+    return format_time(int(raw)) if raw is not None else None
+
+
+def template_view(options_json: str, input_json: str | None) -> dict[str, Any]:
+    """A stored template as a job body again: durations compact, input decoded."""
+    body: dict[str, Any] = json.loads(options_json)
+    for name in _DURATIONS:
+        if name in body:
+            body[name] = format_ms(body[name])
+    if "retry_delays" in body:
+        body["retry_delays"] = [format_ms(d) for d in body["retry_delays"]]
+    if "retry_backoff" in body:
+        b = body["retry_backoff"]
+        body["retry_backoff"] = {
+            "base": format_ms(b["base"]),
+            "factor": b["factor"],
+            "max": format_ms(b["max"]),
+        }
+    if input_json is not None:
+        body["input"] = json.loads(input_json)
+    return body
+
+
+def launcher_view(launcher_id: int, h: dict[str, str], pending: int) -> dict[str, Any]:
+    """The launcher as the API shows it: times RFC 3339, durations compact, JSON decoded."""
+    kind = h["type"]
+    return {
+        "id": launcher_id,
+        "type": kind,
+        "arguments": json.loads(h["arguments"]) if kind == "@event" else h["arguments"],
+        "queue": h["queue"],
+        "template": template_view(h["template"], h.get("input")),
+        "max_pending": int(h.get("max_pending", 0)),
+        "debounce": format_ms(int(h.get("debounce", 0))),
+        "created_at": _time(h.get("created_at")),
+        "next_at": _time(h.get("next_at")),
+        "fired": int(h.get("fired", 0)),
+        "skipped": int(h.get("skipped", 0)),
+        "last_fired_at": _time(h.get("last_fired_at")),
+        "last_job": int(h["last_job"]) if "last_job" in h else None,
+        "pending": pending,
+    }
+
+
+def launcher(launcher_id: int) -> Read[dict[str, Any]]:
+    """The launcher, or NotFound."""
+
+    def parse(r: list[Any]) -> dict[str, Any]:
+        if not r[0]:
+            raise NotFound(f"launcher {launcher_id} does not exist")
+        return launcher_view(launcher_id, decode_hash(r[0]), int(r[1]))
+
+    return Read(
+        lambda k: [("HGETALL", k.build("launcher", id=launcher_id)),
+                   ("SCARD", k.build("launcher_pending", id=launcher_id))],
+        parse,
+    )  # fmt: skip
+
+
+def launchers() -> Read[list[dict[str, Any]]]:
+    """Every launcher, by id."""
+
+    def each(ids: list[int]) -> Read[list[dict[str, Any]]]:
+        def commands(k: Keys) -> list[tuple[Any, ...]]:
+            out: list[tuple[Any, ...]] = []
+            for i in ids:
+                out += [("HGETALL", k.build("launcher", id=i)), ("SCARD", k.build("launcher_pending", id=i))]
+            return out
+
+        def parse(r: list[Any]) -> list[dict[str, Any]]:
+            pairs = zip(ids, r[0::2], r[1::2], strict=True)
+            return [launcher_view(i, decode_hash(h), int(n)) for i, h, n in pairs if h]
+
+        return Read(commands, parse)
+
+    return Read(
+        lambda k: [("SMEMBERS", k.build("launchers"))], lambda r: each(sorted(int(_s(i)) for i in r[0]))
+    )
+
+
+@dataclass(frozen=True)
+class DueLauncher:
+    """A launcher whose firing time ``due_at`` has come, with what its next time is computed from."""
+
+    id: int
+    type: str
+    arguments: str
+    due_at: int
+
+
+def due_launchers(now: int, limit: int) -> Read[list[DueLauncher]]:
+    """Up to ``limit`` launchers due by ``now``, earliest first."""
+
+    def specs(due: list[tuple[int, int]]) -> Read[list[DueLauncher]]:
+        def parse(r: list[Any]) -> list[DueLauncher]:
+            return [DueLauncher(i, _s(t), _s(a), at) for (i, at), (t, a) in zip(due, r, strict=True) if t]
+
+        return Read(
+            lambda k: [("HMGET", k.build("launcher", id=i), "type", "arguments") for i, _ in due], parse
+        )
+
+    def parse(r: list[Any]) -> Read[list[DueLauncher]] | list[DueLauncher]:
+        due = [(int(_s(i)), int(score)) for i, score in r[0]]
+        return specs(due) if due else []
+
+    return Read(
+        lambda k: [
+            ("ZRANGE", k.build("due_launch"), "-inf", now, "BYSCORE", "LIMIT", 0, limit, "WITHSCORES")
+        ],
+        parse,
+    )
+
+
+@dataclass(frozen=True)
+class EventLauncher:
+    """An @event launcher: its filter ``{type, queue}`` and the last event it acted on."""
+
+    id: int
+    filter: dict[str, str]
+    last_trigger: str
+
+
+def event_launchers() -> Read[list[EventLauncher]]:
+    def each(ids: list[int]) -> Read[list[EventLauncher]]:
+        def parse(r: list[Any]) -> list[EventLauncher]:
+            return [EventLauncher(i, json.loads(_s(a)), _s(t)) for i, (a, t) in zip(ids, r, strict=True) if a]
+
+        return Read(
+            lambda k: [("HMGET", k.build("launcher", id=i), "arguments", "last_trigger") for i in ids], parse
+        )
+
+    def parse(r: list[Any]) -> Read[list[EventLauncher]] | list[EventLauncher]:
+        ids = sorted(int(_s(i)) for i in r[0])
+        return each(ids) if ids else []
+
+    return Read(lambda k: [("SMEMBERS", k.build("event_launchers"))], parse)
+
+
+def stream_page(after: str, until: str, count: int) -> Read[list[tuple[str, dict[str, str]]]]:
+    """Up to ``count`` entries of the stream after ``after`` (exclusive) up to ``until`` (inclusive),
+    as text."""
+
+    def parse(r: list[Any]) -> list[tuple[str, dict[str, str]]]:
+        return [(_s(i), decode_hash(fields)) for i, fields in r[0]]
+
+    return Read(lambda k: [("XRANGE", k.events, "(" + after, until, "COUNT", count)], parse)
