@@ -280,6 +280,10 @@ def build_app() -> typer.Typer:
 
     app.add_typer(cli_client.app)
     app.add_typer(cli_worker.app)
+    from api import cli_events, cli_replay
+
+    app.add_typer(cli_replay.app, name="replay")
+    app.add_typer(cli_events.app, name="events")
     return app
 
 

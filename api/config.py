@@ -36,6 +36,9 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_DATA_DIR": "embedded.data_dir",
     "JOBLEDGER_APPENDFSYNC": "embedded.appendfsync",
+    "JOBLEDGER_ARCHIVE_AFTER": "ledger.archive_after",
+    "JOBLEDGER_ARCHIVE_DIR": "ledger.archive_dir",
+    "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "ledger.archive_check_interval",
 }
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -139,12 +142,28 @@ class EmbeddedConfig(_Section):
         return value.expanduser()
 
 
+class LedgerConfig(_Section):
+    """``[ledger]``: retention.  Events older than ``archive_after`` (0: never) are moved from the
+    stream into segment files under ``archive_dir`` (one subdirectory per namespace) by the
+    scheduler, every ``archive_check_interval``; replay, the feed and job history read them there."""
+
+    archive_after: Duration = 0
+    archive_dir: Path = Path("./jobledger-archive")
+    archive_check_interval: Duration = 3_600_000
+
+    @field_validator("archive_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+
 class Config(_Section):
     """The whole configuration of one jobledger process."""
 
     server: ServerConfig = ServerConfig()
     redis: RedisConfig = RedisConfig()
     embedded: EmbeddedConfig = EmbeddedConfig()
+    ledger: LedgerConfig = LedgerConfig()
     queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

@@ -1,11 +1,18 @@
 """Handlers of ``/events`` (the ledger, paged) and ``/events/stream`` (Server-Sent Events, live).
 
 The stream follows the ledger with its own blocking XREAD per client, so a slow client slows only
-its own loop, and a vanished one ends it: nothing is buffered for anyone.
+its own loop, and a vanished one ends it: nothing is buffered for anyone.  Besides the events, it
+sends its position as an SSE ``id`` with no data when it starts and at each keep-alive, so a client
+that reconnects with ``Last-Event-ID`` resumes after everything it was shown or that was skipped
+by its filters.
+
+Both read the archive (events retention moved out of the stream) before the stream, when the point
+they start from is older than the stream: :mod:`replay.archive_feed`, in a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -19,7 +26,9 @@ from ledger.errors import BadRequest
 from ledger.events import EVENT_TYPES, Event
 from ledger.keys import valid_queue_name
 from ledger.runner import AsyncLedger, translate
-from ledger.stream import EventFilter, decode_entries, newest, scan
+from ledger.stream import EventFilter, decode_entries, id_key, newest, scan
+from replay.archive import ArchiveRecord, archive_key, parse_record, record
+from replay.archive_feed import archive_page, archived_after, fill_missing, reaches_archive
 
 MAX_PAGE = 1000
 BLOCK_MS = 15_000
@@ -54,12 +63,86 @@ def _filter(request: Request) -> EventFilter:
 async def list_events(request: Request) -> Response:
     after = _cursor(request.query_params.get("after"), "after")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
-    page = await _ledger(request).read(scan(after, limit, _filter(request)))
+    flt = _filter(request)
+    ledger = _ledger(request)
+    rec = await ledger.read(record())
+    if flt.job is None and rec is not None and reaches_archive(rec, after):
+        page = await asyncio.to_thread(archive_page, rec, after, limit, flt)
+    else:
+        page = await ledger.read(scan(after, limit, flt))
+        if page.missing and rec is not None:
+            page = await asyncio.to_thread(fill_missing, rec, page, flt)
     return JSONResponse({"events": [e.item() for e in page.events], "next": page.next})
 
 
 def _sse(event: Event) -> str:
     return f"id: {event.id}\ndata: {json.dumps(event.item(), separators=(',', ':'))}\n\n"
+
+
+def _position(position: str) -> str:
+    """An SSE block with an id and no data: it moves the client's Last-Event-ID, shows nothing."""
+    return f"id: {position}\n\n"
+
+
+class _Follower:
+    """One client's walk along the ledger: archived events while its position is archived, then
+    blocking XREADs of the stream."""
+
+    def __init__(self, ledger: AsyncLedger, flt: EventFilter, position: str) -> None:
+        self.ledger, self.flt, self.position = ledger, flt, position
+
+    async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
+        """The archived events after the position (none when the position is in the stream)."""
+        while rec is not None and id_key(self.position) < id_key(rec.last_id):
+            events = await asyncio.to_thread(archived_after, rec, self.position)
+            if not events:
+                self.position = rec.last_id
+                break
+            for event in events:
+                self.position = event.id
+                if self.flt.matches(event):
+                    yield _sse(event)
+
+    async def next_batch(self) -> tuple[list[Event], ArchiveRecord | None]:
+        """The stream's next events (empty after BLOCK_MS), and the archive record read just after
+        them: if retention trimmed events this read skipped, the record says so."""
+        pipe = self.ledger.client.pipeline(transaction=False)
+        pipe.xread({self.ledger.keys.events: self.position}, count=500, block=BLOCK_MS)
+        pipe.hgetall(archive_key(self.ledger.keys))
+        reply, raw = await pipe.execute()
+        return decode_entries(reply), parse_record(raw)
+
+    async def events(self, request: Request) -> AsyncIterator[str]:
+        yield ": following the ledger\n" + _position(self.position)
+        async for chunk in self.archived(await self.ledger.read(record())):
+            yield chunk
+        while not await request.is_disconnected():
+            try:
+                events, rec = await self.next_batch()
+            except redis.RedisError as exc:
+                yield f"event: error\ndata: {json.dumps({'error': str(translate(exc))})}\n\n"
+                return
+            async for chunk in self.archived(rec):
+                yield chunk
+            shown = False
+            for event in events:
+                if id_key(event.id) <= id_key(self.position):
+                    continue  # read from the archive already
+                self.position = event.id
+                if self.flt.matches(event):
+                    shown = True
+                    yield _sse(event)
+            if not events:
+                yield ": keep-alive\n" + _position(self.position)
+            elif not shown:
+                yield _position(self.position)
+
+
+async def _live_end(ledger: AsyncLedger) -> str:
+    """The newest event's id: in the stream, or the archive's last when retention emptied the stream."""
+    position = await ledger.read(newest())
+    rec = await ledger.read(record())
+    return rec.last_id if rec is not None and id_key(position) < id_key(rec.last_id) else position
 
 
 async def stream_events(request: Request) -> Response:
@@ -70,23 +153,7 @@ async def stream_events(request: Request) -> Response:
         request.headers.get("last-event-id"), "Last-Event-ID"
     )
     if position is None:
-        position = await ledger.read(newest())
-
-    async def follow(position: str) -> AsyncIterator[str]:
-        yield ": following the ledger\n\n"
-        while not await request.is_disconnected():
-            try:
-                reply = await ledger.client.xread({ledger.keys.events: position}, count=500, block=BLOCK_MS)
-            except redis.RedisError as exc:
-                yield f"event: error\ndata: {json.dumps({'error': str(translate(exc))})}\n\n"
-                return
-            events = decode_entries(reply)
-            if not events:
-                yield ": keep-alive\n\n"
-            for event in events:
-                position = event.id
-                if flt.matches(event):
-                    yield _sse(event)
-
+        position = await _live_end(ledger)
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    return StreamingResponse(follow(position), media_type="text/event-stream", headers=headers)
+    follower = _Follower(ledger, flt, position)
+    return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=headers)

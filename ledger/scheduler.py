@@ -21,6 +21,7 @@ from ledger import commands, launchers
 from ledger.commands import Call
 from ledger.errors import Unavailable
 from ledger.runner import AsyncLedger, Ledger, connect_async
+from replay.archiver import ArchiveSettings, archive_loop, archive_settings
 
 if TYPE_CHECKING:
     from api.config import Config
@@ -101,10 +102,12 @@ def intervals(config: Config) -> dict[str, int]:
     }
 
 
-async def run(ledger: AsyncLedger, every: dict[str, int]) -> None:
-    """Run the checks, each on its own interval (ms), until cancelled."""
+async def run(ledger: AsyncLedger, every: dict[str, int], archive: ArchiveSettings | None = None) -> None:
+    """Run the checks, each on its own interval (ms), and retention if configured, until cancelled."""
     loops = [_loop(ledger, name, every[name]) for name in CHECKS]
     loops.append(_launcher_loop(ledger, every.get("launchers", LAUNCHER_INTERVAL)))
+    if archive is not None:
+        loops.append(archive_loop(ledger, archive))
     await asyncio.gather(*loops)
 
 
@@ -112,6 +115,6 @@ async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = connect_async(redis_url, config.redis.key_namespace)
     try:
-        await run(ledger, intervals(config))
+        await run(ledger, intervals(config), archive_settings(config))
     finally:
         await ledger.client.aclose()

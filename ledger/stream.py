@@ -4,7 +4,8 @@ A page scans forward from a cursor (exclusive) and returns the events that match
 ``limit``.  It stops scanning after ``scan_budget`` entries so that a rare filter cannot make one
 request read the whole stream; ``next`` is then the last id scanned, and following ``next`` until it
 is ``None`` visits every matching event exactly once, in order.  The ``job`` filter reads the job's
-own event index instead of scanning.
+own event index instead of scanning, and names the ids of the page that are no longer in the stream
+(archived: see ``replay.archive_feed``, which reads them and the archive's pages).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ class EventFilter:
     job: int | None = None
 
     def matches(self, event: Event) -> bool:
-        return (self.type is None or event.type == self.type) and (
-            self.queue is None or event.queue == self.queue
+        return (
+            (self.type is None or event.type == self.type)
+            and (self.queue is None or event.queue == self.queue)
+            and (self.job is None or event.job == self.job)
         )
 
 
@@ -35,6 +38,8 @@ class EventFilter:
 class Page:
     events: list[Event]
     next: str | None  # pass back as ``after``; None when the stream was read to its end
+    #: ids of the job's events in this page's range that the stream no longer holds (archived)
+    missing: tuple[str, ...] = ()
 
 
 def _s(value: Any) -> str:
@@ -86,10 +91,11 @@ def _job_page(after: str | None, limit: int, flt: EventFilter) -> Read[Page]:
 
     def fetch(ids: list[str]) -> Read[Page]:
         def parse(r: list[Any]) -> Page:
-            events = [decode_entry(*entry[0]) for entry in r if entry]
-            events = [e for e in events if flt.matches(e)]
+            page_ids = ids[:limit]
+            found = [decode_entry(*entry[0]) for entry in r[:limit] if entry]
+            missing = tuple(i for i, entry in zip(page_ids, r, strict=False) if not entry)
             more = len(ids) > limit
-            return Page(events[:limit], ids[limit - 1] if more else None)
+            return Page([e for e in found if flt.matches(e)], ids[limit - 1] if more else None, missing)
 
         return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids[: limit + 1]], parse)
 

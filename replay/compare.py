@@ -1,8 +1,9 @@
 """Compare the projections of two namespaces key by key.
 
-Every key of each namespace but the stream is read whole, by type (string, hash, list in order,
-set, sorted set with scores in order); any key missing on one side, of another type, or with other
-content is a :class:`Difference`.  Used by the tests (replay equality) and by ``replay verify``.
+Every projection key of each namespace (all but the stream and the archive's bookkeeping) is read
+whole, by type (string, hash, list in order, set, sorted set with scores in order); any key missing
+on one side, of another type, or with other content is a :class:`Difference`.  Used by the tests
+(replay equality); ``replay verify`` (:mod:`replay.verify`) compares while the ledger takes writes.
 """
 
 from __future__ import annotations
@@ -33,14 +34,23 @@ class Difference:
         return f"{self.key}: expected {self.expected!r}, found {self.actual!r}"
 
 
+#: Keys of a namespace that are the ledger and its bookkeeping, not projections of it: the stream,
+#: and the archive's record and lock (``replay.archive``, ``replay.archiver``).
+LEDGER_KEYS = frozenset({"events", "archive", "archive:lock"})
+
+
+def is_projection(relative_key: str) -> bool:
+    """Whether a key (namespace prefix removed) is a projection, built by applying events."""
+    return relative_key not in LEDGER_KEYS
+
+
 def snapshot(client: redis.Redis, namespace: str) -> dict[str, tuple[str, Any]]:
     """Every projection key of the namespace (prefix removed) -> (type, content)."""
     keys = Keys(namespace)
-    stream = keys.events
     out: dict[str, tuple[str, Any]] = {}
     for raw in client.scan_iter(match=keys.pattern(), count=1000):
         key = raw.decode() if isinstance(raw, bytes) else raw
-        if key == stream:
+        if not is_projection(key[len(keys.prefix) :]):
             continue
         kind = client.type(key)
         kind = kind.decode() if isinstance(kind, bytes) else kind

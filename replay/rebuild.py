@@ -1,68 +1,166 @@
-"""Rebuild every projection of a ledger from its stream alone, into an empty namespace.
+"""Rebuild every projection of a ledger from its events alone, into an empty namespace.
 
-Rebuilding is a fold over events: read the stream in order, in batches, and hand each batch to the
-``apply_events`` script, which calls the same ``apply`` the live commands call.  Events written at
-an older schema version are upcast to the current one first, so ``apply`` only knows current data.
+Rebuilding is a fold over events: read the ledger in order (archived events, then the stream:
+:func:`replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
+which calls the same ``apply`` the live commands call.  Events written at an older schema version
+are upcast to the current one first, so ``apply`` only knows current data.
+
+Reading and applying overlap: a thread reads and flattens the next batches while the server
+applies the current one (Redis runs one script at a time, so applying is the floor of the cost; the
+Python work of decoding replies and packing arguments hides behind it).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import redis
 
 from ledger.events import EVENT_TYPES, upcast
 from ledger.keys import Keys
 from ledger.scripts import sources
+from replay.ledger_file import RawEntry
+from replay.source import read_ledger
 
 Progress = Callable[[int], None]
+T = TypeVar("T")
+
+#: How many batches the reader thread may run ahead of the applier.
+PREFETCH = 3
+_CURRENT = {name.encode(): str(cls.version).encode() for name, cls in EVENT_TYPES.items()}
 
 
 class NamespaceNotEmpty(Exception):
     """Rebuilding into a namespace that already holds keys would mix two states."""
 
 
+class UnknownEventType(Exception):
+    """An event whose type this version of jobledger does not know: it cannot be applied."""
+
+
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _current(fields: dict[str, str]) -> str:
-    """The event's data at the current version of its type (unchanged text when already current)."""
-    type_, version = fields["type"], int(fields.get("v", "1"))
-    if version == EVENT_TYPES[type_].version:
-        return fields.get("data", "{}")
-    return json.dumps(upcast(type_, version, json.loads(fields.get("data") or "{}")), separators=(",", ":"))
+def current_data(entry_id: bytes, fields: dict[bytes, bytes]) -> bytes:
+    """The event's data at the current version of its type (the stored bytes when already current)."""
+    type_ = fields[b"type"]
+    current = _CURRENT.get(type_)
+    if current is None:
+        raise UnknownEventType(f"event {_s(entry_id)} has type {_s(type_)!r}, unknown to this jobledger")
+    version = fields.get(b"v", b"1")
+    data = fields.get(b"data") or b"{}"
+    if version == current:
+        return data
+    raised = upcast(type_.decode(), int(version), json.loads(data))
+    return json.dumps(raised, separators=(",", ":")).encode()
 
 
-def _flatten(entries: list[tuple[Any, dict[Any, Any]]]) -> list[str]:
-    args: list[str] = []
-    for entry_id, raw in entries:
-        f = {_s(k): _s(v) for k, v in raw.items()}
-        args += [_s(entry_id), f["type"], f["at"], f.get("job", ""), f.get("queue", ""), _current(f)]
+def flatten(entries: Iterable[RawEntry]) -> list[bytes]:
+    """``apply_events``' arguments: six per event (id, type, at, job, queue, current data)."""
+    args: list[bytes] = []
+    for entry_id, f in entries:
+        data = current_data(entry_id, f)
+        args += (entry_id, f[b"type"], f[b"at"], f.get(b"job", b""), f.get(b"queue", b""), data)
     return args
 
 
-def read_stream(
-    client: redis.Redis, stream: str, until: str | None = None, batch: int = 2000
-) -> Iterator[list[tuple[Any, dict[Any, Any]]]]:
-    """The stream's entries in order, ``batch`` at a time, up to and including id ``until``."""
-    start = "-"
-    end = until or "+"
-    while True:
-        entries: list[tuple[Any, dict[Any, Any]]] = client.xrange(stream, start, end, count=batch)  # type: ignore[assignment]
-        if not entries:
-            return
-        yield entries
-        if len(entries) < batch:
-            return
-        start = "(" + _s(entries[-1][0])
+def prefetch(items: Iterator[T], depth: int = PREFETCH) -> Iterator[T]:
+    """``items``, produced by a thread of their own up to ``depth`` ahead of the consumer.  An
+    exception in the producer is raised in the consumer; a consumer that stops stops the thread."""
+    out: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 (handed to the consumer, which raises it)
+            put(("error", exc))
+
+    thread = threading.Thread(target=produce, name="replay-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = out.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join()
 
 
 def ensure_empty(client: redis.Redis, keys: Keys) -> None:
     for _ in client.scan_iter(match=keys.pattern(), count=1000):
         raise NamespaceNotEmpty(f"namespace '{keys.namespace}' is not empty; rebuild needs an empty one")
+
+
+class Applier:
+    """Applies batches of raw entries to one namespace's projections with ``apply_events``."""
+
+    def __init__(self, client: redis.Redis, target: str) -> None:
+        self.client = client
+        self.prefix = Keys(target).prefix
+        self.script = client.register_script(sources()["apply_events"])
+
+    def apply(self, args: list[bytes]) -> None:
+        """Apply flattened events (see :func:`flatten`), in order, in one script call."""
+        if args:
+            self.script(keys=[self.prefix], args=args)
+
+    def apply_entries(self, entries: Iterable[RawEntry]) -> None:
+        self.apply(flatten(entries))
+
+
+@dataclass(frozen=True)
+class Folded:
+    """What a fold applied: how many events, and the id of the last one (None if none)."""
+
+    count: int
+    last_id: str | None
+
+
+def fold(
+    client: redis.Redis,
+    source: str,
+    applier: Applier,
+    after: str | None = None,
+    until: str | None = None,
+    batch: int = 2000,
+    progress: Progress | None = None,
+) -> Folded:
+    """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional)."""
+    batches = (
+        (flatten(entries), len(entries), _s(entries[-1][0]))
+        for entries in read_ledger(client, Keys(source), after, until, batch)
+    )
+    done, last = 0, None
+    for args, count, last_id in prefetch(batches):
+        applier.apply(args)
+        done += count
+        last = last_id
+        if progress:
+            progress(done)
+    return Folded(done, last)
 
 
 def rebuild(
@@ -73,17 +171,8 @@ def rebuild(
     batch: int = 2000,
     progress: Progress | None = None,
 ) -> int:
-    """Apply every event of ``source``'s stream (up to ``until``) to the empty namespace ``target``.
-
-    Returns the number of events applied.  The target receives projections only, no stream.
-    """
-    src, dst = Keys(source), Keys(target)
-    ensure_empty(client, dst)
-    script = client.register_script(sources()["apply_events"])
-    done = 0
-    for entries in read_stream(client, src.events, until, batch):
-        script(keys=[dst.prefix], args=_flatten(entries))
-        done += len(entries)
-        if progress:
-            progress(done)
-    return done
+    """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
+    empty namespace ``target``; the number of events applied.  The target receives projections
+    only, no stream."""
+    ensure_empty(client, Keys(target))
+    return fold(client, source, Applier(client, target), None, until, batch, progress).count

@@ -28,6 +28,8 @@ from api.client import (
     WaitTimeout,
     calls,
 )
+from ledger.runner import Ledger
+from ledger.scheduler import tick
 from tests.live_server import live_server
 
 FAST = Retry(attempts=3, base=0.01, cap=0.02)
@@ -175,7 +177,7 @@ def test_wait_returns_the_job_once_it_has_ended(api: Client, server: str) -> Non
     assert [(j.id, j.status, j.output) for j in result] == [(job_id, "completed", "out")]
 
 
-def test_wait_backs_off_and_times_out(server: str) -> None:
+def test_wait_follows_the_feed_and_times_out(server: str) -> None:
     sent = Sent()
     with Client(server, event_hooks=sent.hooks()) as api:
         api.put_queue("q")
@@ -184,10 +186,41 @@ def test_wait_backs_off_and_times_out(server: str) -> None:
         started = time.monotonic()
         with pytest.raises(WaitTimeout, match=f"job {job_id} had not ended after 1s") as timed_out:
             api.wait(job_id, timeout=1.0)
-    assert time.monotonic() - started >= 1.0
+        waited = time.monotonic() - started
+    assert 1.0 <= waited < 3.0
     assert timed_out.value.last_status == "queued"
-    # 50 ms, doubling, capped at 1 s: about six looks in a second, not hundreds
-    assert 4 <= len(sent.requests) <= 8, sent.requests
+    # one look, the feed, one more look once the feed is connected: no polling
+    assert sent.requests == [f"GET /job/{job_id}", "GET /events/stream", f"GET /job/{job_id}"]
+
+
+def test_wait_returns_at_once_for_an_ended_job(server: str) -> None:
+    sent = Sent()
+    with Client(server, event_hooks=sent.hooks()) as api:
+        api.put_queue("q")
+        job_id = api.submit("q")
+        api.cancel(job_id)
+        sent.requests.clear()
+        assert api.wait(job_id, timeout=5).status == "cancelled"
+    assert sent.requests == [f"GET /job/{job_id}"]
+
+
+def test_wait_ends_on_a_failure_with_no_retry_left_not_on_one_that_retries(
+    server: str, ledger: Ledger
+) -> None:
+    with Client(server) as api:
+        api.put_queue("q", retries=1)
+        job_id = api.submit("q")
+        result: list[Any] = []
+        waiter = threading.Thread(target=lambda: result.append(api.wait(job_id, timeout=15)))
+        waiter.start()
+        api.fetch("q")
+        api.fail(job_id, attempt=1)  # a retry is left: not the end
+        assert tick(ledger)["retries"] == [job_id]
+        assert waiter.is_alive()
+        api.fetch("q")
+        api.fail(job_id, attempt=2)  # the last try
+        waiter.join(timeout=20)
+        assert [(j.status, j.ended, j.retries_attempted) for j in result] == [("failed", True, 1)]
 
 
 # Retries

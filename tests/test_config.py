@@ -254,3 +254,21 @@ def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
 
 def test_config_error_is_a_value_error() -> None:
     assert issubclass(ConfigError, ValueError)
+
+
+def test_ledger_retention(tmp_path: Path) -> None:
+    assert (Config().ledger.archive_after, Config().ledger.archive_check_interval) == (0, 3_600_000)
+    path = tmp_path / "jobledger.toml"
+    path.write_text('[ledger]\narchive_after = "30d"\narchive_dir = "~/archive"\n'
+                    'archive_check_interval = "10m"\n')  # fmt: skip
+    config = load_config(path, environ={})
+    assert config.ledger.archive_after == 30 * 86_400_000
+    assert config.ledger.archive_dir == Path("~/archive").expanduser()
+    assert config.ledger.archive_check_interval == 600_000
+    environ = {"JOBLEDGER_ARCHIVE_AFTER": "1w", "JOBLEDGER_ARCHIVE_DIR": str(tmp_path),
+               "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "1h"}  # fmt: skip
+    config = load_config(path, environ=environ)
+    assert (config.ledger.archive_after, config.ledger.archive_dir) == (7 * 86_400_000, tmp_path)
+    assert config.ledger.archive_check_interval == 3_600_000
+    with pytest.raises(ConfigError, match=r"ledger\.archive_after"):
+        load_config(None, {"ledger.archive_after": "soon"}, environ={})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -11,8 +11,10 @@ import httpx
 
 from api.client import calls
 from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
+from api.client.errors import WaitTimeout
 from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry, WaitPace
+from api.client.policy import Retry
+from api.client.sse import Deadline, FeedTimeout, SseDecoder, ends_job, filter_params
 
 R = TypeVar("R")
 
@@ -36,6 +38,7 @@ class AsyncClient:
     ) -> None:
         self.url = resolve_url(url)
         self.retry = retry or Retry()
+        self._timeout = timeout
         self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, **httpx_options)
 
     async def aclose(self) -> None:
@@ -195,16 +198,103 @@ class AsyncClient:
         return await self.send(calls.tagged(tag))
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
-        """The job once it has ended (completed, cancelled, or failed / timed out with no retry
-        left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
+        """The job once it has ended; :class:`~api.client.errors.WaitTimeout` after ``timeout``
+        seconds (None: no limit).  One GET first, then the event feed filtered by the job, as
+        :meth:`api.client.sync.Client.wait` does."""
+        job = await self.get(job_id)
+        if job.ended:
+            return job
+        last = [job]
 
-        Polls ``GET /job/{id}`` 50 ms apart, doubling to at most 1 s, until the server's event
-        feed is available to wait on instead.
-        """
-        pace = WaitPace(job_id, timeout)
-        while not (job := await self.get(job_id)).ended:
-            await asyncio.sleep(pace.next_delay(job))
-        return job
+        async def ended_meanwhile() -> bool:
+            last[0] = await self.get(job_id)
+            return last[0].ended
+
+        try:
+            async for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
+                if ends_job(event):
+                    return await self.get(job_id)
+        except FeedTimeout:
+            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
+        return last[0]
+
+    # The ledger
+
+    async def events(
+        self,
+        after: str | None = None,
+        *,
+        type: str | None = None,
+        queue: str | None = None,
+        job: int | None = None,
+        page_size: int = 500,
+    ) -> AsyncGenerator[Event, None]:
+        """Every event after the id ``after`` matching the filters, oldest first, page by page, up
+        to the ledger's current end (``async for``)."""
+        filters = filter_params(type, queue, job)
+        while True:
+            page = await self.send(calls.list_events(after, page_size, filters))
+            for event in page.events:
+                yield event
+            if page.next is None:
+                return
+            after = page.next
+
+    async def follow(
+        self,
+        after: str | None = None,
+        *,
+        type: str | None = None,
+        queue: str | None = None,
+        job: int | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """The events matching the filters as they are appended, without end (``async for``);
+        reconnects and resumes after the last event seen, as :meth:`api.client.sync.Client.follow`."""
+        async for event in self._follow(after, filter_params(type, queue, job), Deadline(None), None):
+            yield event
+
+    async def _follow(
+        self,
+        after: str | None,
+        filters: dict[str, str | int],
+        deadline: Deadline,
+        on_open: Callable[[], Awaitable[bool]] | None,
+    ) -> AsyncGenerator[Event, None]:
+        """The feed, reconnecting as :attr:`retry` allows; stops when ``on_open`` (awaited each time
+        the feed is connected) returns True; raises :class:`FeedTimeout` at the deadline."""
+        decoder = SseDecoder(after)
+        call = calls.stream_events(filters)
+        tried = 0
+        while True:
+            tried += 1
+            timeout = httpx.Timeout(self._timeout, read=deadline.read_timeout())
+            delay: float | None
+            try:
+                async with self._http.stream(
+                    "GET", call.path, params=call.params, headers=decoder.headers(), timeout=timeout
+                ) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        delay = self.retry.after_status(call, response.status_code, tried)
+                        if delay is None:
+                            call.finish(response)
+                    else:
+                        tried = 0
+                        if on_open is not None and await on_open():
+                            return
+                        async for line in response.aiter_lines():
+                            if (event := decoder.feed(line)) is not None:
+                                yield event
+                            if deadline.passed():
+                                raise FeedTimeout
+                        delay = 0.0
+            except httpx.TransportError as exc:
+                if deadline.passed():
+                    raise FeedTimeout from exc
+                delay = self.retry.after_error(call, exc, tried)
+                if delay is None:
+                    raise unreachable(self.url, exc) from exc
+            await asyncio.sleep(deadline.pause(delay or 0.0))
 
     # Server
 

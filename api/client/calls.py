@@ -18,7 +18,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from api.client.errors import Unavailable, error_for
-from api.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings, wire_value
+from api.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
 
 R = TypeVar("R")
 
@@ -225,6 +225,28 @@ def version() -> ApiCall[str]:
 
 def health() -> ApiCall[dict[str, Any]]:
     return ApiCall("GET", "/health", _json)
+
+
+# The ledger
+
+
+def list_events(after: str | None, limit: int, filters: dict[str, str | int]) -> ApiCall[EventPage]:
+    """One page of the ledger's events after ``after`` (exclusive), matching ``filters``."""
+    params: dict[str, str | int] = {"limit": limit, **filters}
+    if after is not None:
+        params["after"] = after
+    return ApiCall("GET", "/events", _event_page, params=params)
+
+
+def _event_page(response: httpx.Response) -> EventPage:
+    body = response.json()
+    return EventPage(_EVENTS.validate_python(body["events"]), body.get("next"))
+
+
+def stream_events(filters: dict[str, str | int]) -> ApiCall[None]:
+    """``GET /events/stream``: read as a stream by the clients, not parsed whole; the call says how
+    to retry it and how to read an error answer."""
+    return ApiCall("GET", "/events/stream", _none, params=filters)
 
 
 #: Where the client finds the server when given no URL and ``JOBLEDGER_URL`` is not set.

@@ -69,6 +69,14 @@ class Event(_Answer):
 
 
 @dataclass(frozen=True)
+class EventPage:
+    """One page of ``GET /events``: the events, and the cursor of the next page (None at the end)."""
+
+    events: list[Event]
+    next: str | None
+
+
+@dataclass(frozen=True)
 class FetchedJob:
     """A job handed to a worker: now running as ``attempt``, which its updates should name."""
 

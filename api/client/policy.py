@@ -1,4 +1,4 @@
-"""When the client tries again: retries after transient failures, and the pace of :meth:`wait`.
+"""When the client tries again: retries after transient failures.
 
 Shared by the sync and async clients, which differ only in how they sleep.
 """
@@ -6,15 +6,12 @@ Shared by the sync and async clients, which differ only in how they sleep.
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from api.client.calls import ApiCall
-from api.client.errors import WaitTimeout
-from api.client.models import Job
 
 #: Failures where the request never reached the server: resending any request is harmless.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -50,28 +47,3 @@ class Retry:
             return None
         ceiling = min(self.cap, self.base * 2 ** (tried - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
-
-
-class WaitPace:
-    """The pace of polling a job until it ends: 50 ms, doubling, at most 1 s apart, within a deadline."""
-
-    FIRST = 0.05
-    CAP = 1.0
-
-    def __init__(self, job_id: int, timeout: float | None) -> None:
-        self.job_id = job_id
-        self.timeout = timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.delay = self.FIRST
-
-    def next_delay(self, job: Job) -> float:
-        """Seconds to sleep before looking at the job again; raises :class:`WaitTimeout` when the
-        deadline has passed."""
-        delay = self.delay
-        self.delay = min(self.delay * 2, self.CAP)
-        if self.deadline is None:
-            return delay
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise WaitTimeout(self.job_id, self.timeout or 0.0, job.status)
-        return min(delay, left)

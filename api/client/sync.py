@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -11,8 +11,10 @@ import httpx
 
 from api.client import calls
 from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
+from api.client.errors import WaitTimeout
 from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry, WaitPace
+from api.client.policy import Retry
+from api.client.sse import Deadline, FeedTimeout, SseDecoder, ends_job, filter_params
 
 R = TypeVar("R")
 
@@ -36,6 +38,7 @@ class Client:
     ) -> None:
         self.url = resolve_url(url)
         self.retry = retry or Retry()
+        self._timeout = timeout
         self._http = httpx.Client(base_url=self.url, timeout=timeout, **httpx_options)
 
     def close(self) -> None:
@@ -198,13 +201,105 @@ class Client:
         """The job once it has ended (completed, cancelled, or failed / timed out with no retry
         left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
 
-        Polls ``GET /job/{id}`` 50 ms apart, doubling to at most 1 s, until the server's event
-        feed is available to wait on instead.
+        One ``GET /job/{id}`` first, so a job that has already ended returns at once; then it
+        follows the event feed filtered by the job, and returns the job when an event ends it.
+        Each time the feed is (re)connected the job is read once more, which closes the gap
+        between the first read and the feed's starting point.  A job deleted or expired meanwhile
+        raises :class:`~api.client.errors.NotFound`, as :meth:`get` does.
         """
-        pace = WaitPace(job_id, timeout)
-        while not (job := self.get(job_id)).ended:
-            time.sleep(pace.next_delay(job))
-        return job
+        job = self.get(job_id)
+        if job.ended:
+            return job
+        last = [job]
+
+        def ended_meanwhile() -> bool:
+            last[0] = self.get(job_id)
+            return last[0].ended
+
+        try:
+            for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
+                if ends_job(event):
+                    return self.get(job_id)
+        except FeedTimeout:
+            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
+        return last[0]
+
+    # The ledger
+
+    def events(
+        self,
+        after: str | None = None,
+        *,
+        type: str | None = None,
+        queue: str | None = None,
+        job: int | None = None,
+        page_size: int = 500,
+    ) -> Iterator[Event]:
+        """Every event after the id ``after`` (from the first, without), oldest first, that matches
+        the filters: ``GET /events`` page by page, up to the ledger's current end."""
+        filters = filter_params(type, queue, job)
+        while True:
+            page = self.send(calls.list_events(after, page_size, filters))
+            yield from page.events
+            if page.next is None:
+                return
+            after = page.next
+
+    def follow(
+        self,
+        after: str | None = None,
+        *,
+        type: str | None = None,
+        queue: str | None = None,
+        job: int | None = None,
+    ) -> Iterator[Event]:
+        """The events matching the filters as they are appended, without end: after the id ``after``,
+        or from the live end without.  ``GET /events/stream``; a lost connection is made again and
+        resumes after the last event seen (``Last-Event-ID``), so none is missed or repeated."""
+        yield from self._follow(after, filter_params(type, queue, job), Deadline(None), None)
+
+    def _follow(
+        self,
+        after: str | None,
+        filters: dict[str, str | int],
+        deadline: Deadline,
+        on_open: Callable[[], bool] | None,
+    ) -> Iterator[Event]:
+        """The feed, reconnecting as :attr:`retry` allows; stops when ``on_open`` (called each time
+        the feed is connected) returns True; raises :class:`FeedTimeout` at the deadline."""
+        decoder = SseDecoder(after)
+        call = calls.stream_events(filters)
+        tried = 0
+        while True:
+            tried += 1
+            timeout = httpx.Timeout(self._timeout, read=deadline.read_timeout())
+            delay: float | None
+            try:
+                with self._http.stream(
+                    "GET", call.path, params=call.params, headers=decoder.headers(), timeout=timeout
+                ) as response:
+                    if not response.is_success:
+                        response.read()
+                        delay = self.retry.after_status(call, response.status_code, tried)
+                        if delay is None:
+                            call.finish(response)
+                    else:
+                        tried = 0
+                        if on_open is not None and on_open():
+                            return
+                        for line in response.iter_lines():
+                            if (event := decoder.feed(line)) is not None:
+                                yield event
+                            if deadline.passed():
+                                raise FeedTimeout
+                        delay = 0.0
+            except httpx.TransportError as exc:
+                if deadline.passed():
+                    raise FeedTimeout from exc
+                delay = self.retry.after_error(call, exc, tried)
+                if delay is None:
+                    raise unreachable(self.url, exc) from exc
+            time.sleep(deadline.pause(delay or 0.0))
 
     # Server
 

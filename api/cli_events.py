@@ -1,0 +1,146 @@
+"""``jobledger events``: the ledger itself.
+
+- ``export --to FILE.jsonl [--until ID|TIME]`` and ``import FILE.jsonl`` move a whole ledger (archived
+  events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
+  talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
+- ``tail [--type T] [--queue Q] [--job ID] [--after ID]`` follows a server's event feed over HTTP
+  (``--url`` / ``$JOBLEDGER_URL``): one line per event, as it happens, until interrupted.
+
+Exit codes: 0 done; 1 the server refused (tail); 2 bad usage; 3 the run could not be done (e.g. a
+non-empty namespace, a file that is not an export); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import redis
+import typer
+from rich.text import Text
+
+from api.cli import (
+    ConfigOption,
+    DataDirOption,
+    NamespaceOption,
+    RedisUrlOption,
+    SignalStop,
+    fail,
+    make_config,
+)
+from api.cli_client import UrlOption, connected, when
+from api.cli_output import EVENT_STYLES, JsonOption, Output
+from api.cli_replay import ledger_client, removed_unless_done, until_id
+from api.client import Event
+from ledger.keys import Keys
+from replay.archive import ArchiveError
+from replay.ledger_file import LedgerFileError, count_lines
+from replay.progress import Meter
+from replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty
+from replay.source import ledger_length
+from replay.transfer import export_ledger, import_ledger
+
+app = typer.Typer(name="events", help="The ledger itself: export, import, and follow its events.",
+                  no_args_is_help=True)  # fmt: skip
+
+FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, LedgerFileError, redis.RedisError, OSError)
+
+
+@app.command("export")
+def export_command(
+    to: Annotated[Path, typer.Option("--to", dir_okay=False, help="The JSON-lines file to write.")],
+    until: Annotated[
+        str | None, typer.Option(metavar="ID|TIME", help="Last event id to export (or an RFC 3339 time).")
+    ] = None,
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Write the ledger to a file, one JSON event per line (archived events included)."""
+    config = make_config(config_path, data_dir, redis_url, namespace)
+    ns = config.redis.key_namespace
+    with SignalStop() as stop, ledger_client(config, stop) as client:
+        last = until_id(client, Keys(ns), until)
+        with Meter("export", ledger_length(client, Keys(ns))) as meter:
+            try:
+                export_ledger(client, ns, to, last, progress=meter.update)
+            except FAILURES as exc:
+                fail(f"export failed: {exc}", code=3)
+        typer.echo(f"exported {meter.summary()} from ledger '{ns}' to {to}")
+    if stop.fired:
+        fail(f"interrupted; {to} was not written", code=130)
+
+
+@app.command("import")
+def import_command(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file of events export.")],
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Load an exported ledger into an empty namespace: same ids, events applied."""
+    config = make_config(config_path, data_dir, redis_url, namespace)
+    ns = config.redis.key_namespace
+    with SignalStop() as stop, ledger_client(config, stop) as client:
+        try:
+            ensure_empty(client, Keys(ns))
+        except NamespaceNotEmpty as exc:
+            fail(str(exc), code=3)
+        with removed_unless_done(client, ns), Meter("import", count_lines(file)) as meter:
+            try:
+                import_ledger(client, ns, file, progress=meter.update)
+            except FAILURES as exc:
+                fail(f"import failed (namespace '{ns}' left empty): {exc}", code=3)
+        typer.echo(f"imported {meter.summary()} into namespace '{ns}'")
+    if stop.fired:
+        fail(f"interrupted; namespace '{ns}' was left empty", code=130)
+
+
+def _line(out: Output, event: Event) -> None:
+    """One event: a coloured line on a terminal, tab-separated when piped, a JSON object with --json."""
+    item = event.model_dump(mode="json")
+    data = json.dumps(item["data"], separators=(",", ":"), ensure_ascii=False)
+    if out.is_json:
+        typer.echo(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+    elif out.mode == "rich":
+        job = f" job {event.job}" if event.job is not None else ""
+        kind = (event.type, EVENT_STYLES.get(event.type, ""))
+        line = Text.assemble(
+            (when(event.at, plain=False), "dim"), " ", kind, job, " ", (event.queue or "", "bold"), " ",
+            (event.id, "dim"), " ", data,
+        )  # fmt: skip
+        out.console.print(line, soft_wrap=True)
+    else:
+        row = [
+            event.id,
+            when(event.at, plain=True),
+            event.type,
+            event.queue or "",
+            str(event.job or ""),
+            data,
+        ]
+        typer.echo("\t".join(row))
+
+
+@app.command("tail")
+def tail_command(
+    type_: Annotated[str | None, typer.Option("--type", help="Only events of this type.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Only events of this queue.")] = None,
+    job: Annotated[int | None, typer.Option(min=1, help="Only events of this job.")] = None,
+    after: Annotated[
+        str | None, typer.Option(help="Start after this event id (default: from now on).")
+    ] = None,
+    url: UrlOption = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Follow the server's events as they happen, until interrupted."""
+    out = Output(as_json)
+    try:
+        with connected(url) as client:
+            for event in client.follow(after, type=type_, queue=queue, job=job):
+                _line(out, event)
+    except KeyboardInterrupt:
+        return

@@ -1,0 +1,20 @@
+-- import_events: import.  Append events read from an exported ledger to KEYS[1]'s stream with
+-- their own ids, and apply each right after its append, as a live command does: the projections of
+-- the namespace change only by applying events that are in its stream.
+-- KEYS[1] namespace prefix
+-- ARGV    eight values per event: id, type, v, at, job ('' none), queue ('' none), data as stored,
+--         data at the current version of its type ('' when the stored data is current)
+-- returns the number of events imported
+for i = 1, #ARGV, 8 do
+  local id, kind, v, at, job, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+  local data, current = ARGV[i + 6], ARGV[i + 7]
+  local fields = {'type', kind, 'v', v, 'at', at}
+  if job ~= '' then fields[#fields + 1] = 'job'; fields[#fields + 1] = job end
+  if queue ~= '' then fields[#fields + 1] = 'queue'; fields[#fields + 1] = queue end
+  fields[#fields + 1] = 'data'
+  fields[#fields + 1] = data
+  redis.call('XADD', K.events, id, unpack(fields))
+  if current == '' then current = data end
+  apply(id, kind, at, job, queue, current)
+end
+return #ARGV / 8
