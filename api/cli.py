@@ -10,6 +10,7 @@ to :func:`build_app` as typer sub-apps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import signal
 from collections.abc import Callable, Iterator, Mapping
@@ -284,6 +285,10 @@ def build_app() -> typer.Typer:
 
     app.add_typer(cli_replay.app, name="replay")
     app.add_typer(cli_events.app, name="events")
+    with contextlib.suppress(ImportError):  # `bench` lives in tests/benchmarks: a source checkout's
+        from tests.benchmarks.cli import app as bench_app
+
+        app.add_typer(bench_app)
     return app
 
 

@@ -44,3 +44,31 @@ def bundled_server() -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+class Servers:
+    """Where each measurement runs: a fresh bundled server each time (isolated: INFO deltas and
+    memory belong to that measurement alone), or one server the user gave (shared: each measurement
+    works in a namespace of its own and removes it after)."""
+
+    def __init__(self, given_url: str | None = None) -> None:
+        self.given_url = given_url
+
+    @property
+    def isolated(self) -> bool:
+        return self.given_url is None
+
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[str]:
+        """A server URL for one measurement."""
+        if self.given_url:
+            yield self.given_url
+        else:
+            with bundled_server() as url:
+                yield url
+
+
+def describe(url: str) -> str:
+    """``"valkey 8.1.1"``: the server's name and version."""
+    info = redis.Redis.from_url(url).info("server")
+    return f"{info.get('server_name', 'redis')} {info.get('valkey_version', info['redis_version'])}"

@@ -1,0 +1,112 @@
+"""What a benchmark run produces: figures by system, the settings of a run, and small statistics.
+
+A :class:`Figure` is one measured number with its unit and a note (the configuration it was measured
+at).  Every system (ours, each peer) fills a :data:`Results` dict under the same keys, so the report
+can put them side by side.  ``None`` as a value means "measured, but this system has no such
+thing" (e.g. a peer without bulk enqueue); the note then says why.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: The parts of ours a run can measure, the raw-server calibration, and the peers (``--only``
+#: names; "ours" and "peers" name each group whole).
+OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay")
+CALIBRATION = "raw"
+PEER_NAMES = ("dramatiq", "saq", "bullmq")
+
+# The keys every system may fill.
+PROCESS_BEST = "process_best"
+PROCESS_1X1 = "process_1x1"
+PROCESS_WORKER = "process_worker_class"
+CPU_PROCESS = "cpu_us_process"
+CPU_LIFECYCLE = "cpu_us_lifecycle"
+CALLS_LIFECYCLE = "calls_lifecycle"
+ENQUEUE_BULK = "enqueue_bulk"
+ENQUEUE_ONE = "enqueue_one"
+LATENCY_P50 = "latency_p50_ms"
+LATENCY_P99 = "latency_p99_ms"
+MEMORY = "bytes_per_ended_job"
+# Ours only.
+HTTP_OURS = "http_jobs"
+HTTP_BARE = "http_bare_jobs"
+HTTP_RATIO = "http_cost_ratio"
+REPLAY = "replay_events"
+SCHED_SMALL = "sched_check_10_us"
+SCHED_LARGE = "sched_check_100k_us"
+SCHED_RATIO = "sched_ratio"
+QUOTA_SMALL = "quota_fetch_10_us"
+QUOTA_LARGE = "quota_fetch_100k_us"
+QUOTA_RATIO = "quota_ratio"
+
+
+@dataclass
+class Figure:
+    """One measured number (``None``: not applicable to this system, see ``note``)."""
+
+    value: float | None
+    unit: str
+    note: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Results = dict[str, Figure]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How big and how repeated a run is.  :meth:`full` is the reference run, :meth:`quick` a smoke run."""
+
+    jobs: int
+    repeats: int
+    grid_jobs: int
+    grid: tuple[tuple[int, int, int], ...]
+    latency_samples: int
+    enqueue_one_jobs: int
+    http_jobs: int
+    http_connections: int
+    replay_events: int
+    scale_jobs: int
+    check_runs: int
+    quick: bool = False
+
+    @classmethod
+    def full(cls, jobs: int = 20_000) -> Settings:
+        grid = tuple((procs, conc, batch) for procs in (1, 2) for conc in (1, 4) for batch in (10, 50, 200))
+        return cls(
+            jobs=jobs, repeats=3, grid_jobs=max(jobs // 4, 1000), grid=grid,
+            latency_samples=2000, enqueue_one_jobs=min(jobs, 10_000), http_jobs=min(jobs, 3000),
+            http_connections=32, replay_events=1_000_000, scale_jobs=100_000, check_runs=2000,
+        )  # fmt: skip
+
+    @classmethod
+    def quick_run(cls, jobs: int = 200) -> Settings:
+        return cls(
+            jobs=jobs, repeats=1, grid_jobs=jobs, grid=((1, 2, 20),), latency_samples=30,
+            enqueue_one_jobs=jobs, http_jobs=jobs, http_connections=4, replay_events=3000,
+            scale_jobs=500, check_runs=50, quick=True,
+        )  # fmt: skip
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The ``pct`` percentile (nearest rank) of ``values``."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return float(ordered[rank])
+
+
+def config_note(procs: int, conc: int, batch: int | None = None) -> str:
+    """``"2 proc x 4 conc x batch 50"``: how a processing figure was reached."""
+    text = f"{procs} proc x {conc} conc"
+    return text + (f" x batch {batch}" if batch is not None else "")

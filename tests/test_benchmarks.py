@@ -1,0 +1,54 @@
+"""A smoke run of the benchmark harness (``python -m tests.benchmarks --quick --only ours``).
+
+Not a timed test: it checks that every figure of ours is measured and printed as a number, in
+JSON and in the table.  The harness starts its own bundled servers, whatever server the suite uses.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.benchmarks import report
+from tests.benchmarks.figures import Figure
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def quick_run() -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "JOBLEDGER_TEST_REDIS_URL"}
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks", "--quick", "--only", "ours", "--jobs", "150", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    run: dict[str, Any] = json.loads(out.stdout)
+    return run
+
+
+def test_every_row_of_ours_has_a_number(quick_run: dict[str, Any]) -> None:
+    ours = quick_run["systems"]["ours"]
+    for key, label, _ in report.ROWS:
+        assert key in ours, f"row missing: {label}"
+        value = ours[key]["value"]
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (label, value)
+    assert quick_run["errors"] == {}
+
+
+def test_the_table_prints_every_row(quick_run: dict[str, Any]) -> None:
+    systems = {
+        name: {k: Figure(**f) for k, f in figures.items()} for name, figures in quick_run["systems"].items()
+    }
+    text = report.render({**quick_run, "systems": systems})
+    for _, label, _ in report.ROWS:
+        line = next(line for line in text.splitlines() if line.startswith(f"| {label}"))
+        assert any(ch.isdigit() for ch in line.split("|")[2]), line
+    assert "SPEC section 7 bars:" in text
