@@ -139,7 +139,8 @@ class RedisTransport:
         await self._run(commands.update_job(job.id, JobUpdate(**fields)))
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
-        update = JobUpdate(status="failed", attempt=job.attempt, error=failure.error())
+        fields = {"status": "failed", "attempt": job.attempt, "error": failure.error()}
+        update = JobUpdate.model_validate(fields)
         await self._run(commands.update_job(job.id, update))
 
     async def close(self) -> None:
