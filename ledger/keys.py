@@ -4,6 +4,12 @@ All keys start with ``{NAMESPACE}:``; the braces make the namespace a Redis Clus
 key of one ledger lives in one slot and every Lua script is cluster-safe.  Scripts receive the prefix
 as ``KEYS[1]`` and build the rest with helper functions that :func:`lua_prelude` generates from the
 same :data:`TEMPLATES` table, so the naming exists once, here.
+
+Generations.  The ledger's own keys (:data:`LEDGER`: the stream and the ``generation`` pointer) sit
+right under the prefix.  The projections sit there too in generation 0 (no ``generation`` key), and
+under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`replay.swap`) has built generation N beside
+them and switched the pointer.  Scripts resolve the live generation themselves (the prelude's one
+GET); Python reads resolve it in the same MULTI as the read (:mod:`ledger.runner`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ DEFAULT_NAMESPACE = "jobledger"
 #: name -> template; ``{x}`` fields are the key's parameters.  Fixed keys have no parameters.
 TEMPLATES: dict[str, str] = {
     "events": "events",  # the ledger: one stream holding every event
+    "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
+    "archive": "archive",  # retention's record: where archived events are, up to which (hash)
+    "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
     "stats": "stats",  # global statistics counters (hash)
@@ -48,6 +57,11 @@ TEMPLATES: dict[str, str] = {
     "launcher_pending": "launcher:{id}:pending",  # ids of its jobs that have not ended (set)
 }
 
+#: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
+LEDGER = frozenset({"events", "generation", "archive", "archive_lock"})
+_LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
+_GENERATION_KEY = re.compile(r"^g\d+:")
+
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,255}$")
 
 
@@ -62,17 +76,36 @@ def _fields(template: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Keys:
-    """Key builder for one namespace."""
+    """Key builder for one namespace, its projections those of ``generation``."""
 
     namespace: str = DEFAULT_NAMESPACE
+    generation: int = 0
+
+    @property
+    def ledger_prefix(self) -> str:
+        """The prefix of the ledger's own keys, and what scripts receive as ``KEYS[1]``."""
+        return f"{{{self.namespace}}}:"
 
     @property
     def prefix(self) -> str:
-        return f"{{{self.namespace}}}:"
+        """The prefix of the projections' keys."""
+        gen = f"g{self.generation}:" if self.generation else ""
+        return self.ledger_prefix + gen
 
     def build(self, template: str, /, **params: object) -> str:
         """The key of :data:`TEMPLATES` named ``template``, its fields filled from ``params``."""
-        return self.prefix + TEMPLATES[template].format(**params)
+        prefix = self.ledger_prefix if template in LEDGER else self.prefix
+        return prefix + TEMPLATES[template].format(**params)
+
+    def with_generation(self, generation: int) -> Keys:
+        return Keys(self.namespace, generation)
+
+    def owns(self, relative: str) -> bool:
+        """Whether a key under :attr:`prefix` (prefix removed) is a projection of this generation: not
+        a ledger key, and in generation 0 not a key of another generation either."""
+        return relative not in _LEDGER_RELATIVE and not (
+            self.generation == 0 and _GENERATION_KEY.match(relative)
+        )
 
     @property
     def events(self) -> str:
@@ -97,21 +130,28 @@ class Keys:
         return self.build("tag", tag=tag)
 
     def pattern(self) -> str:
-        """A SCAN pattern matching every key of this namespace."""
+        """A SCAN pattern matching every projection key of this generation (in generation 0, every
+        key of the namespace: filter with :meth:`owns`)."""
         escaped = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix)
         return escaped + "*"
 
 
 def lua_prelude(names: set[str] | None = None) -> str:
     """Lua definitions of the keys named (all by default): ``K.events`` for fixed keys,
-    ``K.job(id)`` for the others."""
-    lines = ["local P = KEYS[1]", "local K = {}"]
+    ``K.job(id)`` for the others.  ``L`` is the ledger's prefix (``KEYS[1]``), ``P`` the live
+    generation's (the same when ``KEYS[1]`` is itself a generation's prefix, as in replay)."""
+    lines = [
+        "local L = KEYS[1]",
+        "local G = redis.call('GET', L .. 'generation')",
+        "local P = G and (L .. 'g' .. G .. ':') or L",
+        "local K = {}",
+    ]
     for name, template in TEMPLATES.items():
         if names is not None and name not in names:
             continue
         params = _fields(template)
         if not params:
-            lines.append(f"K.{name} = P .. {template!r}")
+            lines.append(f"K.{name} = {'L' if name in LEDGER else 'P'} .. {template!r}")
             continue
         parts = []
         for literal, field, _, _ in string.Formatter().parse(template):

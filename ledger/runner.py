@@ -43,15 +43,50 @@ def _outcome(call: Call[Any], reply: Any) -> Any:
     return translate(reply) if isinstance(reply, redis.RedisError) else call.parse(reply)
 
 
+MOVED = object()  # a read step found the projections in another generation than it read
+
+
+def generation_of(reply: Any) -> int:
+    """The live generation from a GET of the ``generation`` key (absent: 0)."""
+    return int(reply) if reply else 0
+
+
+def live_keys(client: redis.Redis, namespace: str) -> Keys:
+    """The keys of the namespace's live generation of projections (see :mod:`ledger.keys`)."""
+    keys = Keys(namespace)
+    return keys.with_generation(generation_of(client.get(keys.build("generation"))))
+
+
 class _Base:
+    """Commands go to the ledger's prefix and their scripts find the live generation themselves.
+    Reads use ``self.keys``, the generation last seen: each step of a read runs in a MULTI that
+    also reads the pointer, and a read that finds it moved is run again with the new keys."""
+
     def __init__(self, client: Any, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> None:
         self.client = client
         self.keys = Keys(namespace)
         self.clock = clock
         self._scripts = {name: client.register_script(src) for name, src in sources().items()}
 
+    def _pipeline(self, read: Read[Any]) -> tuple[Any, Keys]:
+        keys = self.keys
+        pipe = self.client.pipeline(transaction=True)
+        pipe.get(keys.build("generation"))
+        for command in read.commands(keys):
+            pipe.execute_command(*command)
+        return pipe, keys
+
+    def _result(self, replies: list[Any], keys: Keys, read: Read[T]) -> Any:
+        """What a step gave, or MOVED when the generation moved (``self.keys`` is then updated)."""
+        generation = generation_of(replies[0])
+        if generation != keys.generation:
+            self.keys = keys.with_generation(generation)
+            return MOVED
+        return read.parse(replies[1:])
+
     def _invoke(self, call: Call[Any], now: int, client: Any) -> Any:
-        return self._scripts[call.script](keys=[self.keys.prefix], args=[now, *call.args], client=client)
+        script = self._scripts[call.script]
+        return script(keys=[self.keys.ledger_prefix], args=[now, *call.args], client=client)
 
 
 class Ledger(_Base):
@@ -77,15 +112,17 @@ class Ledger(_Base):
         return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
 
     def read(self, read: Read[T]) -> T:
+        first = read
         try:
             while True:
-                pipe = self.client.pipeline(transaction=False)
-                for command in read.commands(self.keys):
-                    pipe.execute_command(*command)
-                out = read.parse(pipe.execute())
-                if not isinstance(out, Read):
+                pipe, keys = self._pipeline(read)
+                out = self._result(pipe.execute(), keys, read)
+                if out is MOVED:
+                    read = first  # the projections moved to another generation: start again
+                elif not isinstance(out, Read):
                     return out
-                read = out
+                else:
+                    read = out
         except redis.RedisError as exc:
             raise translate(exc) from exc
 
@@ -107,15 +144,17 @@ class AsyncLedger(_Base):
                 self.observe(call.script, time.perf_counter() - started)
 
     async def read(self, read: Read[T]) -> T:
+        first = read
         try:
             while True:
-                pipe = self.client.pipeline(transaction=False)
-                for command in read.commands(self.keys):
-                    pipe.execute_command(*command)
-                out = read.parse(await pipe.execute())
-                if not isinstance(out, Read):
+                pipe, keys = self._pipeline(read)
+                out = self._result(await pipe.execute(), keys, read)
+                if out is MOVED:
+                    read = first  # the projections moved to another generation: start again
+                elif not isinstance(out, Read):
                     return out
-                read = out
+                else:
+                    read = out
         except redis.RedisError as exc:
             raise translate(exc) from exc
 

@@ -32,8 +32,6 @@ from projections.readers import Read
 from replay.ledger_file import RawEntry, parse_line
 
 MANIFEST = "manifest.jsonl"
-#: The archive record's key, after the namespace prefix: bookkeeping of the ledger, not a projection.
-ARCHIVE_KEY = "archive"
 
 EventId = tuple[int, int]
 
@@ -44,7 +42,7 @@ class ArchiveError(Exception):
 
 def archive_key(keys: Keys) -> str:
     """``{NS}:archive``: the hash recording where the ledger's archived events are."""
-    return keys.prefix + ARCHIVE_KEY
+    return keys.build("archive")
 
 
 def _s(value: Any) -> str:

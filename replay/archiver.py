@@ -163,7 +163,7 @@ class Archiver:
 
     async def _trim(self, previous: str | None, segment: Segment) -> None:
         """Record the segment as archived and trim its events from the stream (one script)."""
-        keys = [self.keys.prefix, archive_key(self.keys)]
+        keys = [self.keys.ledger_prefix, archive_key(self.keys)]
         args: list[str | int] = [
             previous or "",
             str(self.directory),
@@ -206,7 +206,7 @@ class Archiver:
     async def archive_once(self, cutoff_ms: int) -> int:
         """Archive every event whose ``at`` is before ``cutoff_ms``; how many.  0 without doing
         anything while another archiver holds the lock."""
-        lock = self.keys.prefix + "archive:lock"
+        lock = self.keys.build("archive_lock")
         token = uuid.uuid4().hex
         if not await self.client.set(lock, token, nx=True, px=LOCK_MS):
             return 0

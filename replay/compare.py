@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from ledger.keys import Keys
+from ledger.runner import live_keys
 
 _READ = {
     "string": lambda c, k: c.get(k),
@@ -34,23 +34,14 @@ class Difference:
         return f"{self.key}: expected {self.expected!r}, found {self.actual!r}"
 
 
-#: Keys of a namespace that are the ledger and its bookkeeping, not projections of it: the stream,
-#: and the archive's record and lock (``replay.archive``, ``replay.archiver``).
-LEDGER_KEYS = frozenset({"events", "archive", "archive:lock"})
-
-
-def is_projection(relative_key: str) -> bool:
-    """Whether a key (namespace prefix removed) is a projection, built by applying events."""
-    return relative_key not in LEDGER_KEYS
-
-
 def snapshot(client: redis.Redis, namespace: str) -> dict[str, tuple[str, Any]]:
-    """Every projection key of the namespace (prefix removed) -> (type, content)."""
-    keys = Keys(namespace)
+    """Every projection key of the namespace's live generation (its prefix removed) -> (type,
+    content)."""
+    keys = live_keys(client, namespace)
     out: dict[str, tuple[str, Any]] = {}
     for raw in client.scan_iter(match=keys.pattern(), count=1000):
         key = raw.decode() if isinstance(raw, bytes) else raw
-        if not is_projection(key[len(keys.prefix) :]):
+        if not keys.owns(key[len(keys.prefix) :]):
             continue
         kind = client.type(key)
         kind = kind.decode() if isinstance(kind, bytes) else kind

@@ -18,7 +18,8 @@ from typing import Any
 
 import redis
 
-from ledger.keys import TEMPLATES, Keys
+from ledger.keys import TEMPLATES
+from ledger.runner import live_keys
 
 STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
 _LAUNCHER_KINDS = {(2, ""): "launcher", (3, "pending"): "pending"}
@@ -78,9 +79,11 @@ def _kind(rel: str) -> str | None:
 
 def read_layout(client: redis.Redis, namespace: str) -> Layout:
     """Read every job hash and every place, deadline and tag set of the namespace."""
-    prefix = Keys(namespace).prefix
+    keys = live_keys(client, namespace)
+    prefix = keys.prefix
     layout = Layout()
-    rels = [_s(k)[len(prefix) :] for k in client.scan_iter(match=Keys(namespace).pattern(), count=1000)]
+    rels = [_s(k)[len(prefix) :] for k in client.scan_iter(match=keys.pattern(), count=1000)]
+    rels = [rel for rel in rels if keys.owns(rel)]
     kinds = [(rel, _kind(rel)) for rel in sorted(set(rels))]
     pipe = client.pipeline(transaction=False)
     for rel, kind in kinds:

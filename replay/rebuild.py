@@ -115,11 +115,12 @@ def ensure_empty(client: redis.Redis, keys: Keys) -> None:
 
 
 class Applier:
-    """Applies batches of raw entries to one namespace's projections with ``apply_events``."""
+    """Applies batches of raw entries to one namespace's projections with ``apply_events``: a fresh
+    namespace's (``target`` its name), or one generation's (``target`` its :class:`Keys`)."""
 
-    def __init__(self, client: redis.Redis, target: str) -> None:
+    def __init__(self, client: redis.Redis, target: str | Keys) -> None:
         self.client = client
-        self.prefix = Keys(target).prefix
+        self.prefix = (target if isinstance(target, Keys) else Keys(target)).prefix
         self.script = client.register_script(sources()["apply_events"])
 
     def apply(self, args: list[bytes]) -> None:

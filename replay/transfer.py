@@ -79,7 +79,7 @@ def import_ledger(
     """Append and apply every event of the file to the empty namespace ``namespace``; how many."""
     ensure_empty(client, Keys(namespace))
     script = client.register_script(sources()["import_events"])
-    prefix = Keys(namespace).prefix
+    prefix = Keys(namespace).ledger_prefix
 
     def batches() -> Iterable[tuple[list[bytes], int]]:
         previous = None

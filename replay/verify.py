@@ -26,10 +26,10 @@ from typing import Any
 import redis
 
 from ledger.keys import Keys
+from ledger.runner import generation_of, live_keys
 from ledger.scripts import sources
 from ledger.stream import id_key
 from replay.archive import archive_key
-from replay.compare import is_projection
 from replay.progress import Callback
 from replay.rebuild import Applier, ensure_empty, fold
 
@@ -173,12 +173,21 @@ class Reading:
         return self.newest or self.archived
 
 
-def read_keys(client: redis.Redis, script: Any, namespace: str, names: list[str]) -> Reading:
-    """``names`` (relative keys) of ``namespace`` with the position, in one atomic script."""
-    keys = Keys(namespace)
-    reply = script(keys=[keys.prefix, archive_key(keys), *(keys.prefix + n for n in names)])
+class GenerationMoved(Exception):
+    """An online rebuild switched the live projections to another generation during the run."""
+
+
+def read_keys(client: redis.Redis, script: Any, keys: Keys, names: list[str]) -> Reading:
+    """``names`` (relative keys) of ``keys``' generation with the position, in one atomic script;
+    GenerationMoved if that generation is no longer the live one."""
+    reply = script(keys=[keys.ledger_prefix, archive_key(keys), *(keys.prefix + n for n in names)])
+    if generation_of(reply[2]) != keys.generation:
+        raise GenerationMoved(
+            f"the live projections moved to generation {generation_of(reply[2])} while verifying "
+            f"generation {keys.generation} (an online rebuild swapped them): run verify again"
+        )
     values = {
-        n: (_s(kind), _content(_s(kind), flat)) for n, (kind, flat) in zip(names, reply[2:], strict=True)
+        n: (_s(kind), _content(_s(kind), flat)) for n, (kind, flat) in zip(names, reply[3:], strict=True)
     }
     return Reading(_s(reply[0]) or None, _s(reply[1]) or None, values)
 
@@ -217,10 +226,9 @@ def drop_namespace(client: redis.Redis, namespace: str) -> int:
     return removed
 
 
-def _names(client: redis.Redis, namespace: str) -> set[str]:
-    prefix = Keys(namespace).prefix
-    rels = (_s(k)[len(prefix) :] for k in client.scan_iter(match=Keys(namespace).pattern(), count=1000))
-    return {rel for rel in rels if is_projection(rel)}
+def _names(client: redis.Redis, keys: Keys) -> set[str]:
+    rels = (_s(k)[len(keys.prefix) :] for k in client.scan_iter(match=keys.pattern(), count=1000))
+    return {rel for rel in rels if keys.owns(rel)}
 
 
 def _chunks(names: list[str], size: int) -> Iterator[list[str]]:
@@ -233,6 +241,7 @@ class _Run:
 
     def __init__(self, client: redis.Redis, namespace: str, scratch: str, batch: int) -> None:
         self.client, self.namespace, self.scratch, self.batch = client, namespace, scratch, batch
+        self.live = live_keys(client, namespace)  # the generation verified, fixed for the run
         self.applier = Applier(client, scratch)
         self.reader = client.register_script(sources()["read_keys"])
         self.position: str | None = None
@@ -254,11 +263,11 @@ class _Run:
 
     def compare(self, names: list[str]) -> None:
         """Compare ``names`` at the position the live read happened at."""
-        live = read_keys(self.client, self.reader, self.namespace, names)
+        live = read_keys(self.client, self.reader, self.live, names)
         at = live.position
         if at is not None:  # None: the ledger was empty then, as the scratch namespace still is
             self.catch_up(at)
-        rebuilt = read_keys(self.client, self.reader, self.scratch, names)
+        rebuilt = read_keys(self.client, self.reader, Keys(self.scratch), names)
         self.result.first = self.result.first or at
         self.result.last = at
         self.result.keys += len(names)
@@ -284,7 +293,7 @@ def verify(
     try:
         run = _Run(client, namespace, scratch, batch)
         run.catch_up(None, progress)
-        names = sorted(_names(client, namespace) | _names(client, scratch))
+        names = sorted(_names(client, run.live) | _names(client, Keys(scratch)))
         for part in _chunks(names, chunk):
             run.compare(part)
         run.result.seconds = time.monotonic() - started

@@ -137,9 +137,9 @@ def test_archivers_exclude_each_other_and_keep_to_one_directory(
     client: redis.Redis, redis_url: str, timed: Ledger, clock: list[int], namespace: str, tmp_path: Path
 ) -> None:
     two_ages(timed, clock)
-    client.set(Keys(namespace).prefix + "archive:lock", "someone else")
+    client.set(Keys(namespace).build("archive_lock"), "someone else")
     assert archive(redis_url, namespace, tmp_path) == 0
-    client.delete(Keys(namespace).prefix + "archive:lock")
+    client.delete(Keys(namespace).build("archive_lock"))
     assert archive(redis_url, namespace, tmp_path / "a") > 0
     clock[0] = NEW
     with pytest.raises(ArchiveError, match="archives to"):
