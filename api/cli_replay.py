@@ -37,6 +37,7 @@ from replay.archive import ArchiveError
 from replay.progress import Meter
 from replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
 from replay.source import UntilError, ledger_length, resolve_until, xrange
+from replay.swap import SwapConflict, swap
 from replay.verify import drop_namespace, verify
 
 app = typer.Typer(
@@ -120,12 +121,26 @@ def rebuild_command(
         typer.Option(help="Namespace to build into; it must be empty (default NAMESPACE-rebuild-TIME)."),
     ] = None,
     batch: BatchOption = 2000,
+    swap_live: Annotated[
+        bool,
+        typer.Option(
+            "--swap",
+            help="Rebuild the live projections online: build them anew beside the live ones while "
+            "the server runs, catch up, then switch to them in one atomic step.",
+        ),
+    ] = False,
 ) -> None:
     """Build the projections from the ledger alone, into a fresh namespace.
 
-    With --until, a view of the whole system as of that point, to serve read-only."""
+    With --until, a view of the whole system as of that point, to serve read-only.  With --swap,
+    the live projections themselves are rebuilt while the server runs."""
     config = make_config(config_path, data_dir, redis_url, namespace)
     source = config.redis.key_namespace
+    if swap_live:
+        if until is not None or into is not None:
+            fail("--swap rebuilds the live projections: it takes neither --until nor --into", code=2)
+        _swap(config, batch)
+        return
     target = into or default_target(source)
     if target == source:
         fail("--into must name another namespace than the ledger's", code=2)
@@ -148,6 +163,23 @@ def rebuild_command(
         typer.echo("  " + serve_hint(config, target, reach_options(config_path, data_dir, redis_url)))
     if stop.fired:
         fail("interrupted; the partial rebuild was removed", code=130)
+
+
+def _swap(config: Config, batch: int) -> None:
+    source = config.redis.key_namespace
+    with SignalStop() as stop, ledger_client(config, stop) as client:
+        with Meter("rebuild", ledger_length(client, Keys(source))) as meter:
+            try:
+                done = swap(client, source, batch, progress=meter.update)
+            except (SwapConflict, *FAILURES) as exc:
+                fail(f"online rebuild failed, the live projections are unchanged: {exc}", code=3)
+        typer.echo(
+            f"rebuilt {meter.summary()}; generation {done.new} of ledger '{source}' is live (was "
+            f"{done.old}) after {done.rounds} catch-up rounds and a final step of {done.tail} events; "
+            f"{done.removed} keys of the old generation removed"
+        )
+    if stop.fired:
+        fail("interrupted; the live projections are unchanged", code=130)
 
 
 def _span(first: str | None, last: str | None) -> str:

@@ -21,6 +21,7 @@ from ledger.durations import format_time
 from ledger.keys import Keys
 from ledger.requests import JobOptions
 from ledger.runner import Ledger
+from projections.readers import job as readers_job
 from replay.compare import compare
 from replay.rebuild import rebuild
 from tests.live_server import eventually, live_server
@@ -155,3 +156,18 @@ def test_an_interrupted_rebuild_exits_130_and_leaves_nothing(
     assert proc.returncode == 130, errors
     assert "interrupted; the partial rebuild was removed" in errors
     assert list(client.scan_iter(match=Keys(target).pattern())) == []
+
+
+def test_rebuild_swap_replaces_the_live_projections_online(
+    client: redis.Redis, redis_url: str, namespace: str, history: list[str]
+) -> None:
+    ledger = Ledger(client, namespace)
+    before = ledger.read(readers_job(3))
+    out = jobledger(redis_url, namespace, "replay", "rebuild", "--swap").stdout
+    assert re.search(rf"generation 1 of ledger '{namespace}' is live \(was 0\)", out), out
+    assert re.search(r"\d+ keys of the old generation removed", out), out
+    assert client.get(Keys(namespace).build("generation")) == b"1"
+    assert ledger.read(readers_job(3)) == before
+    assert jobledger(redis_url, namespace, "replay", "verify").exit_code == 0
+    err = jobledger(redis_url, namespace, "replay", "rebuild", "--swap", "--into", "x", code=2).stderr
+    assert "--swap rebuilds the live projections" in err
