@@ -154,6 +154,25 @@ def test_fail_cancel_requeue_and_delete(api: Client) -> None:
     assert api.history(job_id)[-1].type == "job_deleted"
 
 
+def test_launchers_are_created_listed_read_and_deleted(api: Client) -> None:
+    template = {"input": {"digest": True}, "tags": ["nightly"]}
+    launcher_id = api.create_launcher("@cron", "0 0 3 * * *", "q", template=template, max_pending=1)
+    found = api.launcher(launcher_id)
+    assert (found["type"], found["arguments"], found["queue"], found["max_pending"]) == (
+        "@cron", "0 0 3 * * *", "q", 1
+    )  # fmt: skip
+    assert found["next_at"] is not None
+    chained = api.create_launcher("@event", {"type": "job_completed", "queue": "q"}, "q")
+    assert sorted(item["id"] for item in api.launchers()) == sorted([launcher_id, chained])
+    api.delete_launcher(launcher_id)
+    with pytest.raises(NotFound):
+        api.launcher(launcher_id)
+    with pytest.raises(BadRequest, match="cron"):
+        api.create_launcher("@cron", "every tuesday", "q")
+    with pytest.raises(NotFound, match="queue 'nope'"):
+        api.create_launcher("@interval", "1h", "nope")
+
+
 def test_server_information(api: Client) -> None:
     api.submit("q")
     info = api.info()
@@ -331,6 +350,10 @@ def test_the_async_client_does_the_same(server: str) -> None:
             assert (job.status, job.output, job.heartbeat_timeout) == ("completed", {"ok": True}, "30s")
             assert [e.type for e in await api.history(job_id)][-1] == "job_completed"
             assert await api.tagged("t") == [job_id]
+            launcher_id = await api.create_launcher("@interval", "1h", "q")
+            assert (await api.launcher(launcher_id))["type"] == "@interval"
+            assert [item["id"] for item in await api.launchers()] == [launcher_id]
+            await api.delete_launcher(launcher_id)
             with pytest.raises(NotFound, match="queue 'nope'"):
                 await api.queue("nope")
             with pytest.raises(Conflict):

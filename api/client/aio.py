@@ -197,6 +197,24 @@ class AsyncClient:
         """Ids of the jobs with ``tag``."""
         return await self.send(calls.tagged(tag))
 
+    async def create_launcher(
+        self, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any
+    ) -> int:
+        """A launcher creating jobs on ``queue`` (see the README's Launchers): ``type`` ``@cron``,
+        ``@interval``, ``@at`` or ``@event``; ``spec``: ``template``, ``max_pending``, ``debounce``."""
+        return await self.send(calls.create_launcher(type, arguments, queue, **spec))
+
+    async def launchers(self) -> list[dict[str, Any]]:
+        """Every launcher, with its spec, ``next_at``, ``fired``, ``skipped``, ``last_job``."""
+        return await self.send(calls.list_launchers())
+
+    async def launcher(self, launcher_id: int) -> dict[str, Any]:
+        return await self.send(calls.get_launcher(launcher_id))
+
+    async def delete_launcher(self, launcher_id: int) -> None:
+        """Stop and remove the launcher; the jobs it created stay."""
+        await self.send(calls.delete_launcher(launcher_id))
+
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it has ended; :class:`~api.client.errors.WaitTimeout` after ``timeout``
         seconds (None: no limit).  One GET first, then the event feed filtered by the job, as

@@ -227,6 +227,29 @@ def health() -> ApiCall[dict[str, Any]]:
     return ApiCall("GET", "/health", _json)
 
 
+# Launchers
+
+
+def create_launcher(type: str, arguments: str | dict[str, Any], queue: str, **spec: Any) -> ApiCall[int]:
+    """Create a launcher (``POST /launcher``): ``type`` ``@cron`` / ``@interval`` / ``@at`` /
+    ``@event``, its ``arguments``, its ``queue``, and ``template``, ``max_pending``, ``debounce``
+    as the server takes them; its id.  Not safe to resend: a repeat is a second launcher."""
+    body = {"type": type, "arguments": arguments, "queue": queue, **spec}
+    return ApiCall("POST", "/launcher", lambda r: int(r.json()["id"]), body=body, safe=False)
+
+
+def list_launchers() -> ApiCall[list[dict[str, Any]]]:
+    return ApiCall("GET", "/launcher", _json)
+
+
+def get_launcher(launcher_id: int) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", f"/launcher/{launcher_id}", _json)
+
+
+def delete_launcher(launcher_id: int) -> ApiCall[None]:
+    return ApiCall("DELETE", f"/launcher/{launcher_id}", _none)
+
+
 # The ledger
 
 

@@ -197,6 +197,22 @@ class Client:
         """Ids of the jobs with ``tag``."""
         return self.send(calls.tagged(tag))
 
+    def create_launcher(self, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any) -> int:
+        """A launcher creating jobs on ``queue`` (see the README's Launchers): ``type`` ``@cron``,
+        ``@interval``, ``@at`` or ``@event``; ``spec``: ``template``, ``max_pending``, ``debounce``."""
+        return self.send(calls.create_launcher(type, arguments, queue, **spec))
+
+    def launchers(self) -> list[dict[str, Any]]:
+        """Every launcher, with its spec, ``next_at``, ``fired``, ``skipped``, ``last_job``."""
+        return self.send(calls.list_launchers())
+
+    def launcher(self, launcher_id: int) -> dict[str, Any]:
+        return self.send(calls.get_launcher(launcher_id))
+
+    def delete_launcher(self, launcher_id: int) -> None:
+        """Stop and remove the launcher; the jobs it created stay."""
+        self.send(calls.delete_launcher(launcher_id))
+
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it has ended (completed, cancelled, or failed / timed out with no retry
         left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
