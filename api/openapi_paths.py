@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ledger.events import EVENT_TYPES
+from ledger.launchers import LauncherSpec
 from ledger.requests import JobOptions, JobUpdate, QueueSettings
 from projections.views import JOB_FIELDS, JOB_STATUSES
 
@@ -52,6 +53,7 @@ PATH_PARAMS: dict[str, Param] = {
     "queue": Param(QUEUE_NAME, "Queue name: 1-255 characters of A-Z a-z 0-9 _ - ."),
     "job_id": Param(JOB_ID, "Job id (an id that is not a positive integer names no job: 404)."),
     "tag": Param(TAG, "A job tag."),
+    "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
 }
 
 #: Query parameters by name, for the endpoints that take them.
@@ -146,6 +148,23 @@ def event_item() -> JSON:
     }  # fmt: skip
 
 
+def launcher_schema() -> JSON:
+    """A launcher as ``GET /launcher/{id}`` shows it."""
+    count = {"type": "integer", "minimum": 0}
+    return {
+        "type": "object",
+        "required": ["id", "type", "arguments", "queue", "template"],
+        "properties": {
+            "id": JOB_ID, "type": {"type": "string", "enum": ["@cron", "@interval", "@at", "@event"]},
+            "arguments": {"description": "cron text, interval, RFC 3339 time, or an event filter object"},
+            "queue": QUEUE_NAME, "template": {"type": "object"}, "max_pending": count,
+            "debounce": DURATION_TEXT, "created_at": TIME_OR_NULL, "next_at": TIME_OR_NULL,
+            "fired": count, "skipped": count, "pending": count, "last_fired_at": TIME_OR_NULL,
+            "last_job": {"type": ["integer", "null"]},
+        },
+    }  # fmt: skip
+
+
 def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     """The components that answers refer to (request bodies come from the pydantic models)."""
     next_event = {**EVENT_ID, "type": ["string", "null"]}
@@ -164,10 +183,13 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
                       "properties": {"events": array(ref("Event")), "next": next_event}},
         "Info": {"type": "object", "required": ["queues", "statistics"], "properties": {
             "queues": {"type": "object", "additionalProperties": counts}, "statistics": counts}},
+        "Launcher": launcher_schema(),
         "Health": {"type": "object", "required": ["status"], "properties": {
             "status": {"type": "string", "enum": ["healthy", "unhealthy"]}, "error": {"type": "string"}}},
     }  # fmt: skip
 
+
+LAUNCHER_ID: JSON = {"type": "object", "required": ["id"], "properties": {"id": JOB_ID}}
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/queue"): Operation("List queue names", {200: Reply("Queue names.", array({"type": "string"}))}),
@@ -263,6 +285,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         {200: Reply("id: the event id, data: the event item.", {"type": "string"}, "text/event-stream")},
         query=("after", "type", "queue", "job"),
         headers={"Last-Event-ID": Param(EVENT_ID, "Resume after this event (when after is not given).")},
+    ),
+    ("POST", "/launcher"): Operation(
+        "Create a launcher (@cron, @interval, @at, @event)",
+        {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE},
+        body=Body(LauncherSpec),
+    ),
+    ("GET", "/launcher"): Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))}),
+    ("GET", "/launcher/{launcher_id}"): Operation(
+        "A launcher", {200: Reply("The launcher.", ref("Launcher")), 404: Reply("No such launcher.")}
+    ),
+    ("DELETE", "/launcher/{launcher_id}"): Operation(
+        "Stop and remove a launcher (the jobs it created stay)",
+        {204: NO_CONTENT, 404: Reply("No such launcher.")},
     ),
     ("GET", "/info"): Operation(
         "Per-queue counts by status and global statistics", {200: Reply("Counts.", ref("Info"))}
