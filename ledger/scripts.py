@@ -38,7 +38,7 @@ INCLUDES = [
     "projections/lua/lib/track_pending.lua",
     "projections/lua/lib/launcher_next.lua",
     "projections/lua/lib/enter_stopped.lua",
-    "projections/lua/lib/record_error.lua",
+    "projections/lua/lib/with_error.lua",
     "projections/lua/lib/forget_job.lua",
     "projections/lua/apply/queue_settings.lua",
     "projections/lua/apply/queue_deleted.lua",

@@ -3,9 +3,12 @@
 -- XADD, and replay calls it for each event read back from the stream.  Deterministic: it reads only
 -- the event and the projections, never the clock.  The APPLY table (event type -> applier) is
 -- generated before it by ledger/scripts.py from projections/appliers.py, holding the appliers of the
--- events the script can emit (all of them for replay).
+-- events the script can emit (all of them for replay).  Afterwards the jobs load_job read are
+-- forgotten: the event may have changed them (naming load_job here is also what makes every script
+-- with apply() include it, and LOADED with it).
 
 local function apply(id, kind, at, job, queue, data)
   APPLY[kind]({id = id, type = kind, at = tonumber(at), job = job, queue = queue, data = cjson.decode(data)})
   if job ~= '' then redis.call('RPUSH', K.history(job), id) end
+  if next(LOADED) then LOADED = {} end
 end

@@ -4,6 +4,5 @@ local function apply_job_ended(e)
   local id = e.job
   local job = load_job(id)
   leave_place(id, job)
-  redis.call('HSET', K.job(id), 'ended_at', e.at)
-  enter_stopped(id, job, job.status, true, e.at, nil)
+  enter_stopped(id, job, job.status, true, e.at, nil, {'ended_at', e.at})
 end

@@ -4,9 +4,17 @@ local function apply_job_started(e)
   local job = load_job(id)
   leave_place(id, job)
   local key = K.job(id)
-  redis.call('HSET', key, 'status', 'running', 'started_at', e.at, 'attempt', e.data.attempt)
-  redis.call('HDEL', key, 'last_heartbeat', 'ended_at', 'worker')
-  if present(e.data.worker) then redis.call('HSET', key, 'worker', e.data.worker) end
+  local fields = {'status', 'running', 'started_at', e.at, 'attempt', e.data.attempt}
+  local stale = {}  -- what the previous attempt left: cleared, with one call only when there is any
+  if job.last_heartbeat then stale[#stale + 1] = 'last_heartbeat' end
+  if job.ended_at then stale[#stale + 1] = 'ended_at' end
+  if present(e.data.worker) then
+    fields[#fields + 1] = 'worker'; fields[#fields + 1] = e.data.worker
+  elseif job.worker then
+    stale[#stale + 1] = 'worker'
+  end
+  redis.call('HSET', key, unpack(fields))
+  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
   redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
   count_running_key(job, 1)
   local deadline = run_deadline(job, e.at, e.at)

@@ -1,10 +1,11 @@
 -- enter_queue(id, job, at): put the job at the back of its priority in its queue (higher priority
 -- first, then first in, first out: the score is (100 - priority) * 2^40 + a growing sequence
--- number), in its quota key's lane if it has one, and start its max_queued_time clock
-local function enter_queue(id, job, at)
+-- number), in its quota key's lane if it has one, and start its max_queued_time clock.  Its status
+-- becomes queued (unless status_written: the caller wrote it with its other fields)
+local function enter_queue(id, job, at, status_written)
   local seq = redis.call('INCR', K.seq)
   local score = (100 - tonumber(job.priority or 0)) * 1099511627776 + seq
-  redis.call('HSET', K.job(id), 'status', 'queued')
+  if not status_written then redis.call('HSET', K.job(id), 'status', 'queued') end
   if job.quota_key then
     redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
     redis.call('SADD', K.queue_lanes(job.queue), job.quota_key)

@@ -1,16 +1,18 @@
--- set_fields(key, data, names): copy the named fields of event data into a hash: numbers and
--- strings as they are, true as '1', non-empty tables as JSON; missing, null, false, 0-length left out
-local function set_fields(key, data, names)
+-- set_fields(key, data, names, pairs): copy the named fields of event data into a hash: numbers and
+-- strings as they are, true as '1', non-empty tables as JSON; missing, null, false, 0-length left
+-- out.  One HSET, of those fields and of `pairs` (field, value, ...: written with them; optional).
+local function set_fields(key, data, names, pairs)
+  local args = pairs or {}
   for _, name in ipairs(names) do
     local v = data[name]
     if present(v) and v ~= false then
       if type(v) == 'table' then
-        if next(v) ~= nil then redis.call('HSET', key, name, cjson.encode(v)) end
-      elseif v == true then
-        redis.call('HSET', key, name, '1')
+        if next(v) ~= nil then args[#args + 1] = name; args[#args + 1] = cjson.encode(v) end
       else
-        redis.call('HSET', key, name, v)
+        args[#args + 1] = name
+        args[#args + 1] = (v == true) and '1' or v
       end
     end
   end
+  if #args > 0 then redis.call('HSET', key, unpack(args)) end
 end
