@@ -74,15 +74,43 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
 ]
 
 
-async def refuse_write(request: Request) -> Response:
-    return error_response(405, "this server is read-only: it serves a view and accepts no writes")
+def _allow(methods: list[str]) -> str:
+    """An Allow header's value, HEAD included wherever GET is (Starlette answers HEAD too)."""
+    return ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
+
+
+def refuse_write(allowed: list[str]) -> Endpoint:
+    """A read-only server's answer to a write: 405, naming the methods the path still takes."""
+    headers = {"allow": _allow(allowed)}
+
+    async def refuse(request: Request) -> Response:
+        response = error_response(405, "this server is read-only: it serves a view and accepts no writes")
+        response.headers.update(headers)
+        return response
+
+    return refuse
+
+
+def _dispatch(endpoints: dict[str, Endpoint]) -> Endpoint:
+    async def by_method(request: Request) -> Response:
+        return await endpoints["GET" if request.method == "HEAD" else request.method](request)
+
+    return by_method
 
 
 def _routes(read_only: bool) -> list[Route]:
-    return [
-        Route(path, refuse_write if (read_only and writes) else endpoint, methods=[method])
-        for path, method, endpoint, writes in ROUTES
-    ]
+    """One Route per path, dispatching on the method, so that a method the path does not take gets
+    405 with an Allow header naming all those it does."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    reads: dict[str, list[str]] = {}
+    for path, method, endpoint, writes in ROUTES:
+        if not writes:
+            reads.setdefault(path, []).append(method)
+        by_path.setdefault(path, {})[method] = endpoint
+    for path, method, _, writes in ROUTES:
+        if read_only and writes:
+            by_path[path][method] = refuse_write(reads.get(path, []))
+    return [Route(path, _dispatch(endpoints), methods=list(endpoints)) for path, endpoints in by_path.items()]
 
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:

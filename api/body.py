@@ -145,3 +145,14 @@ def positive_int(request: Request, name: str, default: int, most: int) -> int:
     if not _digits(raw) or not 1 <= int(raw) <= most:
         raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw!r}")
     return int(raw)
+
+
+#: Tags have 1 to 255 characters, as job options do (``ledger.requests.Tag``).
+MAX_TAG = 255
+
+
+def checked_tag(tag: str) -> str:
+    """A tag from a path or query: refused with 400 unless it has 1 to MAX_TAG characters."""
+    if not 1 <= len(tag) <= MAX_TAG:
+        raise BadRequest(f"invalid tag: a tag has 1 to {MAX_TAG} characters")
+    return tag

@@ -45,7 +45,9 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code in (204, 304):
         return Response(status_code=exc.status_code)
-    return error_response(exc.status_code, str(exc.detail))
+    response = error_response(exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})  # e.g. Allow on a 405
+    return response
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:

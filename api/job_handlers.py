@@ -5,15 +5,13 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from api.body import attempt, job_id, read_json, read_model
+from api.body import attempt, checked_tag, job_id, read_json, read_model
 from ledger import commands
 from ledger.errors import BadRequest
 from ledger.requests import JobUpdate
 from ledger.runner import AsyncLedger
 from projections import readers
 from projections.views import JOB_FIELDS
-
-MAX_TAG = 255
 
 
 def _ledger(request: Request) -> AsyncLedger:
@@ -78,7 +76,5 @@ async def history(request: Request) -> Response:
 
 
 async def tagged(request: Request) -> Response:
-    tag: str = request.path_params["tag"]
-    if not 1 <= len(tag) <= MAX_TAG:
-        raise BadRequest(f"invalid tag: a tag has 1 to {MAX_TAG} characters")
+    tag = checked_tag(request.path_params["tag"])
     return JSONResponse(await _ledger(request).read(readers.tagged(tag)))

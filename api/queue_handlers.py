@@ -7,7 +7,7 @@ import asyncio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from api.body import positive_int, queue_name, read_json, read_model
+from api.body import checked_tag, positive_int, queue_name, read_json, read_model
 from ledger import commands
 from ledger.durations import format_ms, parse_ms
 from ledger.errors import BadRequest
@@ -131,6 +131,8 @@ async def list_jobs(request: Request) -> Response:
     status, tag, cursor = q.get("status"), q.get("tag"), q.get("cursor", "0")
     if status is not None and status not in JOB_STATUSES:
         raise BadRequest(f"unknown status {status!r}; known: {', '.join(JOB_STATUSES)}")
+    if tag is not None:
+        checked_tag(tag)
     if not (cursor.isascii() and cursor.isdigit()):
         raise BadRequest(f"cursor must be the next value of a previous page, not {cursor!r}")
     limit = positive_int(request, "limit", 100, MAX_PAGE)

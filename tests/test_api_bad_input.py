@@ -172,7 +172,8 @@ def test_wrong_field_is_400_naming_it(
     [("PATCH", "/job/1?attempt=abc", "'abc'"), ("PATCH", "/job/1?attempt=0", "'0'"),
      ("PATCH", "/job/1?attempt=-1", "'-1'"), ("PUT", "/job/1/heartbeat?attempt=1.0", "'1.0'"),
      ("PUT", "/job/1/output?attempt=%C2%B2", "'²'"), ("GET", "/queue/q/job?count=%C2%B2", "count"),
-     ("GET", "/queue/q/job?count=0", "count")],
+     ("GET", "/queue/q/job?count=0", "count"), ("GET", "/queue/q/jobs?tag=" + "t" * 256, "1 to 255"),
+     ("GET", "/queue/q/jobs?tag=", "1 to 255"), ("GET", "/tag/" + "t" * 256, "1 to 255")],
 )  # fmt: skip
 def test_a_bad_query_parameter_is_400(api: TestClient, client: redis.Redis, namespace: str, method: str,
                                       url: str, words: str) -> None:  # fmt: skip

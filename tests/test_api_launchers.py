@@ -146,5 +146,12 @@ def test_its_jobs_and_events_through_the_api(api: TestClient, client: redis.Redi
 def test_a_read_only_server_refuses_launcher_writes(redis_url: str, namespace: str) -> None:
     with app_client(redis_url, namespace, read_only=True) as api:
         assert api.get("/launcher").json() == []
-        error_of(api.post("/launcher", json=CRON), 405)
-        error_of(api.delete("/launcher/1"), 405)
+        refused = api.post("/launcher", json=CRON)
+        error_of(refused, 405)
+        assert refused.headers["allow"] == "GET, HEAD"
+        refused = api.delete("/launcher/1")
+        error_of(refused, 405)
+        assert refused.headers["allow"] == "GET, HEAD"
+        refused = api.patch("/launcher")  # no route for that method: Starlette's 405, as JSON
+        error_of(refused, 405)
+        assert set(refused.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}
