@@ -7,8 +7,9 @@ Lua cannot run croniter, so times are computed here and passed to the scripts, w
 and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
 schedulers may run these checks side by side.
 
-After downtime a launcher fires once for every firing time it missed (``missed`` in the event counts
-the extra ones), then goes on from the first firing time after now.  Cron expressions are in UTC.
+After downtime a launcher whose firing times passed fires once, for the first of them, and the event's
+``missed`` counts the others (coalesced, not replayed as a burst); it then goes on from the first
+firing time after now.  Cron expressions are in UTC.
 """
 
 from __future__ import annotations

@@ -7,15 +7,17 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
 from ledger import commands
+from ledger.commands import Call
 from ledger.requests import JobOptions, JobUpdate
 from ledger.runner import Ledger
-from ledger.scheduler import tick
+from ledger.scheduler import CHECKS, check, tick
 from tests.support import assert_well_placed, events, fetch, frozen_clock, put_queue, run_tick, unchanged
 
 JOBS = 300
@@ -115,3 +117,30 @@ def test_an_empty_ledger_check_appends_nothing(ledger: Ledger) -> None:
         assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": [],
                                     "events": [], "launchers": []}  # fmt: skip
     assert not ledger.client.exists(ledger.keys.events)
+
+
+T = TypeVar("T")
+
+
+class CountingLedger(Ledger):
+    """A real Ledger that counts the commands (scripts) it runs."""
+
+    scripts: Counter[str]
+
+    def run(self, call: Call[T]) -> T:
+        self.scripts[call.script] += 1
+        return super().run(call)
+
+
+def test_an_idle_check_reads_its_deadline_set_and_runs_no_script(
+    client: redis.Redis, namespace: str, frozen: FrozenDateTimeFactory
+) -> None:
+    ledger = CountingLedger(client, namespace)
+    ledger.scripts = Counter()
+    start_jobs(ledger, 5)  # running, none due for a while
+    ledger.scripts.clear()
+    assert all(check(ledger, name) == [] for name in CHECKS)
+    assert ledger.scripts == Counter(), "nothing due: no check script ran"
+    frozen.tick(3600)
+    assert len(check(ledger, "timeouts")) == 5
+    assert ledger.scripts == Counter({"check_timeouts": 1})
