@@ -8,10 +8,12 @@ or many in a pipeline.  ``now`` is not an argument here: the runner adds it from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ledger import errors
+from ledger.errors import JobLedgerError
 from ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
 
 T = TypeVar("T")
@@ -96,16 +98,34 @@ def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[li
 
 def update_job(job_id: int, update: JobUpdate) -> Call[int]:
     """PATCH semantics: progress, output, status; the number of events appended (0 for an empty patch)."""
+    return Call("update_job", _update_args(job_id, update), _int)
+
+
+def _update_args(job_id: int, update: JobUpdate) -> tuple[Any, ...]:
     attempt = "" if update.attempt is None else update.attempt
-    args = (
-        job_id,
-        update.status or "",
-        update.output_text(),
-        attempt,
-        update.progress_json(),
-        update.error_json(),
-    )
-    return Call("update_job", args, _int)
+    status, output = update.status or "", update.output_text()
+    return (job_id, status, output, attempt, update.progress_json(), update.error_json())
+
+
+def update_jobs(updates: Sequence[tuple[int, JobUpdate]]) -> Call[list[int | JobLedgerError]]:
+    """Many updates in one script call, each as :func:`update_job` and checked on its own: per
+    update, the number of events appended, or the refusal (an exception, returned, not raised)."""
+    args = tuple(a for job_id, update in updates for a in _update_args(job_id, update))
+    return Call("update_jobs", args, _outcomes)
+
+
+def _outcomes(reply: list[Any]) -> list[int | JobLedgerError]:
+    out: list[int | JobLedgerError] = []
+    for item in reply:
+        if isinstance(item, int):
+            out.append(item)
+            continue
+        text = item.decode() if isinstance(item, bytes) else str(item)
+        refusal = errors.from_reply(text)
+        if refusal is None:
+            raise ValueError(f"update_jobs: unexpected reply {text!r}")
+        out.append(refusal)
+    return out
 
 
 def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int]:

@@ -77,6 +77,7 @@ INCLUDES = [
     "ledger/lua/lib/newer_id.lua",
     "ledger/lua/lib/event_matches.lua",
     "ledger/lua/lib/launch.lua",
+    "ledger/lua/lib/update.lua",
 ]
 
 _DEFINES = re.compile(r"^local function (\w+)", re.MULTILINE)

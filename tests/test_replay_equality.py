@@ -201,12 +201,17 @@ class LedgerMachine(RuleBasedStateMachine):
 
     def call(self, job_id: int, move: Move) -> Call[Any]:
         """The command for one move on a job."""
-        _, action, which, output, report, error = move
-        attempt = self.attempt(job_id, which)
+        action = move[1]
         if action == "heartbeat":
-            return commands.heartbeat(job_id, attempt)
+            return commands.heartbeat(job_id, self.attempt(job_id, move[2]))
         if action == "delete":
             return commands.delete_job(job_id)
+        return commands.update_job(job_id, self.update(job_id, move))
+
+    def update(self, job_id: int, move: Move) -> JobUpdate:
+        """The update of a move that is one (not a heartbeat nor a delete)."""
+        _, action, which, output, report, error = move
+        attempt = self.attempt(job_id, which)
         fields: dict[str, Any] = {"attempt": attempt, **report}
         if action == "progress":
             fields.setdefault("progress", 50)
@@ -216,7 +221,7 @@ class LedgerMachine(RuleBasedStateMachine):
             fields["error"] = error
         if output != NO_OUTPUT or action == "output":
             fields["output"] = None if output == NO_OUTPUT else output
-        return commands.update_job(job_id, JobUpdate(**fields))
+        return JobUpdate(**fields)
 
     def queued(self, name: str) -> list[int]:
         """The queue's queued jobs in hand-out order (none when it does not exist)."""
@@ -328,6 +333,22 @@ class LedgerMachine(RuleBasedStateMachine):
         for move in moves:
             job_id = self.choose(move[0])
             self.run(self.call(job_id, move))
+
+    @rule(moves=st.lists(moves, min_size=1, max_size=4))
+    def act_in_one_call(self, moves: list[Move]) -> None:
+        """Updates of several jobs in one update_jobs call: each taken or refused on its own, and the
+        events appended are exactly those of the updates taken."""
+        updates = []
+        for move in moves:
+            if move[1] not in ("heartbeat", "delete"):
+                job_id = self.choose(move[0])
+                updates.append((job_id, self.update(job_id, move)))
+        length = stream_length(self.client, self.namespace)
+        results = self.ledger.run(commands.update_jobs(updates))
+        assert len(results) == len(updates)
+        assert all(isinstance(r, int | NotFound | Conflict) for r in results), results
+        appended = sum(r for r in results if isinstance(r, int))
+        assert stream_length(self.client, self.namespace) == length + appended
 
     @rule(name=queues, paused=st.booleans())
     def pause_or_resume(self, name: str, paused: bool) -> None:

@@ -126,7 +126,9 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     lat = latency(servers, settings.latency_samples)
     note = f"{len(lat)} jobs one at a time; worker woken by XREAD"
     return {
-        F.ENQUEUE_BULK: Figure(bulk_rate, "jobs/s", f"pipelined, batch {best}", {"cpu_us_per_job": bulk_cpu}),
+        F.ENQUEUE_BULK: Figure(
+            bulk_rate, "jobs/s", f"create_jobs, batch {best}", {"cpu_us_per_job": bulk_cpu}
+        ),
         F.ENQUEUE_ONE: Figure(one_rate, "jobs/s", "one round trip each", {"cpu_us_per_job": one_cpu}),
         F.LATENCY_P50: Figure(F.percentile(lat, 50), "ms", note),
         F.LATENCY_P99: Figure(

@@ -1,11 +1,11 @@
 """Ours: pre-enqueued no-op jobs processed to completed through the Python library.
 
-Jobs are created first with pipelined ``create_job`` calls (``Ledger.run_many``).  Then K worker
-processes x C threads each loop straight on the ledger: ``fetch_jobs(queue, count=B, worker)``, then
-one pipelined ``update_job(completed, attempt)`` per job fetched (``Ledger.run_many``; a single job
-is completed with ``Ledger.run``), until the queue is empty.  A small grid of (K, C, B) is tried on
-a quarter of the jobs; the best is measured again on all of them (median of the repeats), and so
-is the simplest worker: 1 x 1, batch 1.
+Jobs are created first in batches, one ``create_jobs`` call each (the library's bulk create, what
+``POST /queue/{q}/jobs`` runs).  Then K worker processes x C threads each loop straight on the
+ledger: ``fetch_jobs(queue, count=B, worker)``, then one ``update_jobs`` call completing every job
+fetched (a single job is completed with ``update_job``), until the queue is empty.  A small grid of
+(K, C, B) is tried on a quarter of the jobs; the best is measured again on all of them (median of
+the repeats), and so is the simplest worker: 1 x 1, batch 1.
 
 A second row runs the real :class:`api.worker.Worker` (``transport="redis"``, an async no-op
 handler) the same way, for what a user of the worker class gets.
@@ -79,11 +79,11 @@ def drop(client: redis.Redis, keys: Keys) -> None:
 
 
 def enqueue_pipelined(ledger: Ledger, jobs: int, batch: int = ENQUEUE_BATCH) -> list[int]:
-    """Create ``jobs`` no-op jobs, ``batch`` per pipeline; their ids."""
-    create = commands.create_job(QUEUE, JobOptions())
+    """Create ``jobs`` no-op jobs, ``batch`` per ``create_jobs`` call; their ids."""
     ids: list[int] = []
     for start in range(0, jobs, batch):
-        ids += [job_id(c) for c in ledger.run_many([create] * min(batch, jobs - start))]
+        made = ledger.run(commands.create_jobs(QUEUE, [JobOptions()] * min(batch, jobs - start)))
+        ids += [job_id(c) for c in made]
     return ids
 
 
@@ -109,11 +109,11 @@ def _drain(ledger: Ledger, worker: str, batch: int, stop: Any) -> None:
         fetched = ledger.run(commands.fetch_jobs(QUEUE, batch, worker))
         if not fetched:
             return
-        done = [commands.update_job(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in fetched]
-        if len(done) == 1:  # one job: one plain call (a pipeline would add its SCRIPT EXISTS trip)
-            ledger.run(done[0])
+        done = [(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in fetched]
+        if len(done) == 1:
+            ledger.run(commands.update_job(*done[0]))
             continue
-        for outcome in ledger.run_many(done):
+        for outcome in ledger.run(commands.update_jobs(done)):
             if isinstance(outcome, Exception):
                 raise outcome
 

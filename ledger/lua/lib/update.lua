@@ -1,0 +1,64 @@
+-- update(now, id, status, output, attempt, progress, err): PATCH /job/{id} for one job: progress /
+-- message, output, and a new status, checked against the transition table.  Progress, message and
+-- output need a running job.  Every check comes before the first event, so a refused update appends
+-- nothing.  Arguments as update_job's ARGV[2..7]; returns the number of events appended, or refuses
+-- (NOT_FOUND, CONFLICT, BAD_REQUEST)
+local function update(now, id, status, output, attempt, progress, err)
+  local job = require_job(id)
+  check_attempt(id, job, attempt)
+  local RUNNING = {running = true}
+  local ALLOWED = {
+    completed = RUNNING,
+    failed = RUNNING,
+    cancelled = {running = true, queued = true, scheduled = true, waiting = true},
+    queued = {cancelled = true, failed = true, timed_out = true},
+  }
+  local ACTION = {completed = 'complete it', failed = 'fail it', cancelled = 'cancel it', queued = 'requeue it'}
+  local out = nil
+  if output ~= '' then out = output end
+
+  -- checks
+  if status ~= '' and not ALLOWED[status] then
+    refuse('BAD_REQUEST', "status '" .. status .. "' cannot be set by a client")
+  end
+  if status ~= '' then require_status(id, job, ALLOWED[status], ACTION[status]) end
+  if progress ~= '' then
+    require_status(id, job, RUNNING, 'report its progress (only a running job reports progress)')
+  end
+  if out then
+    if status == 'queued' then refuse('CONFLICT', 'output goes with a running job, or the status that ends its run') end
+    require_status(id, job, RUNNING, 'set its output (only a running job takes output)')
+  end
+  if status == 'queued' and redis.call('EXISTS', K.queue(job.queue)) == 0 then
+    refuse('CONFLICT', 'job ' .. id .. " cannot be requeued: queue '" .. job.queue .. "' no longer exists")
+  end
+
+  -- events
+  local appended = 0
+  if progress ~= '' then
+    emit(now, 'job_progressed', id, job.queue, progress)
+    appended = appended + 1
+  end
+  if status == '' then
+    if out then
+      emit(now, 'job_output_set', id, job.queue, {output = out})
+      appended = appended + 1
+    end
+  elseif status == 'completed' then
+    emit(now, 'job_completed', id, job.queue, {output = out})
+    appended = appended + 1
+  elseif status == 'failed' then
+    local e = {kind = 'error', message = ''}
+    if err ~= '' then e = cjson.decode(err) end
+    local ended, retry_at = retry_decision(job, now, e.kind)
+    emit(now, 'job_failed', id, job.queue, {ended = ended, retry_at = retry_at, output = out, error = e})
+    appended = appended + 1
+  elseif status == 'cancelled' then
+    emit(now, 'job_cancelled', id, job.queue, {output = out})
+    appended = appended + 1
+  else
+    emit(now, 'job_requeued', id, job.queue, {retry = false})
+    appended = appended + 1
+  end
+  return appended
+end
