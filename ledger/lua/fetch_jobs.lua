@@ -13,6 +13,21 @@ if max_running > 0 then
   count = math.min(count, max_running - redis.call('ZCARD', K.queue_status(name, 'running')))
 end
 local started = {}
+local function start(id)
+  local job = load_job(id)
+  local attempt = tonumber(job.attempt or 0) + 1
+  local data = {attempt = attempt}
+  if worker ~= '' then data.worker = worker end
+  emit(now, 'job_started', id, name, data)
+  started[#started + 1] = {tonumber(id), attempt, job.input or false}
+end
+if count < 1 then return started end
+if redis.call('EXISTS', K.queue_heads(name)) == 0 then
+  -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
+  -- starting a job without a quota_key changes no lane, so one read gives every job to start
+  for _, id in ipairs(redis.call('ZRANGE', K.queue_jobs(name), 0, count - 1)) do start(id) end
+  return started
+end
 for _ = 1, count do
   local plain = redis.call('ZRANGE', K.queue_jobs(name), 0, 0, 'WITHSCORES')
   local lane = redis.call('ZRANGE', K.queue_heads(name), 0, 0, 'WITHSCORES')
@@ -21,11 +36,6 @@ for _ = 1, count do
     id = redis.call('ZRANGE', K.queue_lane(name, lane[1]), 0, 0)[1]
   end
   if not id then break end
-  local job = load_job(id)
-  local attempt = tonumber(job.attempt or 0) + 1
-  local data = {attempt = attempt}
-  if worker ~= '' then data.worker = worker end
-  emit(now, 'job_started', id, name, data)
-  started[#started + 1] = {tonumber(id), attempt, job.input or false}
+  start(id)
 end
 return started
