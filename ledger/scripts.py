@@ -67,6 +67,7 @@ INCLUDES = [
     "ledger/lua/lib/refuse.lua",
     "ledger/lua/lib/emit.lua",
     "ledger/lua/lib/require_job.lua",
+    "ledger/lua/lib/load_queue.lua",
     "ledger/lua/lib/require_queue.lua",
     "ledger/lua/lib/require_status.lua",
     "ledger/lua/lib/check_attempt.lua",

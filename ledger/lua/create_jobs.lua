@@ -5,10 +5,10 @@
 -- returns a list of {id, 1 created | 0 existing}; NOT_FOUND when there is no such queue (and then
 -- nothing is created: the queue is checked before the first job)
 local now, name = tonumber(ARGV[1]), ARGV[2]
-require_queue(name)
+local queue = require_queue(name)  -- read once: creating jobs does not change a queue's settings
 local made = {}
 for i = 3, #ARGV, 2 do
-  local id, created = new_job(now, name, cjson.decode(ARGV[i]), ARGV[i + 1], '')
+  local id, created = new_job(now, name, queue, cjson.decode(ARGV[i]), ARGV[i + 1], '')
   made[#made + 1] = {id, created and 1 or 0}
 end
 return made

@@ -6,13 +6,14 @@
 local function launch(now, id, launcher, due_at, next_at, missed, trigger)
   local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger}
   local max_pending = tonumber(launcher.max_pending or 0)
-  if redis.call('EXISTS', K.queue(launcher.queue)) == 0 then
+  local queue = load_queue(launcher.queue)
+  if not queue then
     data.reason = 'queue_missing'
   elseif max_pending > 0 and redis.call('SCARD', K.launcher_pending(id)) >= max_pending then
     data.reason = 'max_pending'
   else
     local options = cjson.decode(launcher.template)
-    local job, created = new_job(now, launcher.queue, options, launcher.input or '', id)
+    local job, created = new_job(now, launcher.queue, queue, options, launcher.input or '', id)
     if created then
       data.job, data.missed = job, missed
       emit(now, 'launcher_fired', nil, launcher.queue, data)

@@ -1,9 +1,9 @@
--- new_job(now, name, options, input, launcher): create a job on queue `name` from decoded options
--- (settings left out come from the queue), input JSON text ('' none) and launcher id ('' none).
+-- new_job(now, name, queue, options, input, launcher): create a job on queue `name` (its settings
+-- `queue`, from require_queue: a batch reads them once) from decoded options (settings left out come
+-- from the queue), input JSON text ('' none) and launcher id ('' none).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
-local function new_job(now, name, options, input, launcher)
-  local queue = require_queue(name)
+local function new_job(now, name, queue, options, input, launcher)
   if present(options.unique_key) then
     local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
     if holder then return tonumber(holder), false end
