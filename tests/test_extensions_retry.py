@@ -89,6 +89,22 @@ def test_a_jobs_retry_delays_beat_the_queues_backoff(ledger: Ledger, frozen: Fro
     fail_and_retry(ledger, frozen, job_id, [3, 3])
 
 
+def test_a_jobs_backoff_beats_the_queues_retry_delays(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:
+    # delays and backoff are one policy: the job's backoff replaces the queue's delays, not behind them
+    put_queue(ledger, "q", retries=3, retry_delays=["1s"])
+    job_id = create(ledger, retry_backoff={"base": "4s", "factor": 2})
+    assert job(ledger, job_id)["retry_delays"] == []
+    fail_and_retry(ledger, frozen, job_id, [4, 8, 16])
+
+
+def test_a_job_with_empty_retry_delays_retries_at_once_despite_the_queues_backoff(
+    ledger: Ledger, frozen: FrozenDateTimeFactory
+) -> None:
+    put_queue(ledger, "q", retries=1, retry_backoff={"base": "1m"})
+    job_id = create(ledger, retry_delays=[])
+    fail_and_retry(ledger, frozen, job_id, [0])
+
+
 # --- max_queued_time ----------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 -- new_job(now, name, queue, options, input, launcher): create a job on queue `name` (its settings
 -- `queue`, from require_queue: a batch reads them once) from decoded options (settings left out come
--- from the queue), input JSON text ('' none) and launcher id ('' none).
+-- from the queue; the retry policy, delays or backoff, comes whole from one or the other), input
+-- JSON text ('' none) and launcher id ('' none).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
 local function new_job(now, name, queue, options, input, launcher)
@@ -12,9 +13,13 @@ local function new_job(now, name, queue, options, input, launcher)
   for _, field in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}) do
     if present(options[field]) then data[field] = options[field] else data[field] = tonumber(queue[field] or 0) end
   end
+  -- retry_delays and retry_backoff are one policy (the delays win when both are given): a job that
+  -- names either takes its own policy whole, and the queue's only when it names neither
+  local own_policy = present(options.retry_delays) or present(options.retry_backoff)
   for _, field in ipairs({'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}) do
     local v = options[field]
-    if not present(v) and queue[field] then v = cjson.decode(queue[field]) end
+    local policy = field == 'retry_delays' or field == 'retry_backoff'
+    if not present(v) and queue[field] and not (policy and own_policy) then v = cjson.decode(queue[field]) end
     if present(v) and next(v) ~= nil then data[field] = v end
   end
   for _, field in ipairs({'tags', 'unique_key', 'quota_key'}) do
