@@ -83,6 +83,24 @@ def test_progress_with_a_final_status_appends_both(
     assert (job(ledger, job_id)["progress"], status(ledger, job_id)) == (100, "completed")
 
 
+def test_a_new_attempt_starts_without_the_last_ones_progress(
+    ledger: Ledger, frozen: FrozenDateTimeFactory
+) -> None:
+    put_queue(ledger, "q", retries=1)
+    job_id = create(ledger)
+    fetch_one(ledger)
+    update(ledger, job_id, progress=90, message="almost")
+    update(ledger, job_id, status="failed")
+    # the failed attempt still shows how far it got, while it waits to retry
+    assert (job(ledger, job_id)["progress"], job(ledger, job_id)["message"]) == (90, "almost")
+    retried_exactly_after(ledger, frozen, job_id, 0)
+    assert fetch_one(ledger).attempt == 2
+    assert (job(ledger, job_id)["progress"], job(ledger, job_id)["message"]) == (None, None)
+    progressed = [e["data"] for e in ledger.read(readers.history(job_id)) if e["type"] == "job_progressed"]
+    assert progressed == [{"progress": 90, "message": "almost"}]  # history keeps it
+    assert_well_placed(ledger)
+
+
 @pytest.mark.parametrize("state", ["queued", "completed", "failed_waiting", "timed_out_ended", "cancelled"])
 def test_progress_of_a_job_not_running_is_refused(
     ledger: Ledger, frozen: FrozenDateTimeFactory, queue: str, state: str

@@ -1,4 +1,5 @@
--- apply_job_started(e): a worker took the job: a new attempt begins
+-- apply_job_started(e): a worker took the job: a new attempt begins, without what the previous one
+-- left (its heartbeat, end, worker, progress and message: those stay in the job's history)
 local function apply_job_started(e)
   local id = e.job
   local job = load_job(id)
@@ -8,6 +9,8 @@ local function apply_job_started(e)
   local stale = {}  -- what the previous attempt left: cleared, with one call only when there is any
   if job.last_heartbeat then stale[#stale + 1] = 'last_heartbeat' end
   if job.ended_at then stale[#stale + 1] = 'ended_at' end
+  if job.progress then stale[#stale + 1] = 'progress' end
+  if job.message then stale[#stale + 1] = 'message' end
   if present(e.data.worker) then
     fields[#fields + 1] = 'worker'; fields[#fields + 1] = e.data.worker
   elseif job.worker then
