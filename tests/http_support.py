@@ -26,7 +26,7 @@ from replay.compare import snapshot
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled")
 #: jobledger's queue settings beyond Ocypod's, at their defaults.
-EXTENSION_DEFAULTS = {
+EXTENSION_DEFAULTS: dict[str, Any] = {
     "retry_backoff": None, "priority": 0, "max_queued_time": "0s", "max_running": 0,
     "max_running_per_key": 0, "retry_on": [], "no_retry_on": [], "paused": False,
 }  # fmt: skip

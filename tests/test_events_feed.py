@@ -14,6 +14,7 @@ from ledger.keys import Keys
 from ledger.requests import JobOptions, JobUpdate, QueueSettings
 from ledger.runner import Ledger
 from ledger.stream import EventFilter, scan
+from replay.source import xrange
 from tests.http_support import app_client
 
 
@@ -35,7 +36,7 @@ def _workload(ledger: Ledger) -> None:
 
 
 def _all_ids(client: redis.Redis, namespace: str) -> list[str]:
-    return [i.decode() for i, _ in client.xrange(Keys(namespace).events)]
+    return [i.decode() for i, _ in xrange(client, Keys(namespace).events)]
 
 
 def _follow(api: TestClient, **params: Any) -> list[dict[str, Any]]:

@@ -106,7 +106,7 @@ def test_swap_under_concurrent_writes_loses_nothing(
     assert load.reads > 0
     assert (done.old, done.new) == (0, 1)
     assert done.tail <= 20
-    assert int(client.get(Keys(namespace).build("generation"))) == 1
+    assert client.get(Keys(namespace).build("generation")) == b"1"
     assert keys_of_generation(client, Keys(namespace)) == [], "the old generation is removed"
     assert done.removed > 0
     for job_id in load.created:  # every job written before, during and after the swap

@@ -6,12 +6,14 @@ import redis
 
 from ledger import commands
 from ledger.errors import Conflict, NotFound
-from ledger.requests import JobUpdate
+from ledger.requests import ErrorReport, JobUpdate
 from ledger.runner import Ledger
 from replay.compare import compare
 from replay.placement import misplaced
 from replay.rebuild import rebuild
 from tests.support import create, event_types, fetch, put_queue, status, stream_length
+
+DISK = ErrorReport(kind="io", message="disk")
 
 
 def test_each_update_is_taken_or_refused_on_its_own(
@@ -26,7 +28,7 @@ def test_each_update_is_taken_or_refused_on_its_own(
     results = ledger.run(
         commands.update_jobs([
             (a.id, JobUpdate(status="completed", attempt=a.attempt, output={"ok": 1})),
-            (b.id, JobUpdate(status="failed", attempt=b.attempt, error={"kind": "io", "message": "disk"})),
+            (b.id, JobUpdate(status="failed", attempt=b.attempt, error=DISK)),
             (c.id, JobUpdate(status="completed", attempt=c.attempt + 1)),  # not the running attempt
             (ids[3], JobUpdate(status="completed")),  # still queued
             (10**9, JobUpdate(status="completed")),  # no such job
