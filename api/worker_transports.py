@@ -4,11 +4,14 @@ Both transports run the same ledger commands (``fetch_jobs``, ``heartbeat``, ``u
 same arguments, so a job leaves the same events whichever a worker uses.  Both name the attempt on
 every update (fencing) and raise the :mod:`api.client.errors` tree, so the worker handles one kind
 of error.  HTTP works from anywhere and in any deployment; Redis is the fast path for Python workers
-that can reach the ledger's Redis: no HTTP hop, and a batch fetch costs one script call.
+that can reach the ledger's Redis: no HTTP hop, a batch fetch costs one script call, and the jobs
+that finish while one completion is on its way are completed together by the next call
+(``update_jobs``: each update checked on its own, the same events as one ``update_job`` each).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -111,6 +114,7 @@ class RedisTransport:
     def __init__(self, redis_url: str, namespace: str = DEFAULT_NAMESPACE) -> None:
         self._redis = redis.asyncio.Redis.from_url(redis_url)
         self.ledger = AsyncLedger(self._redis, namespace)
+        self._finishing = GroupCommit(self.ledger)
 
     async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]:
         fetched = await _translated(self.ledger.run(commands.fetch_jobs(queue, count, worker)))
@@ -136,18 +140,77 @@ class RedisTransport:
         fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
         if output is not UNSET:
             fields["output"] = output
-        await self._run(commands.update_job(job.id, JobUpdate(**fields)))
+        await self._finishing.update(job.id, JobUpdate(**fields))
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
         fields = {"status": "failed", "attempt": job.attempt, "error": failure.error()}
-        update = JobUpdate.model_validate(fields)
-        await self._run(commands.update_job(job.id, update))
+        await self._finishing.update(job.id, JobUpdate.model_validate(fields))
 
     async def close(self) -> None:
+        await self._finishing.drained()
         await self._redis.aclose()
 
     async def _run(self, call: Call[T]) -> T:
         return await _translated(self.ledger.run(call))
+
+
+class GroupCommit:
+    """Job updates sent as few ``update_jobs`` calls as their timing allows (group commit).
+
+    An update that finds no call on its way is sent at once, alone; those made while a call is on
+    its way wait for it and go together in the next (up to ``limit`` per call).  No update waits
+    for a timer, and each caller gets its own outcome: the number of events appended, or its own
+    refusal raised as the client's error, while the others of its call go through.
+    """
+
+    def __init__(self, ledger: AsyncLedger, limit: int = 500) -> None:
+        self.ledger = ledger
+        self.limit = limit
+        self.calls = 0  # update_jobs calls made, for the curious (and the tests)
+        self._pending: list[tuple[int, JobUpdate, asyncio.Future[int]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def update(self, job_id: int, update: JobUpdate) -> int:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._pending.append((job_id, update, done))
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send())
+        return await done
+
+    async def drained(self) -> None:
+        """Wait until every update made so far has been sent and answered."""
+        if self._sender is not None:
+            await asyncio.shield(self._sender)
+
+    async def _send(self) -> None:
+        batch: list[tuple[int, JobUpdate, asyncio.Future[int]]] = []
+        try:
+            while self._pending:
+                batch, self._pending = self._pending[: self.limit], self._pending[self.limit :]
+                self.calls += 1
+                try:
+                    outcomes = await _translated(
+                        self.ledger.run(commands.update_jobs([(i, u) for i, u, _ in batch]))
+                    )
+                except Exception as exc:  # noqa: BLE001 (each caller receives it)
+                    for *_, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                    continue
+                for (*_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue
+                    if isinstance(outcome, JobLedgerError):
+                        done.set_exception(error_for(outcome.status, outcome.message))
+                    else:
+                        done.set_result(outcome)
+        except asyncio.CancelledError:  # the loop is closing: no caller may wait for ever
+            for *_, done in [*batch, *self._pending]:
+                done.cancel()
+            self._pending = []
+            raise
+        finally:
+            self._sender = None
 
 
 def _heartbeat_timeouts(ids: list[int]) -> Read[list[float]]:
