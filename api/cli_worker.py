@@ -107,6 +107,9 @@ def worker(
 ) -> None:
     """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if log_level.lower() != "debug":  # httpx logs every request at info: every poll of an idle queue
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     make = functools.partial(
         Worker,
         load_handler(handler),

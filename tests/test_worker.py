@@ -341,7 +341,8 @@ def test_sigterm_mid_job_lets_the_job_finish_and_takes_no_other(
     with cli_worker("--queue", "q", "--grace-period", "30s", *args) as proc:
         eventually(lambda: api.get(first).status == "running", timeout=20)
         proc.send_signal(signal.SIGTERM)
-        read_until(proc, "stopping: waiting up to 30s for 1 running job")
+        log = read_until(proc, "stopping: waiting up to 30s for 1 running job")
+        assert "HTTP Request" not in log, "httpx's line per request stays out of the worker's log at info"
         release.touch()
         assert proc.wait(timeout=20) == 0
     assert api.get(first).status == "completed"
