@@ -94,10 +94,11 @@ class JobCreated(EventData):
     type = "job_created"
     json_text_fields = ("input",)
 
-    timeout: int
-    heartbeat_timeout: int
-    expires_after: int
-    retries: int
+    # the resolved settings; those at 0 are left out of the stored data (older events carry them)
+    timeout: int = 0
+    heartbeat_timeout: int = 0
+    expires_after: int = 0
+    retries: int = 0
     retry_delays: list[int] = []
     retry_backoff: BackoffData | None = None
     tags: list[str] = []

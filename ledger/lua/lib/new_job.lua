@@ -10,8 +10,11 @@ local function new_job(now, name, queue, options, input, launcher)
     if holder then return tonumber(holder), false end
   end
   local data = {}
+  -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0
   for _, field in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}) do
-    if present(options[field]) then data[field] = options[field] else data[field] = tonumber(queue[field] or 0) end
+    local v = options[field]
+    if not present(v) then v = tonumber(queue[field] or 0) end
+    if v ~= 0 then data[field] = v end
   end
   -- retry_delays and retry_backoff are one policy (the delays win when both are given): a job that
   -- names either takes its own policy whole, and the queue's only when it names neither

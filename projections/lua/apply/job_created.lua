@@ -1,5 +1,6 @@
 -- apply_job_created(e): a new job with its resolved settings, queued, or scheduled until run_at; its
--- hash written in one HSET.  Job ids are handed out in order by the command that appends
+-- hash written in one HSET.  A numeric setting at 0 is not stored (absent reads as 0), nor is it in
+-- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are handed out in order by the command that appends
 -- job_created, so the ids of these events only grow along the stream: job_id is simply the latest.
 local function apply_job_created(e)
   local d, id = e.data, e.job
@@ -8,9 +9,11 @@ local function apply_job_created(e)
   local scheduled = present(d.run_at)
   local priority = present(d.priority) and d.priority > 0 and d.priority or nil
   local max_queued = present(d.max_queued_time) and d.max_queued_time > 0 and d.max_queued_time or nil
-  local fields = {'queue', e.queue, 'created_at', e.at, 'timeout', d.timeout,
-    'heartbeat_timeout', d.heartbeat_timeout, 'expires_after', d.expires_after, 'retries', d.retries,
-    'status', scheduled and 'scheduled' or 'queued'}
+  local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued'}
+  for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries'}) do
+    local v = d[name]
+    if present(v) and v > 0 then fields[#fields + 1] = name; fields[#fields + 1] = v end
+  end
   if priority then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
   if max_queued then fields[#fields + 1] = 'max_queued_time'; fields[#fields + 1] = max_queued end
   set_fields(key, d, {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
