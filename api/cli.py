@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import math
 import signal
 from collections.abc import Callable, Iterator, Mapping
@@ -285,11 +286,20 @@ def build_app() -> typer.Typer:
 
     app.add_typer(cli_replay.app, name="replay")
     app.add_typer(cli_events.app, name="events")
-    with contextlib.suppress(ImportError):  # `bench` lives in tests/benchmarks: a source checkout's
-        from tests.benchmarks.cli import app as bench_app
-
+    bench_app = _bench_app()
+    if bench_app is not None:
         app.add_typer(bench_app)
     return app
+
+
+def _bench_app() -> typer.Typer | None:
+    """``jobledger bench``: tests/benchmarks, installed as jobledger_bench (the peers it measures
+    beside ours are not installed), or imported from a source checkout run without installing."""
+    for module in ("jobledger_bench.cli", "tests.benchmarks.cli"):
+        with contextlib.suppress(ImportError):
+            bench: typer.Typer = importlib.import_module(module).app
+            return bench
+    return None
 
 
 def main() -> None:

@@ -52,3 +52,19 @@ def test_the_table_prints_every_row(quick_run: dict[str, Any]) -> None:
         line = next(line for line in text.splitlines() if line.startswith(f"| {label}"))
         assert any(ch.isdigit() for ch in line.split("|")[2]), line
     assert "SPEC section 7 bars:" in text
+
+
+def test_the_harness_imports_itself_relatively_so_it_installs_as_jobledger_bench() -> None:
+    """pyproject installs tests/benchmarks as ``jobledger_bench`` (for ``jobledger bench``); an
+    absolute ``tests.benchmarks`` import would only work in a checkout."""
+    harness = ROOT / "tests" / "benchmarks"
+    absolute = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in harness.rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if line.lstrip().startswith(("from tests.", "import tests."))
+    ]
+    assert absolute == []
+    from api.cli import _bench_app
+
+    assert _bench_app() is not None

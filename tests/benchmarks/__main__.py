@@ -1,5 +1,5 @@
 """``python -m tests.benchmarks``: see :mod:`tests.benchmarks.cli`."""
 
-from tests.benchmarks.cli import main
+from .cli import main
 
 main()

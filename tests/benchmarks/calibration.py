@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import redis
 
-from tests.benchmarks.server import Servers
+from .server import Servers
 
 REFERENCE = {"unpipelined": 80_000, "pipelined_16": 500_000}
 

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from tests.benchmarks.figures import CALIBRATION, OURS_PARTS, PEER_NAMES, Settings
+from .figures import CALIBRATION, OURS_PARTS, PEER_NAMES, Settings
 
 
 def settings_for(quick: bool, jobs: int | None) -> Settings:
@@ -31,8 +31,8 @@ def settings_for(quick: bool, jobs: int | None) -> Settings:
 def execute(quick: bool, only: str | None, as_json: bool, jobs: int | None, redis_url: str | None,
             command: str, save: str | None = None) -> int:  # fmt: skip
     """Run the benchmark and print its report (and save its JSON to ``save``); the exit code."""
-    from tests.benchmarks import report, run
-    from tests.benchmarks.server import Servers
+    from . import report, run
+    from .server import Servers
 
     try:
         chosen = run.parts(only)

@@ -23,7 +23,8 @@ from ledger import commands
 from ledger.keys import Keys
 from ledger.requests import JobOptions, JobUpdate, QueueSettings
 from ledger.runner import Ledger
-from tests.benchmarks.server import bundled_server
+
+from .server import bundled_server
 
 BATCH = 100
 

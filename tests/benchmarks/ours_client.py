@@ -19,12 +19,13 @@ import redis
 from ledger import commands
 from ledger.requests import JobOptions, JobUpdate
 from ledger.runner import Ledger
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.ours_process import QUEUE, _warm, enqueue_pipelined, job_id, ledger_on
-from tests.benchmarks.runs import PyWorkers
-from tests.benchmarks.sampling import Meter
-from tests.benchmarks.server import Servers
+
+from . import figures as F
+from .figures import Figure, Results, Settings
+from .ours_process import QUEUE, _warm, enqueue_pipelined, job_id, ledger_on
+from .runs import PyWorkers
+from .sampling import Meter
+from .server import Servers
 
 BULK_BATCHES = (100, 500, 2000)
 WARMUP = 20

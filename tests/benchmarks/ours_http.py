@@ -22,15 +22,18 @@ from typing import Any
 
 import httpx
 
-from tests.benchmarks import figures as F
-from tests.benchmarks import http_load
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.ours_process import QUEUE, ledger_on
-from tests.benchmarks.server import Servers
+from . import figures as F
+from . import http_load
+from .figures import Figure, Results, Settings
+from .ours_process import QUEUE, ledger_on
+from .server import Servers
 
-ROOT = Path(__file__).resolve().parents[2]
+#: This package's name: tests.benchmarks in a checkout, jobledger_bench where jobledger is installed.
+PACKAGE = __package__ or "tests.benchmarks"
+#: The directory it imports from (the checkout's root, or site-packages), for the app's server.
+ROOT = Path(__file__).resolve().parents[PACKAGE.count(".") + 1]
 WORKER_COUNTS = (1, 2)
-APPS = {"ours": "tests.benchmarks.http_apps:ours", "bare": "tests.benchmarks.http_apps:bare"}
+APPS = {name: f"{PACKAGE}.http_apps:{name}" for name in ("ours", "bare")}
 
 
 def _free_port() -> int:

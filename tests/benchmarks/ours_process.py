@@ -28,11 +28,12 @@ from ledger.keys import Keys
 from ledger.requests import JobOptions, JobUpdate, QueueSettings
 from ledger.runner import Ledger
 from ledger.scripts import sources
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.runs import Probe, PyWorkers, RunFailed, process
-from tests.benchmarks.sampling import Meter, Usage, script_calls
-from tests.benchmarks.server import Servers
+
+from . import figures as F
+from .figures import Figure, Results, Settings
+from .runs import Probe, PyWorkers, RunFailed, process
+from .sampling import Meter, Usage, script_calls
+from .server import Servers
 
 QUEUE = "bench"
 ENQUEUE_BATCH = 500

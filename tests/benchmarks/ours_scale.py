@@ -29,11 +29,12 @@ from ledger.requests import JobOptions, JobUpdate, QueueSettings
 from ledger.runner import Ledger
 from ledger.scheduler import check as scheduler_check
 from replay.rebuild import rebuild
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.ours_process import QUEUE, _warm, drop, enqueue_pipelined, job_id, ledger_on
-from tests.benchmarks.sampling import Meter, sample
-from tests.benchmarks.server import Servers
+
+from . import figures as F
+from .figures import Figure, Results, Settings
+from .ours_process import QUEUE, _warm, drop, enqueue_pipelined, job_id, ledger_on
+from .sampling import Meter, sample
+from .server import Servers
 
 BATCH = 1000
 SMALL = 10

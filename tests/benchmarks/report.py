@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.benchmarks import calibration
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results
+from . import calibration
+from . import figures as F
+from .figures import Figure, Results
 
 #: (key, label, better): better is "higher", "lower" or "" (no direction: context only).
 ROWS: list[tuple[str, str, str]] = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -21,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks import calibration, ours_client, ours_http, ours_process, ours_scale
-from tests.benchmarks.figures import CALIBRATION, PEER_NAMES, Results, Settings
-from tests.benchmarks.figures import OURS_PARTS as OURS
-from tests.benchmarks.server import Servers, describe
+from . import calibration, ours_client, ours_http, ours_process, ours_scale
+from .figures import CALIBRATION, PEER_NAMES, Results, Settings
+from .figures import OURS_PARTS as OURS
+from .server import Servers, describe
 
 ROOT = Path(__file__).resolve().parents[2]
 Log = Callable[[str], None]
@@ -69,8 +70,16 @@ def load() -> str:
         return "unknown"
 
 
+def _installed_version() -> str:
+    try:
+        return "jobledger " + importlib.metadata.version("jobledger")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def revision() -> str:
-    """The git commit measured (``JOBLEDGER_BENCH_REVISION`` outside a git checkout)."""
+    """The git commit measured; outside a git checkout ``JOBLEDGER_BENCH_REVISION``, else the
+    installed jobledger's version."""
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -80,7 +89,7 @@ def revision() -> str:
     except OSError:
         head = None
     if head is None or head.returncode != 0:
-        return os.environ.get("JOBLEDGER_BENCH_REVISION", "unknown")
+        return os.environ.get("JOBLEDGER_BENCH_REVISION") or _installed_version()
     return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
 
 
@@ -109,7 +118,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
 def _peers(
     servers: Servers, settings: Settings, chosen: set[str], log: Log
 ) -> tuple[dict[str, Results], dict[str, str]]:
-    from tests.benchmarks.peers import PEERS
+    from .peers import PEERS
 
     systems: dict[str, Results] = {}
     missing: dict[str, str] = {}

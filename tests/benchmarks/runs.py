@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import redis
 
-from tests.benchmarks.sampling import Usage, between, sample
+from .sampling import Usage, between, sample
 
 POLL = 0.002
 READY_TIMEOUT = 60.0

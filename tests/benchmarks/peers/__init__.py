@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from tests.benchmarks.peers import bullmq_peer, dramatiq_peer, saq_peer
+from . import bullmq_peer, dramatiq_peer, saq_peer
 
 PEERS: dict[str, ModuleType] = {"dramatiq": dramatiq_peer, "saq": saq_peer, "bullmq": bullmq_peer}

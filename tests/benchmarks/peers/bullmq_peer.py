@@ -20,18 +20,18 @@ from typing import Any
 
 import redis
 
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.peers.common import (
+from .. import figures as F
+from ..figures import Figure, Results, Settings
+from ..runs import NodeWorkers, Probe, process
+from ..sampling import Meter, sample
+from ..server import Servers
+from .common import (
     PeerRun,
     best_of_grid,
     latency_figures,
     one_by_one_figure,
     process_figures,
 )
-from tests.benchmarks.runs import NodeWorkers, Probe, process
-from tests.benchmarks.sampling import Meter, sample
-from tests.benchmarks.server import Servers
 
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 GRID = ((1, 50), (1, 200), (2, 50), (2, 200))

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.runs import RunFailed
-from tests.benchmarks.sampling import Usage, script_calls
+from .. import figures as F
+from ..figures import Figure, Results, Settings
+from ..runs import RunFailed
+from ..sampling import Usage, script_calls
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,18 @@ from typing import Any
 
 import redis
 
-from tests.benchmarks import figures as F
-from tests.benchmarks.figures import Figure, Results, Settings
-from tests.benchmarks.peers.common import (
+from .. import figures as F
+from ..figures import Figure, Results, Settings
+from ..runs import Probe, PyWorkers, process
+from ..sampling import Meter, sample
+from ..server import Servers
+from .common import (
     PeerRun,
     best_of_grid,
     latency_figures,
     one_by_one_figure,
     process_figures,
 )
-from tests.benchmarks.runs import Probe, PyWorkers, process
-from tests.benchmarks.sampling import Meter, sample
-from tests.benchmarks.server import Servers
 
 GRID = ((1, 10), (1, 50), (2, 10), (2, 50))
 WARMUP = 20
