@@ -79,7 +79,9 @@ def _installed_version() -> str:
 
 def revision() -> str:
     """The git commit measured; outside a git checkout ``JOBLEDGER_BENCH_REVISION``, else the
-    installed jobledger's version."""
+    installed jobledger's version (always, when this runs as the installed ``jobledger_bench``)."""
+    if __package__ != "tests.benchmarks":
+        return os.environ.get("JOBLEDGER_BENCH_REVISION") or _installed_version()
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True

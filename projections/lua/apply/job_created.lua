@@ -1,7 +1,8 @@
 -- apply_job_created(e): a new job with its resolved settings, queued, or scheduled until run_at; its
 -- hash written in one HSET.  A numeric setting at 0 is not stored (absent reads as 0), nor is it in
--- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are handed out in order by the command that appends
--- job_created, so the ids of these events only grow along the stream: job_id is simply the latest.
+-- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are
+-- handed out in order by the command that appends job_created, so the ids of these events only
+-- grow along the stream: job_id is simply the latest.
 local function apply_job_created(e)
   local d, id = e.data, e.job
   redis.call('SET', K.job_id, id)
