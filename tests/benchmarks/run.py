@@ -70,7 +70,10 @@ def load() -> str:
         return "unknown"
 
 
-def _installed_version() -> str:
+def _revision_outside_git() -> str:
+    """``JOBLEDGER_BENCH_REVISION``, else the installed jobledger's version."""
+    if os.environ.get("JOBLEDGER_BENCH_REVISION"):
+        return os.environ["JOBLEDGER_BENCH_REVISION"]
     try:
         return "jobledger " + importlib.metadata.version("jobledger")
     except importlib.metadata.PackageNotFoundError:
@@ -81,7 +84,7 @@ def revision() -> str:
     """The git commit measured; outside a git checkout ``JOBLEDGER_BENCH_REVISION``, else the
     installed jobledger's version (always, when this runs as the installed ``jobledger_bench``)."""
     if __package__ != "tests.benchmarks":
-        return os.environ.get("JOBLEDGER_BENCH_REVISION") or _installed_version()
+        return _revision_outside_git()
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -91,7 +94,7 @@ def revision() -> str:
     except OSError:
         head = None
     if head is None or head.returncode != 0:
-        return os.environ.get("JOBLEDGER_BENCH_REVISION") or _installed_version()
+        return _revision_outside_git()
     return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
 
 

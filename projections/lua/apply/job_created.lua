@@ -8,15 +8,13 @@ local function apply_job_created(e)
   redis.call('SET', K.job_id, id)
   local key = K.job(id)
   local scheduled = present(d.run_at)
-  local priority = present(d.priority) and d.priority > 0 and d.priority or nil
-  local max_queued = present(d.max_queued_time) and d.max_queued_time > 0 and d.max_queued_time or nil
   local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued'}
-  for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries'}) do
+  local set = {}  -- the numeric settings above 0, stored
+  for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
+      'max_queued_time'}) do
     local v = d[name]
-    if present(v) and v > 0 then fields[#fields + 1] = name; fields[#fields + 1] = v end
+    if present(v) and v > 0 then fields[#fields + 1] = name; fields[#fields + 1] = v; set[name] = v end
   end
-  if priority then fields[#fields + 1] = 'priority'; fields[#fields + 1] = priority end
-  if max_queued then fields[#fields + 1] = 'max_queued_time'; fields[#fields + 1] = max_queued end
   set_fields(key, d, {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
     'retry_on', 'no_retry_on', 'launcher', 'run_at'}, fields)
   if present(d.tags) then
@@ -29,7 +27,8 @@ local function apply_job_created(e)
     redis.call('ZADD', K.due_release, d.run_at, id)
   else
     local quota_key = present(d.quota_key) and d.quota_key or nil
-    local job = {queue = e.queue, priority = priority, quota_key = quota_key, max_queued_time = max_queued}
+    local job = {queue = e.queue, priority = set.priority, quota_key = quota_key,
+      max_queued_time = set.max_queued_time}
     enter_queue(id, job, e.at, true)
   end
   redis.call('HINCRBY', K.stats, 'total_jobs_created', 1)
