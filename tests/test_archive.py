@@ -63,6 +63,13 @@ def read_all(client: redis.Redis, namespace: str, after: str | None = None, batc
     ]
 
 
+def first_stream_id(segment_name: str) -> tuple[int, int]:
+    """The stream id a segment file starts at, as numbers: names sort as text, ids do not."""
+    first = segment_name.removeprefix("events-").split("_", 1)[0]
+    ms, seq = first.split("-")
+    return int(ms), int(seq)
+
+
 def test_old_events_move_to_segments_and_every_reader_still_sees_them(
     client: redis.Redis, redis_url: str, timed: Ledger, clock: list[int], namespace: str, tmp_path: Path
 ) -> None:
@@ -77,7 +84,9 @@ def test_old_events_move_to_segments_and_every_reader_still_sees_them(
     assert rec == ArchiveRecord(tmp_path.resolve(), old[-1], len(old))
     segments = read_manifest(tmp_path)
     assert [s.count for s in segments] == [10] * (len(old) // 10) + ([len(old) % 10] if len(old) % 10 else [])
-    assert [s.file for s in segments] == sorted(p.name for p in tmp_path.glob("events-*.jsonl"))
+    assert [s.file for s in segments] == sorted(
+        (p.name for p in tmp_path.glob("events-*.jsonl")), key=first_stream_id
+    )
     assert segments[0].file == f"events-{ids[0]}_{ids[9]}.jsonl"
     # replay, export and the archive's lookup by id read the archive, then the stream
     assert read_all(client, namespace) == ids
