@@ -14,7 +14,6 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import redis.asyncio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,12 +26,13 @@ from api import launcher_handlers as launcher
 from api import metrics, openapi
 from api import queue_handlers as queue
 from api.config import Config
-from api.fetch_waiters import FetchWaiters
 from api.http_errors import HANDLERS, error_response
 from ledger import commands, scheduler
 from ledger.errors import Unavailable
+from ledger.redis_clients import async_client
 from ledger.requests import QueueSettings
 from ledger.runner import AsyncLedger
+from ledger.watch import LedgerWatch
 
 log = logging.getLogger("jobledger.api")
 
@@ -139,19 +139,19 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        client = redis.asyncio.Redis.from_url(redis_url, socket_connect_timeout=2)
+        client = async_client(redis_url)
         ledger = AsyncLedger(client, config.redis.key_namespace)
         ledger.observe = app.state.metrics.observe
-        waiters = FetchWaiters(ledger)
+        watch = LedgerWatch(ledger)
         tasks = []
         if not read_only:
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
                 tasks.append(asyncio.create_task(scheduler.run(ledger, scheduler.intervals(config))))
         try:
-            yield {"ledger": ledger, "waiters": waiters}
+            yield {"ledger": ledger, "watch": watch}
         finally:
-            await waiters.close()
+            await watch.close()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

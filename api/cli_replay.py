@@ -33,6 +33,7 @@ from api.cli import (
 from api.config import Config
 from ledger.durations import format_time
 from ledger.keys import Keys
+from ledger.redis_clients import sync_client
 from replay.archive import ArchiveError
 from replay.progress import Meter
 from replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
@@ -62,7 +63,7 @@ FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, redis.RedisError,
 def ledger_client(config: Config, stop: SignalStop) -> Iterator[redis.Redis]:
     """A Redis client of the configured ledger's server (the embedded one started if need be)."""
     with open_redis(config, stop) as url:
-        client = redis.Redis.from_url(url)
+        client = sync_client(url)
         try:
             yield client
         finally:

@@ -25,6 +25,7 @@ from api.body import positive_int, valid_job_id
 from ledger.errors import BadRequest
 from ledger.events import EVENT_TYPES, Event
 from ledger.keys import valid_queue_name
+from ledger.redis_clients import block_ms
 from ledger.runner import AsyncLedger, translate
 from ledger.stream import EventFilter, decode_entries, id_key, newest, scan
 from replay.archive import ArchiveRecord, archive_key, parse_record, record
@@ -106,8 +107,9 @@ class _Follower:
     async def next_batch(self) -> tuple[list[Event], ArchiveRecord | None]:
         """The stream's next events (empty after BLOCK_MS), and the archive record read just after
         them: if retention trimmed events this read skipped, the record says so."""
-        pipe = self.ledger.client.pipeline(transaction=False)
-        pipe.xread({self.ledger.keys.events: self.position}, count=500, block=BLOCK_MS)
+        client = self.ledger.client
+        pipe = client.pipeline(transaction=False)
+        pipe.xread({self.ledger.keys.events: self.position}, count=500, block=block_ms(client, BLOCK_MS))
         pipe.hgetall(archive_key(self.ledger.keys))
         reply, raw = await pipe.execute()
         return decode_entries(reply), parse_record(raw)

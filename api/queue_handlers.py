@@ -13,6 +13,7 @@ from ledger.durations import format_ms, parse_ms
 from ledger.errors import BadRequest
 from ledger.requests import JobOptions, QueueSettings
 from ledger.runner import AsyncLedger
+from ledger.watch import queue_topic
 from projections import listing, readers
 from projections.views import JOB_STATUSES
 
@@ -86,13 +87,12 @@ async def fetch_job(request: Request) -> Response:
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger, loop = _ledger(request), asyncio.get_running_loop()
     deadline = loop.time() + wait
-    while True:
-        signal = request.state.waiters.signal(name) if wait else None  # before trying: no lost wake-up
+    if wait:
+        with request.state.watch.subscribe([queue_topic(name)]) as woken:  # before trying: no lost wake-up
+            while not (jobs := await ledger.run(call)) and (remaining := deadline - loop.time()) > 0:
+                await woken.wait(remaining)
+    else:
         jobs = await ledger.run(call)
-        remaining = deadline - loop.time()
-        if jobs or signal is None or remaining <= 0:
-            break
-        await request.state.waiters.wait(name, remaining)
     if not jobs:
         if not wait:  # Ocypod's next_job_delay: slow down workers polling an empty queue
             await asyncio.sleep(request.app.state.next_job_delay / 1000)

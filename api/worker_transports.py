@@ -28,6 +28,7 @@ from ledger.commands import Call
 from ledger.durations import parse_ms
 from ledger.errors import JobLedgerError
 from ledger.keys import DEFAULT_NAMESPACE, Keys
+from ledger.redis_clients import async_client
 from ledger.requests import JobUpdate
 from ledger.runner import AsyncLedger
 from projections.readers import Read
@@ -112,7 +113,7 @@ class RedisTransport:
     """The worker straight on the ledger: the commands' scripts through :class:`AsyncLedger`."""
 
     def __init__(self, redis_url: str, namespace: str = DEFAULT_NAMESPACE) -> None:
-        self._redis = redis.asyncio.Redis.from_url(redis_url)
+        self._redis = async_client(redis_url)
         self.ledger = AsyncLedger(self._redis, namespace)
         self._finishing = GroupCommit(self.ledger)
 

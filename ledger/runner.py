@@ -20,6 +20,7 @@ from ledger import errors
 from ledger.clock import Clock, now_ms
 from ledger.commands import Call
 from ledger.keys import DEFAULT_NAMESPACE, Keys
+from ledger.redis_clients import async_client, sync_client
 from ledger.scripts import sources
 from projections.readers import Read
 
@@ -160,8 +161,8 @@ class AsyncLedger(_Base):
 
 
 def connect(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> Ledger:
-    return Ledger(redis.Redis.from_url(url), namespace, clock)
+    return Ledger(sync_client(url), namespace, clock)
 
 
 def connect_async(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> AsyncLedger:
-    return AsyncLedger(redis.asyncio.Redis.from_url(url), namespace, clock)
+    return AsyncLedger(async_client(url), namespace, clock)

@@ -1,0 +1,77 @@
+"""Redis clients as jobledger makes them: every timeout set here, whatever redis-py's defaults are.
+
+redis-py's defaults change between versions (8.x reads with a 5 s socket timeout and resends a
+command after a timeout or a dropped connection; 5.x waits for ever and resends nothing), so every
+client jobledger creates comes from :func:`sync_client` or :func:`async_client`, which set them:
+
+- a command that has not answered within :data:`COMMAND_TIMEOUT` is reported as Redis being
+  unreachable, rather than holding its caller for ever (a stopped or overloaded server);
+- a command is never resent by the client: a command is one script that appends events, and a
+  resend after a lost answer would append them twice.  Whoever can resend safely does it itself;
+- a blocking read (``XREAD BLOCK``) blocks for at most :func:`block_ms` of what it asks, so it
+  always answers before the socket timeout of the client it runs on, whoever made that client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+
+#: Seconds a command may take to answer before Redis counts as unreachable.
+COMMAND_TIMEOUT = 10.0
+#: Seconds to establish a connection.
+CONNECT_TIMEOUT = 2.0
+#: How long (ms) a blocking read is kept short of its client's socket timeout.
+BLOCK_MARGIN_MS = 1_000
+#: The shortest block a blocking read asks for, however short the client's socket timeout.
+MIN_BLOCK_MS = 100
+
+
+def _options(overrides: dict[str, Any]) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "socket_timeout": COMMAND_TIMEOUT,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "retry_on_timeout": False,
+    }
+    options.update(overrides)
+    return options
+
+
+def sync_client(url: str, **overrides: Any) -> redis.Redis:
+    """A ``redis.Redis`` for ``url`` with jobledger's timeouts and no resends (see the module)."""
+    client = redis.Redis.from_url(url, **_options(overrides))
+    _no_resend(client)
+    return client
+
+
+def async_client(url: str, **overrides: Any) -> redis.asyncio.Redis:
+    """A ``redis.asyncio.Redis`` for ``url`` with jobledger's timeouts and no resends."""
+    client = redis.asyncio.Redis.from_url(url, **_options(overrides))
+    _no_resend(client)
+    return client
+
+
+def _no_resend(client: redis.Redis | redis.asyncio.Redis) -> None:
+    """No retry object at all on the client and its connections: every version then sends each
+    command once (``retry`` is a constructor argument only in some versions, so it is set here)."""
+    kwargs = client.connection_pool.connection_kwargs
+    if "retry" in kwargs or hasattr(client, "retry"):
+        retry_class = (
+            redis.asyncio.retry.Retry if isinstance(client, redis.asyncio.Redis) else redis.retry.Retry
+        )
+        none = retry_class(NoBackoff(), 0)
+        kwargs["retry"] = none
+        if hasattr(client, "retry"):
+            client.retry = none  # type: ignore[union-attr]
+
+
+def block_ms(client: redis.Redis | redis.asyncio.Redis, wanted_ms: int) -> int:
+    """How long a blocking read on ``client`` may block: ``wanted_ms``, cut to end at least
+    :data:`BLOCK_MARGIN_MS` before the client's socket timeout (None: no timeout, no cut)."""
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    if timeout is None:
+        return wanted_ms
+    return max(MIN_BLOCK_MS, min(wanted_ms, int(timeout * 1000) - BLOCK_MARGIN_MS))

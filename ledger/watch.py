@@ -1,0 +1,187 @@
+"""Waiting on the ledger: one follower of its live end per process wakes whoever waits on what an
+event names.
+
+A long-polling fetch waits for an event naming its queue, the Redis worker for events of its queues
+and of the jobs it holds, the scheduler for any event (a new deadline may be nearer than its sleep).
+None of them polls: one task reads the stream's new entries with a blocking ``XREAD`` and wakes
+every subscription a new entry names.  The task starts with the first subscription, so a process
+nobody waits in pays nothing, and it stops after a quiet read with nobody subscribed.
+
+Subscribe *before* looking at the state you wait on, then wait::
+
+    with watch.subscribe([queue_topic("emails")]) as sub:
+        while not (jobs := await fetch()):
+            await sub.wait(remaining)
+
+so that an event appended between the look and the wait still wakes you.
+
+Each read blocks for at most :func:`ledger.redis_clients.block_ms` of :data:`BLOCK_MS`, so a quiet
+spell of any length never meets the client's socket timeout.  When Redis cannot be read, every
+subscription is woken (its owner tries again and reports for itself) and the task reads again after
+a pause, logging once per kind of failure rather than once per try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Hashable, Iterable
+from types import TracebackType
+from typing import Any, Self
+
+import redis
+
+from ledger.redis_clients import block_ms
+from ledger.runner import AsyncLedger
+from ledger.stream import newest
+
+log = logging.getLogger("jobledger.watch")
+
+#: The longest a read of the stream blocks (ms) before the follower checks whether anyone waits.
+BLOCK_MS = 15_000
+#: How many entries one read takes at most.
+COUNT = 1_000
+#: Pause (s) before reading again after Redis could not be read, doubling up to RETRY_MAX.
+RETRY_FIRST, RETRY_MAX = 0.1, 2.0
+
+#: What a subscription waits on: ("queue", name), ("job", id), or ANY (every event).
+Topic = tuple[str, Hashable]
+ANY: Topic = ("any", None)
+
+
+def queue_topic(name: str) -> Topic:
+    return ("queue", name)
+
+
+def job_topic(job_id: int) -> Topic:
+    return ("job", int(job_id))
+
+
+def entry_topics(fields: dict[Any, Any]) -> set[Topic]:
+    """The topics a stream entry wakes: its queue, its job, and ANY."""
+    topics = {ANY}
+    queue = _text(fields.get(b"queue", fields.get("queue", b"")))
+    if queue:
+        topics.add(queue_topic(queue))
+    job = _text(fields.get(b"job", fields.get("job", b"")))
+    if job:
+        topics.add(job_topic(int(job)))
+    return topics
+
+
+class Subscription:
+    """Woken when an event names one of its topics; :meth:`wait` consumes a wake-up."""
+
+    def __init__(self, watch: LedgerWatch, topics: Iterable[Topic]) -> None:
+        self.watch = watch
+        self.topics = frozenset(topics)
+        self.woken = asyncio.Event()
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Until woken (True) or ``timeout`` seconds pass (False); a wake-up that came since the
+        last wait counts at once.  Resets for the next wait."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self.woken.wait()
+        woken = self.woken.is_set()
+        self.woken.clear()
+        return woken
+
+    def close(self) -> None:
+        self.watch._remove(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class LedgerWatch:
+    """Wakes the subscriptions of the topics each new event names (see the module)."""
+
+    def __init__(self, ledger: AsyncLedger, block: int = BLOCK_MS) -> None:
+        self.ledger = ledger
+        self.block = block
+        self._subscribers: dict[Topic, set[Subscription]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def subscribe(self, topics: Iterable[Topic]) -> Subscription:
+        """A subscription to ``topics``, following the ledger if nobody did; close it when done."""
+        sub = Subscription(self, topics)
+        for topic in sub.topics:
+            self._subscribers.setdefault(topic, set()).add(sub)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._follow(), name="ledger-watch")
+        return sub
+
+    async def wait(self, topics: Iterable[Topic], timeout: float | None) -> bool:
+        """Wait once for an event on ``topics`` (subscribing only now: see the module)."""
+        with self.subscribe(topics) as sub:
+            return await sub.wait(timeout)
+
+    def _remove(self, sub: Subscription) -> None:
+        for topic in sub.topics:
+            subs = self._subscribers.get(topic)
+            if subs is not None:
+                subs.discard(sub)
+                if not subs:
+                    del self._subscribers[topic]
+
+    def _wake(self, topics: Iterable[Topic] | None = None) -> None:
+        """Wake the subscriptions of ``topics`` (of every topic when None)."""
+        chosen = self._subscribers.keys() if topics is None else topics
+        for topic in list(chosen):
+            for sub in self._subscribers.get(topic, ()):
+                sub.woken.set()
+
+    async def _follow(self) -> None:
+        """Follow the ledger until a quiet read finds nobody subscribed."""
+        position: str | None = None
+        pause = RETRY_FIRST
+        failing: str | None = None
+        client = self.ledger.client
+        while True:
+            try:
+                if position is None:
+                    position = await self.ledger.read(newest())
+                    self._wake()  # whoever subscribed before the position was known looks once more
+                reply = await client.xread(
+                    {self.ledger.keys.events: position}, count=COUNT, block=block_ms(client, self.block)
+                )
+            except (redis.RedisError, OSError) as exc:
+                kind = type(exc).__name__
+                if kind != failing:
+                    log.warning("cannot follow the ledger (waiters try on their own): %s", exc)
+                failing = kind
+                self._wake()
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX)
+                continue
+            if failing is not None:
+                log.info("following the ledger again")
+                failing, pause = None, RETRY_FIRST
+            if not reply and not self._subscribers:
+                return
+            for _, entries in reply or []:
+                position = _text(entries[-1][0])
+                topics: set[Topic] = set()
+                for _, fields in entries:
+                    topics |= entry_topics(fields)
+                self._wake(topics)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
