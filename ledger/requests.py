@@ -42,6 +42,8 @@ def _time(value: Any) -> int:
 
 
 Time = Annotated[int, BeforeValidator(_time)]
+#: Ocypod's six statuses and jobledger's scheduled
+Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled"]
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000
@@ -145,7 +147,8 @@ class JobUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["completed", "failed", "cancelled", "queued"] | None = None
+    #: any status parses; the transition table (in the update script) refuses those it does not allow
+    status: Status | None = None
     output: Any = None
     attempt: Annotated[StrictInt, Field(ge=1)] | None = None
     progress: Annotated[StrictInt, Field(ge=0, le=100)] | None = None
@@ -154,8 +157,8 @@ class JobUpdate(BaseModel):
 
     @model_validator(mode="after")
     def _error_needs_failed(self) -> JobUpdate:
-        if self.error is not None and self.status != "failed":
-            raise ValueError("error goes with status 'failed'")
+        if self.error is not None and self.status not in ("failed", "timed_out"):
+            raise ValueError("error goes with status 'failed' or 'timed_out'")
         return self
 
     def output_text(self) -> str:
