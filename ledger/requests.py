@@ -8,7 +8,8 @@ as RFC 3339 text and are held as milliseconds since the epoch.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -176,3 +177,35 @@ class JobUpdate(BaseModel):
 def json_text(value: Any) -> str:
     """Compact JSON text of a user value."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field's annotation holds (through ``| None`` and ``Annotated``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def known_part(
+    model: type[BaseModel], data: Mapping[str, Any], where: str = ""
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the keys ``model`` has no field for (inside nested models too), and those
+    keys, dotted from the top (``retry_backoff.step``).  Ocypod ignores keys it does not know; so
+    does jobledger, naming them (see ``api.body.read_model``)."""
+    known: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(where + key)
+            continue
+        nested = _model_in(field.annotation)
+        if nested is not None and isinstance(value, Mapping):
+            value, deeper = known_part(nested, value, f"{where}{key}.")
+            unknown += deeper
+        known[key] = value
+    return known, unknown
