@@ -163,7 +163,9 @@ class JobUpdate(BaseModel):
         return self
 
     def output_text(self) -> str:
-        return json_text(self.output) if "output" in self.model_fields_set else ""
+        """The output to set, as JSON text; '' for none.  ``"output": null`` sets nothing, as in
+        Ocypod (its clients send the null of an unset field); ``PUT /job/{id}/output`` sets null."""
+        return "" if self.output is None else json_text(self.output)
 
     def progress_json(self) -> str:
         """``{progress, message}`` as given, or '' when neither is."""

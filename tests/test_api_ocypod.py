@@ -92,6 +92,16 @@ def test_a_word_that_is_no_status_is_400(
         assert "status" in error_of(patch(api, job_id, status=status), 400)
 
 
+def test_a_null_output_sets_nothing_as_in_ocypod(api: TestClient) -> None:
+    """Ocypod's clients send the null of an unset field: ``{"status": "cancelled", "output": null}``
+    cancels a queued job (it takes no output), where an output would be refused."""
+    job_id = create_job(api)
+    no_content(patch(api, job_id, status="cancelled", output=None))
+    assert "only a running job takes output" in error_of(
+        patch(api, create_job(api), status="cancelled", output=1), 409
+    )
+
+
 def test_a_client_times_a_running_job_out_and_its_retries_apply(api: TestClient) -> None:
     job_id = running_job(api, retries=1, retry_delays=["1h"])
     no_content(patch(api, job_id, status="timed_out"))
