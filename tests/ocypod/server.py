@@ -48,7 +48,7 @@ def wipe(client: redis.Redis, namespace: str) -> None:
         client.delete(key)
 
 
-def _environment(extra: Mapping[str, str]) -> dict[str, str]:
+def environment(extra: Mapping[str, str]) -> dict[str, str]:
     """This environment without jobledger's own settings (so only the arguments decide), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_")}
     return {**env, **extra}
@@ -79,20 +79,28 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=5)
 
 
+def command(port: int, redis_url: str | None, namespace: str, *args: str) -> list[str]:
+    """``python -m api.cli serve --port P --redis-url URL --namespace NS ARGS...``; without a
+    port or URL (0, None) the configuration gives them."""
+    address = (["--port", str(port)] if port else []) + (["--redis-url", redis_url] if redis_url else [])
+    return [sys.executable, "-m", "api.cli", "serve", *address, "--namespace", namespace, *args]
+
+
 @contextmanager
 def serve(
-    redis_url: str,
+    redis_url: str | None,
     log: Path,
     *args: str,
-    namespace: str | None = None,
+    port: int | None = None,
+    flags: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> Iterator[Served]:
-    """``python -m api.cli serve --port P --redis-url URL --namespace NS ARGS...`` while the block runs."""
-    port, ns = free_port(), namespace or new_namespace()
-    command = [sys.executable, "-m", "api.cli", "serve", "--port", str(port), "--redis-url", redis_url,
-               "--namespace", ns, *args]  # fmt: skip
+    """The server, on ``port`` (a free one by default) and a namespace of its own, while the block
+    runs; ``flags=False`` leaves its port and Redis URL to the configuration (which must use ``port``)."""
+    port, ns = port or free_port(), new_namespace()
+    command_line = command(port if flags else 0, redis_url if flags else None, ns, *args)
     with log.open("wb") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, env=_environment(env or {}), stdout=out, stderr=out)
+        proc = subprocess.Popen(command_line, cwd=ROOT, env=environment(env or {}), stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(proc, url, log)
