@@ -6,6 +6,7 @@ ids of a deleted queue; ``retry_delays`` null; and body keys it does not know, i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,17 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from tests.http_support import app_client, create_job, error_of, fetch, no_content, put_queue, unchanged
+from api.app import create_app
+from tests.http_support import (
+    app_client,
+    create_job,
+    error_of,
+    fetch,
+    make_config,
+    no_content,
+    put_queue,
+    unchanged,
+)
 
 
 @pytest.fixture
@@ -230,3 +241,25 @@ def test_a_strict_server_refuses_unknown_keys(
             message = error_of(strict.request(method, url, json=body), 400)
     assert f"unknown field(s) {named}" in message
     assert "strict" in message
+
+
+# --- a server that runs no checks (serve --no-scheduler) ----------------------------------------
+
+
+@pytest.mark.parametrize("scheduler", [True, False])
+def test_scheduler_setting_decides_whether_the_server_runs_the_checks(
+    redis_url: str, client: redis.Redis, namespace: str, scheduler: bool
+) -> None:
+    """A job past its timeout when the server starts: timed out within a second by a server that
+    runs the checks, still running after 1.5 s on one that leaves them to others."""
+    with app_client(redis_url, namespace) as setup:
+        put_queue(setup, "q")
+        job_id = create_job(setup, timeout="1ms")
+        fetch(setup)
+    time.sleep(0.01)
+    config = make_config(namespace, scheduler=scheduler)
+    with TestClient(create_app(config, redis_url)) as served:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline and served.get(f"/job/{job_id}/status").json() == "running":
+            time.sleep(0.05)
+        assert served.get(f"/job/{job_id}/status").json() == ("timed_out" if scheduler else "running")
