@@ -77,6 +77,12 @@ class Settings:
         return cls(timeout, beat, expires, retries=view["retries"], retry_delays=delays)
 
 
+def delays(job: dict[str, Any]) -> list[int] | None:
+    """A job's ``retry_delays`` as Ocypod's ``Option<Vec<Duration>>`` (seconds)."""
+    given = job["retry_delays"]
+    return None if given is None else [seconds(d) for d in given]
+
+
 def job_request(**fields: Any) -> dict[str, Any]:
     """A ``job::CreateRequest`` body: the fields given, durations (seconds) in humantime's words."""
     for name in ("timeout", "heartbeat_timeout", "expires_after"):
