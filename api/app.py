@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,6 +26,7 @@ from api import job_handlers as job
 from api import launcher_handlers as launcher
 from api import metrics, openapi
 from api import queue_handlers as queue
+from api.body import IgnoredKeysHeader
 from api.config import Config
 from api.http_errors import HANDLERS, error_response
 from ledger import commands, scheduler
@@ -53,6 +55,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
     ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
     ("/job/{job_id}", "GET", job.get_job, False),
+    ("/job/{job_id}/status", "GET", job.get_status, False),
     ("/job/{job_id}", "PATCH", job.update_job, True),
     ("/job/{job_id}", "DELETE", job.delete_job, True),
     ("/job/{job_id}/heartbeat", "PUT", job.heartbeat, True),
@@ -136,6 +139,7 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
     """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else."""
     read_only = config.server.read_only
     queues = configured_queues(config)
+    run_scheduler = run_scheduler and config.server.scheduler
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -157,8 +161,10 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             await asyncio.gather(*tasks, return_exceptions=True)
             await client.aclose()
 
-    app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan)  # type: ignore[arg-type]
+    app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
+                    middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
+    app.state.strict = config.server.strict
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     return app

@@ -4,14 +4,25 @@ command's pydantic model (400 with what was wrong), and path parameters checked.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.errors import BadRequest, JobLedgerError, NotFound
 from ledger.keys import valid_queue_name
+from ledger.requests import known_part
+
+log = logging.getLogger("jobledger.api")
+
+#: The response header naming the body keys a request sent that were ignored.
+IGNORED_HEADER = "x-jobledger-ignored-keys"
+_IGNORED = "jobledger.ignored_keys"  # where a request's ignored keys wait in its ASGI scope
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -92,12 +103,68 @@ async def read_json(request: Request, default: Any = ...) -> Any:
         raise BadRequest(_TOO_DEEP) from None
 
 
-async def read_model(request: Request, model: type[M], empty_ok: bool = False) -> M:
-    """The body parsed into ``model``; it must be a JSON object."""
+async def read_model(request: Request, model: type[M], empty_ok: bool = False, *, lenient: bool = False) -> M:
+    """The body parsed into ``model``; it must be a JSON object.  ``lenient`` (Ocypod's bodies):
+    keys the model does not know are ignored, as Ocypod ignores them, and named
+    (:func:`ignore_keys`); otherwise they are a 400."""
     data = await read_json(request, {} if empty_ok else ...)
     if not isinstance(data, dict):
         raise BadRequest(f"request body must be a JSON object, not {type(data).__name__}")
-    return model.model_validate(data)
+    return parse_model(request, model, data) if lenient else model.model_validate(data)
+
+
+def parse_model(request: Request, model: type[M], data: Mapping[str, Any], where: str = "") -> M:
+    """``data`` (one JSON object of the body; ``where`` prefixes its keys' names) into ``model``,
+    keys it does not know ignored and named (:func:`ignore_keys`)."""
+    known, unknown = known_part(model, data, where)
+    ignore_keys(request, unknown)
+    return model.model_validate(known)
+
+
+def ignore_keys(request: Request, keys: list[str]) -> None:
+    """Body keys jobledger does not know: 400 on a strict server (``[server] strict``); otherwise
+    ignored, named in a warning and in the answer's x-jobledger-ignored-keys header."""
+    if not keys:
+        return
+    names = key_names(keys)
+    if request.app.state.strict:
+        raise BadRequest(f"unknown field(s) {names} (this server is strict: unknown fields are refused)")
+    log.warning("%s %s: ignored unknown field(s) %s", request.method, request.url.path, names)
+    request.scope.setdefault(_IGNORED, []).extend(keys)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_NAMED = 20
+
+
+def key_names(keys: list[str]) -> str:
+    """Keys as one line fit for a header: plain ones as they are, others as JSON strings (ASCII),
+    at most MAX_NAMED of them."""
+    shown = [k if _PLAIN_KEY.fullmatch(k) else json.dumps(k) for k in keys[:MAX_NAMED]]
+    more = f" and {len(keys) - MAX_NAMED} more" if len(keys) > MAX_NAMED else ""
+    return ", ".join(shown) + more
+
+
+class IgnoredKeysHeader:
+    """ASGI middleware: the x-jobledger-ignored-keys header on the answer of a request whose body
+    had keys that were ignored, whatever the answer (error answers included)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_named(message: Message) -> None:
+            ignored = scope.get(_IGNORED)
+            if ignored and message["type"] == "http.response.start":
+                header = (IGNORED_HEADER.encode(), key_names(ignored).encode())
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        await self.app(scope, receive, send_named)
 
 
 def queue_name(request: Request) -> str:

@@ -217,6 +217,14 @@ def serve(
     read_only: Annotated[
         bool | None, typer.Option("--read-only/--read-write", help="Refuse every write.")
     ] = None,
+    strict: Annotated[
+        bool | None,
+        typer.Option("--strict/--lenient", help="Refuse unknown body keys (400) rather than ignore them."),
+    ] = None,
+    run_checks: Annotated[
+        bool | None,
+        typer.Option("--scheduler/--no-scheduler", help="Run the scheduler's checks here (default) or not."),
+    ] = None,
     appendfsync: Annotated[
         str | None, typer.Option(help="Embedded server's fsync: everysec (default) or always.")
     ] = None,
@@ -231,6 +239,7 @@ def serve(
     """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured)."""
     config = make_config(config_path, data_dir, redis_url, namespace, {
         "server.host": host, "server.port": port, "server.read_only": read_only,
+        "server.strict": strict, "server.scheduler": run_checks,
         "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
         "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
         "server.timeout_check_interval": timeout_check_interval,

@@ -1,17 +1,22 @@
 """The configuration: Ocypod's TOML sections plus jobledger's own, with one order of precedence.
 
 Values come from, lowest first: the defaults here, the TOML file (with ``${VAR}`` and
-``${VAR=default}`` interpolated from the environment), the ``JOBLEDGER_*`` environment variables
-(:data:`ENV_VARS`), and the command-line flags (passed in as dotted ``overrides``).  Durations are
-held as integer milliseconds and sizes as bytes, so nothing downstream parses text again.
+``${VAR=default}`` interpolated from the environment, as Ocypod does, on the file's text before it is
+parsed), the ``JOBLEDGER_*`` environment variables (:data:`ENV_VARS`), and the command-line flags
+(passed in as dotted ``overrides``).  Keys jobledger does not know are named in a warning and
+ignored, as Ocypod ignores them.  Durations are held as integer milliseconds and sizes as bytes,
+so nothing downstream parses text again.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import tomllib
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,6 +24,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ledger.durations import parse_ms
 from ledger.keys import DEFAULT_NAMESPACE
+from ledger.requests import QueueSettings, known_part
+
+log = logging.getLogger("jobledger.config")
 
 #: ``JOBLEDGER_*`` environment variable -> the dotted field it sets.  The one place this mapping lives.
 ENV_VARS: dict[str, str] = {
@@ -31,6 +39,8 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_EXPIRY_CHECK_INTERVAL": "server.expiry_check_interval",
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
     "JOBLEDGER_READ_ONLY": "server.read_only",
+    "JOBLEDGER_STRICT": "server.strict",
+    "JOBLEDGER_SCHEDULER": "server.scheduler",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
@@ -96,6 +106,8 @@ class ServerConfig(_Section):
     expiry_check_interval: Duration = 300_000
     next_job_delay: Duration = 0
     read_only: bool = False
+    strict: bool = False  # refuse request bodies with keys jobledger does not know (400), not ignore them
+    scheduler: bool = True  # run the scheduler's checks in this process (false: leave them to others)
     log_level: str = "info"
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
 
@@ -124,9 +136,12 @@ class RedisConfig(_Section):
     @field_validator("key_namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        """The namespace becomes a Redis Cluster hash tag, so it cannot be empty or hold braces."""
-        if not value or "{" in value or "}" in value:
-            raise ValueError(f"{value!r} is not a namespace (non-empty, without '{{' or '}}')")
+        """The namespace becomes a Redis Cluster hash tag, so it cannot hold braces; empty (Ocypod's
+        default, "no prefix") means the default namespace, since an empty hash tag holds no slot."""
+        if not value:
+            return DEFAULT_NAMESPACE
+        if "{" in value or "}" in value:
+            raise ValueError(f"{value!r} is not a namespace (without '{{' or '}}')")
         return value
 
 
@@ -167,36 +182,79 @@ class Config(_Section):
     queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-def interpolate(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
-    """Replace ``${VAR}`` / ``${VAR=default}`` in every string inside ``value``; ``$${VAR}`` stays literal."""
-    if isinstance(value, str):
-        return _interpolate_text(value, environ, where)
-    if isinstance(value, dict):
-        return {k: interpolate(v, environ, _join(where, k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
+def interpolate(text: str, environ: Mapping[str, str]) -> str:
+    """Replace ``${VAR}`` / ``${VAR=default}`` in a TOML file's text, before it is parsed (so
+    ``port = ${PORT=8023}`` gives a number, and ``[queue.${PREFIX=}jobs]`` a table name, as in
+    Ocypod).  Inside a basic string ("...") the value is escaped, so any value stays one string;
+    inside a literal string ('...') it goes in as it is, and may not hold the quote.  ``$${VAR}``
+    writes ``${VAR}`` itself; comments are left alone.  A variable that is not set and has no
+    default is an error naming it and its line."""
+    out: list[str] = []
+    for start, end, quote in _stretches(text):
+        piece = text[start:end]
+        if quote == "#" or "${" not in piece:
+            out.append(piece)
+            continue
+        first = text.count("\n", 0, start) + 1
+        out.append(_INTERPOLATION.sub(partial(_value, environ, quote, piece, first), piece))
+    return "".join(out)
+
+
+_QUOTES = ('"""', "'''", '"', "'")
+
+
+def _stretches(text: str) -> list[tuple[int, int, str | None]]:
+    """The text cut by what each stretch is in: bare text (None), a string (its opening quote, multi-
+    line ones alike) or a comment ("#"); enough of TOML's lexer to know how to write a value in place."""
+    found: list[tuple[int, int, str | None]] = []
+    i = start = 0
+    while i < len(text):
+        quote = next((q for q in _QUOTES if text.startswith(q, i)), "#" if text[i] == "#" else None)
+        if quote is None:
+            i += 1
+            continue
+        end = _closing(text, i, quote)
+        found += [(start, i, None), (i, end, quote)]
+        i = start = end
+    return [*found, (start, len(text), None)]
+
+
+def _closing(text: str, i: int, quote: str) -> int:
+    """Just after the end of the string or comment that ``quote`` opens at ``i``."""
+    if quote == "#":
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    j = i + len(quote)
+    while j < len(text):
+        if quote[0] == '"' and text[j] == "\\":
+            j += 2
+        elif text.startswith(quote, j):
+            return j + len(quote)
+        elif len(quote) == 1 and text[j] == "\n":
+            return j  # an unclosed string: the TOML parser says so
+        else:
+            j += 1
+    return len(text)
+
+
+def _value(
+    environ: Mapping[str, str], quote: str | None, piece: str, first: int, match: re.Match[str]
+) -> str:
+    """What one ``${...}`` of ``piece`` (a stretch starting on line ``first``) becomes, written for
+    where it stands."""
+    line = first + piece.count("\n", 0, match.start())
+    escaped, name, default = match.groups()
+    if escaped:
+        return match.group(0)[1:]
+    value = environ.get(name, default)
+    if value is None:
+        hint = f"set it, or give a default with ${{{name}=default}}"
+        raise ConfigError(f"line {line}: environment variable {name} is not set ({hint})")
+    if quote is not None and quote[0] == '"':
+        return json.dumps(value, ensure_ascii=False)[1:-1]  # JSON's string escapes are TOML's too
+    if quote is not None and ("'" in value or (len(quote) == 1 and "\n" in value)):
+        raise ConfigError(f'line {line}: the value of {name} cannot go inside a literal string; use "..."')
     return value
-
-
-def _interpolate_text(text: str, environ: Mapping[str, str], where: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        escaped, name, default = match.groups()
-        if escaped:
-            return match.group(0)[1:]
-        if name in environ:
-            return environ[name]
-        if default is not None:
-            return default
-        raise ConfigError(
-            f"{where}: environment variable {name} is not set "
-            f"(set it, or give a default with ${{{name}=default}})"
-        )
-
-    return _INTERPOLATION.sub(replace, text)
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 def _within(where: str, key: str) -> bool:
@@ -218,14 +276,33 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: object) -> None:
     node[field] = value
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The file, interpolated from ``environ``, then parsed."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {path}: not found") from exc
+    try:
+        return tomllib.loads(interpolate(text, environ))
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}, {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path}: not valid TOML: {exc}") from exc
+        raise ConfigError(f"config file {path}: not valid TOML (after interpolation): {exc}") from exc
+
+
+def _known(raw: dict[str, Any], origin: str) -> dict[str, Any]:
+    """``raw`` without the keys jobledger does not know, each named in a warning (Ocypod ignores
+    them too); queue sections are checked against the queue settings."""
+    known, unknown = known_part(Config, raw)
+    queues = known.get("queue")
+    if isinstance(queues, dict):
+        for name, section in queues.items():
+            if isinstance(section, dict):
+                queues[name], more = known_part(QueueSettings, section, f"queue.{name}.")
+                unknown += more
+    for key in unknown:
+        log.warning("%s: unknown key %s, ignored", origin, key)
+    return known
 
 
 def _explain(error: ValidationError, origins: Mapping[str, str]) -> ConfigError:
@@ -256,7 +333,7 @@ def load_config(
     raw: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if path is not None:
-        raw = interpolate(_read_toml(Path(path)), env)
+        raw = _known(_read_toml(Path(path), env), f"config file {path}")
         origins[""] = f"config file {path}"
     for var, dotted in ENV_VARS.items():
         if env.get(var, "") != "":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from api.body import attempt, checked_tag, job_id, read_json, read_model
+from api.body import attempt, checked_tag, ignore_keys, job_id, read_json, read_model
 from ledger import commands
 from ledger.errors import BadRequest
 from ledger.requests import JobUpdate
@@ -35,9 +35,14 @@ async def get_job(request: Request) -> Response:
     return JSONResponse(await _ledger(request).read(readers.job(job_id(request), _fields(request))))
 
 
+async def get_status(request: Request) -> Response:
+    """Ocypod's ``GET /job/{id}/status``: the status as a JSON string, e.g. ``"queued"``."""
+    return JSONResponse(await _ledger(request).read(readers.job_status(job_id(request))))
+
+
 async def update_job(request: Request) -> Response:
     jid = job_id(request)
-    update = await read_model(request, JobUpdate)
+    update = await read_model(request, JobUpdate, lenient=True)
     update = update.model_copy(update={"attempt": attempt(request, update.attempt)})
     await _ledger(request).run(commands.update_job(jid, update))
     return Response(status_code=204)
@@ -52,6 +57,8 @@ async def heartbeat(request: Request) -> Response:
     jid = job_id(request)
     body = await read_json(request, default=None)
     body_attempt = body.get("attempt") if isinstance(body, dict) else None
+    if isinstance(body, dict):
+        ignore_keys(request, [key for key in body if key != "attempt"])
     valid = isinstance(body_attempt, int) and not isinstance(body_attempt, bool) and body_attempt >= 1
     if body_attempt is not None and not valid:
         raise BadRequest("attempt must be a positive integer")

@@ -121,7 +121,7 @@ _JOB_FIELD_SCHEMAS: dict[str, JSON] = {
     "input": {}, "output": {},
     **{d: DURATION_TEXT for d in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time")},
     **{c: {"type": "integer"} for c in ("retries", "retries_attempted", "attempt", "priority")},
-    "retry_delays": array(DURATION_TEXT), "ended": {"type": "boolean"},
+    "retry_delays": {"type": ["array", "null"], "items": DURATION_TEXT}, "ended": {"type": "boolean"},
     "progress": {"type": ["integer", "null"]},
     "errors": array({"type": "object", "properties": {
         "at": TIME_OR_NULL, "attempt": {"type": "integer"}, "kind": {"type": "string"},
@@ -212,7 +212,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Number of queued jobs", {200: Reply("Queued jobs.", {"type": "integer"}), **NO_QUEUE}
     ),
     ("GET", "/queue/{queue}/job_ids"): Operation(
-        "Job ids by status", {200: Reply("{status: [ids]} for every status.", ref("JobIds")), **NO_QUEUE}
+        "Job ids by status",
+        {
+            200: Reply("{status: [ids]} for every status.", ref("JobIds")),
+            404: Reply("No such queue, and no job of it is left."),
+        },
+        description="A deleted queue answers with the jobs it left behind (running, failed, ended...).",
     ),
     ("POST", "/queue/{queue}/job"): Operation(
         "Create a job",
@@ -249,6 +254,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("PUT", "/queue/{queue}/resume"): Operation("Resume a queue", {204: NO_CONTENT, **NO_QUEUE}),
     ("GET", "/job/{job_id}"): Operation(
         "A job's fields", {200: Reply("All fields, or those named.", ref("Job"))}, query=("fields",)
+    ),
+    ("GET", "/job/{job_id}/status"): Operation(
+        "A job's status",
+        {200: Reply("The status, a JSON string.", {"type": "string", "enum": list(JOB_STATUSES)})},
     ),
     ("PATCH", "/job/{job_id}"): Operation(
         "Update a job: status, output, progress, message, error",

@@ -7,7 +7,7 @@ import asyncio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from api.body import checked_tag, positive_int, queue_name, read_json, read_model
+from api.body import checked_tag, parse_model, positive_int, queue_name, read_json, read_model
 from ledger import commands
 from ledger.durations import format_ms, parse_ms
 from ledger.errors import BadRequest
@@ -34,7 +34,7 @@ async def list_queues(request: Request) -> Response:
 
 async def put_queue(request: Request) -> Response:
     name = queue_name(request)
-    settings = await read_model(request, QueueSettings, empty_ok=True)
+    settings = await read_model(request, QueueSettings, empty_ok=True, lenient=True)
     created = await _ledger(request).run(commands.put_queue(name, settings))
     return Response(status_code=201 if created else 204, headers={"location": f"/queue/{name}"})
 
@@ -59,7 +59,7 @@ async def queue_job_ids(request: Request) -> Response:
 
 async def create_job(request: Request) -> Response:
     name = queue_name(request)
-    options = await read_model(request, JobOptions, empty_ok=True)
+    options = await read_model(request, JobOptions, empty_ok=True, lenient=True)
     made = await _ledger(request).run(commands.create_job(name, options))
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
     return JSONResponse(
@@ -146,12 +146,12 @@ async def create_jobs(request: Request) -> Response:
     raw = await read_json(request)
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_BATCH:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
-    jobs = [_job_body(i, item) for i, item in enumerate(raw)]
+    jobs = [_job_body(request, i, item) for i, item in enumerate(raw)]
     made = await _ledger(request).run(commands.create_jobs(name, jobs))
     return JSONResponse([m.id for m in made], status_code=201)
 
 
-def _job_body(index: int, item: object) -> JobOptions:
+def _job_body(request: Request, index: int, item: object) -> JobOptions:
     if not isinstance(item, dict):
         raise BadRequest(f"job {index} of the list must be a JSON object")
-    return JobOptions.model_validate(item)
+    return parse_model(request, JobOptions, item, f"{index}.")

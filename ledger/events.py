@@ -175,16 +175,19 @@ def _timed_out_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 
 class JobTimedOut(EventData):
     """The scheduler found a job past a deadline: running past ``timeout`` or ``heartbeat_timeout``,
-    or queued past ``max_queued_time``.  v2: the cause is an error (kind timeout, heartbeat_timeout
-    or queued_timeout) recorded in the job's errors; v1 had a ``reason`` instead."""
+    or queued past ``max_queued_time``; or a client reported a running job timed out (with its
+    ``output``, if it gave one).  v2: the cause is an error (kind timeout, heartbeat_timeout or
+    queued_timeout) recorded in the job's errors; v1 had a ``reason`` instead."""
 
     type = "job_timed_out"
     version = 2
     upcasters = {1: _timed_out_v1_to_v2}
+    json_text_fields = ("output",)
 
     error: ErrorData
     ended: bool
     retry_at: int | None = None
+    output: str | None = None
 
 
 class JobCancelled(EventData):
@@ -194,12 +197,24 @@ class JobCancelled(EventData):
     output: str | None = None
 
 
+def _requeued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """A v1 requeue kept the last run's fields and counted only automatic retries: ``keep_run``."""
+    return {**data, "keep_run": True}
+
+
 class JobRequeued(EventData):
-    """Back to its queue: by the scheduler after a retry delay (``retry``), or by a client (manual)."""
+    """Back to its queue: by the scheduler after a retry delay (``retry``), or by a client (manual).
+    v2, as Ocypod: the last run's ``started_at``, ``ended_at``, ``last_heartbeat`` and ``output``
+    are cleared (the history keeps them) and every requeue counts in ``total_jobs_retried``.  A v1
+    requeue cleared only ``ended_at`` and counted only automatic retries; it is upcast with
+    ``keep_run`` so that it replays as it was applied."""
 
     type = "job_requeued"
+    version = 2
+    upcasters = {1: _requeued_v1_to_v2}
 
     retry: bool
+    keep_run: bool = False
 
 
 class JobEnded(EventData):

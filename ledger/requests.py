@@ -8,7 +8,8 @@ as RFC 3339 text and are held as milliseconds since the epoch.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -42,6 +43,8 @@ def _time(value: Any) -> int:
 
 
 Time = Annotated[int, BeforeValidator(_time)]
+#: Ocypod's six statuses and jobledger's scheduled
+Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled"]
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000
@@ -145,7 +148,8 @@ class JobUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["completed", "failed", "cancelled", "queued"] | None = None
+    #: any status parses; the transition table (in the update script) refuses those it does not allow
+    status: Status | None = None
     output: Any = None
     attempt: Annotated[StrictInt, Field(ge=1)] | None = None
     progress: Annotated[StrictInt, Field(ge=0, le=100)] | None = None
@@ -154,12 +158,14 @@ class JobUpdate(BaseModel):
 
     @model_validator(mode="after")
     def _error_needs_failed(self) -> JobUpdate:
-        if self.error is not None and self.status != "failed":
-            raise ValueError("error goes with status 'failed'")
+        if self.error is not None and self.status not in ("failed", "timed_out"):
+            raise ValueError("error goes with status 'failed' or 'timed_out'")
         return self
 
     def output_text(self) -> str:
-        return json_text(self.output) if "output" in self.model_fields_set else ""
+        """The output to set, as JSON text; '' for none.  ``"output": null`` sets nothing, as in
+        Ocypod (its clients send the null of an unset field); ``PUT /job/{id}/output`` sets null."""
+        return "" if self.output is None else json_text(self.output)
 
     def progress_json(self) -> str:
         """``{progress, message}`` as given, or '' when neither is."""
@@ -173,3 +179,35 @@ class JobUpdate(BaseModel):
 def json_text(value: Any) -> str:
     """Compact JSON text of a user value."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field's annotation holds (through ``| None`` and ``Annotated``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def known_part(
+    model: type[BaseModel], data: Mapping[str, Any], where: str = ""
+) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the keys ``model`` has no field for (inside nested models too), and those
+    keys, dotted from the top (``retry_backoff.step``).  Ocypod ignores keys it does not know; so
+    does jobledger, naming them (see ``api.body.read_model``)."""
+    known: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(where + key)
+            continue
+        nested = _model_in(field.annotation)
+        if nested is not None and isinstance(value, Mapping):
+            value, deeper = known_part(nested, value, f"{where}{key}.")
+            unknown += deeper
+        known[key] = value
+    return known, unknown

@@ -65,7 +65,12 @@ def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
 
 
 def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
-    """``{status: [ids]}`` for every status; queued ids in the order they will be handed out."""
+    """``{status: [ids]}`` for every status; queued ids in the order they will be handed out.
+
+    A deleted queue still answers with the jobs it left behind (running, failed, ended...: they
+    stay in its status sets until they expire or are deleted); NotFound only when the queue does
+    not exist and none of its jobs is left, which is all the projections can tell of a queue
+    that never existed."""
 
     def commands(k: Keys) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = [
@@ -76,9 +81,9 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
         return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 
     def parse(r: list[Any]) -> Read[dict[str, list[int]]]:
-        if not r[0]:
-            raise NotFound(f"queue '{name}' does not exist")
         others = {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)}
+        if not r[0] and not any(others.values()):
+            raise NotFound(f"queue '{name}' does not exist, and no job of it is left")
         return _queued_in_order(name, [_str(key) for key in r[1]], r[2], others)
 
     return Read(commands, parse)
@@ -108,6 +113,17 @@ def job(job_id: int, fields: tuple[str, ...] = JOB_FIELDS) -> Read[dict[str, Any
         return job_view(job_id, decode_hash(r[0]), fields)
 
     return Read(lambda k: [("HGETALL", k.job(job_id))], parse)
+
+
+def job_status(job_id: int) -> Read[str]:
+    """The job's status (Ocypod's ``GET /job/{id}/status``), or NotFound."""
+
+    def parse(r: list[Any]) -> str:
+        if r[0] is None:
+            raise NotFound(f"job {job_id} does not exist")
+        return _str(r[0])
+
+    return Read(lambda k: [("HGET", k.job(job_id), "status")], parse)
 
 
 def job_field_raw(job_id: int, field: str) -> Read[str | None]:

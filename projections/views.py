@@ -44,8 +44,8 @@ def _job_field(name: str, job_id: int, h: dict[str, str]) -> Any:
         return format_ms(int(raw or 0))
     if name in _JSON:
         return json.loads(raw) if raw is not None else None
-    if name == "retry_delays":
-        return [format_ms(d) for d in json.loads(raw)] if raw else []
+    if name == "retry_delays":  # null when the job has none, as in Ocypod
+        return [format_ms(d) for d in json.loads(raw)] if raw else None
     if name in _COUNTS:
         return int(raw or 0)
     if name in _LISTS:

@@ -177,6 +177,8 @@ def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
         problems.append(f"job {job_id} has ended but has no ended_at")
     if ended and job.get("status") in ("queued", "running"):
         problems.append(f"job {job_id} is {job['status']} but marked ended")
+    if job.get("status") in ("queued", "running", "scheduled") and "ended_at" in job:
+        problems.append(f"job {job_id} is {job['status']} but keeps the ended_at of an earlier run")
     return problems
 
 

@@ -112,7 +112,7 @@ def test_patch_with_an_empty_body_is_400(api: TestClient, client: redis.Redis, n
     assert "empty" in refused(api, client, namespace, "PATCH", "/job/1", 400, content=b"  ")
 
 
-# Wrong types, bad values, unknown fields: the message names the field
+# Wrong types, bad values: the message names the field (unknown fields: tests/test_api_ocypod.py)
 
 FIELD_ERRORS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("PUT", "/queue/q", {"retries": "3"}, ("retries", "integer")),
@@ -122,7 +122,7 @@ FIELD_ERRORS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("PUT", "/queue/q", {"retries": 10**20}, ("retries", "less than or equal")),
     ("PUT", "/queue/q", {"timeout": True}, ("timeout", "boolean")),
     ("PUT", "/queue/q", {"timeout": "soon"}, ("timeout", "'soon' is not a duration")),
-    ("PUT", "/queue/q", {"timeout": "1y"}, ("timeout", "not a duration")),
+    ("PUT", "/queue/q", {"timeout": "1mo"}, ("timeout", "not a duration")),
     ("PUT", "/queue/q", {"timeout": "-5s"}, ("timeout", "negative")),
     ("PUT", "/queue/q", {"heartbeat_timeout": -1}, ("heartbeat_timeout", "negative")),
     ("PUT", "/queue/q", {"expires_after": None}, ("expires_after", "not none")),
@@ -132,7 +132,6 @@ FIELD_ERRORS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("PUT", "/queue/q", {"timeout": "99999999999w"}, ("timeout", "longer than 100 years")),
     ("PUT", "/queue/q", {"retry_delays": "10s"}, ("retry_delays", "list")),
     ("PUT", "/queue/q", {"retry_delays": ["10s", "later"]}, ("retry_delays.1", "'later'")),
-    ("PUT", "/queue/q", {"timeoutt": "1s"}, ("timeoutt", "unknown field")),
     ("POST", "/queue/q/job", {"retries": "3"}, ("retries", "integer")),
     ("POST", "/queue/q/job", {"tags": "t"}, ("tags", "list")),
     ("POST", "/queue/q/job", {"tags": [1]}, ("tags.0", "string")),
@@ -142,12 +141,8 @@ FIELD_ERRORS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("POST", "/queue/q/job", {"heartbeat_timeout": "1x"}, ("heartbeat_timeout", "'1x' is not a duration")),
     ("POST", "/queue/q/job", {"expires_after": 1e300}, ("expires_after", "longer than 100 years")),
     ("POST", "/queue/q/job", {"retry_delays": [True]}, ("retry_delays.0", "boolean")),
-    ("POST", "/queue/q/job", {"inputs": 1}, ("inputs", "unknown field")),
-    ("PATCH", "/job/1", {"status": "done"}, ("status", "'completed', 'failed', 'cancelled' or 'queued'")),
-    ("PATCH", "/job/1", {"status": "running"}, ("status", "'completed'")),
-    ("PATCH", "/job/1", {"status": "timed_out"}, ("status", "'completed'")),
+    ("PATCH", "/job/1", {"status": "done"}, ("status", "'queued', 'running'", "'timed_out' or 'scheduled'")),
     ("PATCH", "/job/1", {"status": 5}, ("status",)),
-    ("PATCH", "/job/1", {"state": "completed"}, ("state", "unknown field")),
     ("PATCH", "/job/1", {"status": "completed", "attempt": "1"}, ("attempt", "integer")),
     ("PATCH", "/job/1", {"status": "completed", "attempt": 0}, ("attempt", "greater than or equal to 1")),
     ("PATCH", "/job/1", {"status": "completed", "attempt": True}, ("attempt", "integer")),

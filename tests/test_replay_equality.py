@@ -116,7 +116,8 @@ jobs = st.tuples(st.sampled_from(("running", "live", "gone")), st.integers(0, 10
 outputs = st.one_of(st.none(), st.integers(), st.text(max_size=5))
 NO_OUTPUT = "<no output>"
 #: Hypothesis draws the first of a sampled_from most often: the commonest move comes first
-ACTIONS = ("completed", "failed", "heartbeat", "progress", "output", "cancelled", "queued", "delete")
+ACTIONS = ("completed", "failed", "heartbeat", "progress", "output", "cancelled", "timed_out", "queued",
+           "delete", "running")  # fmt: skip
 #: progress and / or message sent with a move (PATCH), and the error sent with a failure
 reports = st.fixed_dictionaries(
     {}, optional={"progress": st.integers(0, 100), "message": st.text(max_size=5)}
@@ -217,7 +218,7 @@ class LedgerMachine(RuleBasedStateMachine):
             fields.setdefault("progress", 50)
         elif action != "output":
             fields["status"] = action
-        if action == "failed" and error is not None:
+        if action in ("failed", "timed_out") and error is not None:
             fields["error"] = error
         if output != NO_OUTPUT or action == "output":
             fields["output"] = None if output == NO_OUTPUT else output
@@ -314,7 +315,8 @@ class LedgerMachine(RuleBasedStateMachine):
     def fetch(self, name: str, count: int, worker: str | None) -> None:
         self.fetch_head(name, count, worker)
 
-    @rule(end=st.sampled_from(("failed", "completed", "cancelled")), report=reports, error=errors)
+    @rule(end=st.sampled_from(("failed", "completed", "cancelled", "timed_out")), report=reports,
+          error=errors)  # fmt: skip
     def work(self, end: str, report: dict[str, Any], error: Any) -> None:
         """A worker's round on one job of the busiest queue not paused: fetch it, maybe report progress,
         end its run (a failure with an error); every update names the running attempt, so each is taken."""
@@ -322,14 +324,14 @@ class LedgerMachine(RuleBasedStateMachine):
             if report:
                 assert self.run(commands.update_job(job.id, JobUpdate(attempt=job.attempt, **report))) == 1
             fields: dict[str, Any] = {"status": end, "attempt": job.attempt}
-            if end == "failed" and error is not None:
+            if end in ("failed", "timed_out") and error is not None:
                 fields["error"] = error
             assert self.run(commands.update_job(job.id, JobUpdate(**fields))) == 1
 
     @rule(moves=st.lists(moves, min_size=1, max_size=3))
     def act(self, moves: list[Move]) -> None:
-        """A few moves on jobs: heartbeat, progress, output, a new status (a failure with an error), or
-        delete."""
+        """A few moves on jobs: heartbeat, progress, output, a new status (any: a failure or a timeout
+        with an error; one the table refuses appends nothing), or delete."""
         for move in moves:
             job_id = self.choose(move[0])
             self.run(self.call(job_id, move))

@@ -53,6 +53,9 @@ def _patch(status: str | None = None, **fields: Any) -> Callable[[int], Call[int
 ACTIONS: dict[str, Callable[[int], Call[int]]] = {
     "complete": _patch("completed"),
     "fail": _patch("failed"),
+    "time_out": _patch("timed_out"),
+    "set_running": _patch("running"),
+    "schedule": _patch("scheduled"),
     "cancel": _patch("cancelled"),
     "cancel_with_output": _patch("cancelled", output="bye"),
     "requeue": _patch("queued"),
@@ -68,6 +71,7 @@ ALLOWED: dict[str, dict[str, tuple[str, str]]] = {
     "running": {
         "complete": ("completed", "job_completed"),
         "fail": ("failed", "job_failed"),
+        "time_out": ("timed_out", "job_timed_out"),
         "cancel": ("cancelled", "job_cancelled"),
         "cancel_with_output": ("cancelled", "job_cancelled"),
         "output": ("running", "job_output_set"),
@@ -75,7 +79,7 @@ ALLOWED: dict[str, dict[str, tuple[str, str]]] = {
     },
     "completed": {},
     "failed_waiting": {"cancel": CANCEL, "requeue": REQUEUE},
-    "failed_ended": {"requeue": REQUEUE},
+    "failed_ended": {"cancel": CANCEL, "requeue": REQUEUE},  # Ocypod cancels a failed job even once ended
     "timed_out_waiting": {"cancel": CANCEL, "requeue": REQUEUE},
     "timed_out_ended": {"requeue": REQUEUE},
     "cancelled": {"requeue": REQUEUE},

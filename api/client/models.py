@@ -41,7 +41,7 @@ class Job(_Answer):
     expires_after: str | None = None
     retries: int = 0
     retries_attempted: int = 0
-    retry_delays: list[str] = []
+    retry_delays: list[str] | None = None  # null when the job has none, as in Ocypod
     ended: bool = False
     attempt: int = 0
     worker: str | None = None

@@ -7,19 +7,31 @@ local function update(now, id, status, output, attempt, progress, err)
   local job = require_job(id)
   check_attempt(id, job, attempt)
   local RUNNING = {running = true}
+  -- the status asked for -> the statuses it may come from (see require_status for 'waiting')
   local ALLOWED = {
     completed = RUNNING,
     failed = RUNNING,
-    cancelled = {running = true, queued = true, scheduled = true, waiting = true},
+    timed_out = RUNNING,
+    cancelled = {running = true, queued = true, scheduled = true, failed = true, timed_out = 'waiting'},
     queued = {cancelled = true, failed = true, timed_out = true},
+    running = {},
+    scheduled = {},
   }
-  local ACTION = {completed = 'complete it', failed = 'fail it', cancelled = 'cancel it', queued = 'requeue it'}
+  local ACTION = {
+    completed = 'complete it (only a running job completes)',
+    failed = 'fail it (only a running job fails)',
+    timed_out = 'time it out (only a running job times out)',
+    cancelled = 'cancel it',
+    queued = 'requeue it (only a cancelled, failed or timed-out job is requeued)',
+    running = "set it running (only a worker's fetch starts a job)",
+    scheduled = 'schedule it (only a job created with run_at or delay is scheduled)',
+  }
   local out = nil
   if output ~= '' then out = output end
 
   -- checks
   if status ~= '' and not ALLOWED[status] then
-    refuse('BAD_REQUEST', "status '" .. status .. "' cannot be set by a client")
+    refuse('BAD_REQUEST', "'" .. status .. "' is not a status")
   end
   if status ~= '' then require_status(id, job, ALLOWED[status], ACTION[status]) end
   if progress ~= '' then
@@ -47,11 +59,15 @@ local function update(now, id, status, output, attempt, progress, err)
   elseif status == 'completed' then
     emit(now, 'job_completed', id, job.queue, {output = out})
     appended = appended + 1
-  elseif status == 'failed' then
+  elseif status == 'failed' or status == 'timed_out' then
+    -- a client's timeout has the scheduler's effect: its retries apply, by the error's kind
     local e = {kind = 'error', message = ''}
+    if status == 'timed_out' then e = {kind = 'timeout', message = 'timed out, as a client reported'} end
     if err ~= '' then e = cjson.decode(err) end
     local ended, retry_at = retry_decision(job, now, e.kind)
-    emit(now, 'job_failed', id, job.queue, {ended = ended, retry_at = retry_at, output = out, error = e})
+    local data = {ended = ended, retry_at = retry_at, output = out, error = e}
+    if status == 'failed' then emit(now, 'job_failed', id, job.queue, data) else
+      emit(now, 'job_timed_out', id, job.queue, data) end
     appended = appended + 1
   elseif status == 'cancelled' then
     emit(now, 'job_cancelled', id, job.queue, {output = out})
