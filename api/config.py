@@ -32,6 +32,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
     "JOBLEDGER_READ_ONLY": "server.read_only",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
+    "JOBLEDGER_LOG_FORMAT": "server.log_format",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_DATA_DIR": "embedded.data_dir",
@@ -97,6 +98,7 @@ class ServerConfig(_Section):
     next_job_delay: Duration = 0
     read_only: bool = False
     log_level: str = "info"
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
 
     @field_validator("log_level", mode="before")
@@ -106,6 +108,11 @@ class ServerConfig(_Section):
         if level not in _LOG_LEVELS:
             raise ValueError(f"{value!r} is not a log level (one of {', '.join(_LOG_LEVELS)})")
         return "warning" if level == "warn" else level
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class RedisConfig(_Section):
