@@ -133,13 +133,6 @@ async def _drain(ledger: AsyncLedger, name: str, batch: int = BATCH) -> int:
             return total
 
 
-async def run_check(ledger: AsyncLedger, name: str, batch: int = BATCH) -> int:
-    """One check (see :func:`check`), to the end of what is due now; how many jobs it handled."""
-    if not await ledger.read(anything_due(name, ledger.clock())):
-        return 0
-    return await _drain(ledger, name, batch)
-
-
 @dataclass
 class SchedulerState:
     """How a running scheduler fares, for ``GET /ready``."""
@@ -185,9 +178,11 @@ class _Deadlines:
                 except Unavailable as exc:
                     log.warning("scheduler checks skipped: %s", exc)
                     self.state.problem, wait, pause = str(exc), pause, min(pause * 2, RETRY_MAX)
+                    self.follow = True
                 except Exception as exc:
                     log.exception("scheduler checks failed")
                     self.state.problem, wait, pause = repr(exc), pause, min(pause * 2, RETRY_MAX)
+                    self.follow = True
                 if await woken.wait(wait):
                     self.follow = True
                     await asyncio.sleep(max(0.0, read_at + WAKE_THROTTLE - time.monotonic()))
