@@ -143,6 +143,20 @@ def test_the_scheduler_command_stops_on_sigterm_and_stops_its_server(tmp_path: P
         assert "scheduler running on ledger 'jobledger'" in scheduler.output()
 
 
+def test_a_redis_worker_stopped_by_sigterm_stops_its_embedded_server(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with EmbeddedServer(data_dir):  # a ledger lives there
+        pass
+    args = ["worker", "tests.worker_handlers:wait_for_release", "--queue", "q", "--transport", "redis",
+            "--data-dir", str(data_dir)]  # fmt: skip
+    with no_server_left(data_dir), jobledger(args, tmp_path / "w.log") as worker:
+        wait_for(lambda: valkeys_in(data_dir), "the worker's embedded server")
+        time.sleep(0.5)
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(timeout=10) is not None, worker.output()
+        wait_for(lambda: not valkeys_in(data_dir), "the embedded server to stop", timeout=5)
+
+
 def test_serve_logs_json_lines_and_leaves_idle_polls_out(
     tmp_path: Path, serving: tuple[Path, str, list[str]]
 ) -> None:
