@@ -60,12 +60,23 @@ def calls(client: redis.Redis, command: str | None = None) -> int:
     return sum(int(s["calls"]) for name, s in stats.items() if name != "cmdstat_info")
 
 
+def settled(client: redis.Redis, quiet: float = 0.5, timeout: float = 15.0) -> int:
+    """The command count once it has not moved for ``quiet`` seconds (the scheduler's start is over)."""
+    stop = time.monotonic() + timeout
+    count = calls(client)
+    while time.monotonic() < stop:
+        time.sleep(quiet)
+        if (now := calls(client)) == count:
+            return count
+        count = now
+    raise AssertionError(f"the server never went quiet within {timeout}s")
+
+
 def test_an_idle_scheduler_sends_nothing_between_its_reads(private: PrivateServer) -> None:
     client = redis.Redis.from_url(private.url)
     put_queue(Ledger(client, "idle"), "q")
     with scheduler_running(private.url, "idle"):
-        time.sleep(1.0)  # its first round
-        before = calls(client)
+        before = settled(client)  # after its first round
         time.sleep(3.0)
         sent = calls(client) - before
     client.close()
