@@ -34,7 +34,9 @@ from ledger.errors import Unavailable
 from ledger.redis_clients import async_client
 from ledger.requests import QueueSettings
 from ledger.runner import AsyncLedger
+from ledger.tasks import cancel_and_wait
 from ledger.watch import LedgerWatch
+from replay.archiver import archive_settings
 
 log = logging.getLogger("jobledger.api")
 
@@ -68,6 +70,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/info", "GET", info.info, False),
     ("/info/version", "GET", info.version, False),
     ("/health", "GET", info.health, False),
+    ("/ready", "GET", info.ready, False),
     ("/launcher", "POST", launcher.create_launcher, True),
     ("/launcher", "GET", launcher.list_launchers, False),
     ("/launcher/{launcher_id}", "GET", launcher.get_launcher, False),
@@ -148,17 +151,20 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
         ledger.observe = app.state.metrics.observe
         watch = LedgerWatch(ledger)
         tasks = []
+        checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
-                tasks.append(asyncio.create_task(scheduler.run(ledger, scheduler.intervals(config))))
+                checks = scheduler.SchedulerState()
+                every, archive = scheduler.intervals(config), archive_settings(config)
+                task = asyncio.create_task(scheduler.run(ledger, every, archive, watch=watch, state=checks))
+                task.add_done_callback(checks.ended)
+                tasks.append(task)
         try:
-            yield {"ledger": ledger, "watch": watch}
+            yield {"ledger": ledger, "watch": watch, "scheduler": checks}
         finally:
+            await cancel_and_wait(tasks)  # a plain cancel can be lost mid-command (see ledger.tasks)
             await watch.close()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             await client.aclose()
 
     app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]

@@ -2,9 +2,9 @@
 
 Every command takes the same ``--config``, ``--data-dir``, ``--redis-url`` and ``--namespace``
 options (each also read from its ``JOBLEDGER_*`` variable by :func:`api.config.load_config`), builds
-its :class:`~api.config.Config` with :func:`make_config`, and finds Redis with
-:func:`api.connection.redis_url_for`.  Command groups (replay, events, worker, queues...) are added
-to :func:`build_app` as typer sub-apps.
+its :class:`~api.config.Config` with :func:`make_config`, and finds Redis with :func:`open_redis`
+(which refuses a data directory that holds no ledger, but for ``serve`` and ``events import``).
+Command groups (replay, events, worker, queues...) are added to :func:`build_app` as typer sub-apps.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import math
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -22,9 +21,9 @@ from typing import Annotated, NoReturn, Self
 
 import typer
 
-from api import __version__
+from api import __version__, logs
 from api.config import Config, ConfigError, load_config
-from api.connection import redis_url_for
+from api.connection import NoLedgerHere, redis_url_for
 from api.embedded import EmbeddedServerError
 
 # The options every command shares.  Their environment variables are applied by load_config.
@@ -63,6 +62,10 @@ RetryCheckOption = Annotated[
 ExpiryCheckOption = Annotated[
     str | None,
     typer.Option(help="How often to expire ended jobs, e.g. 5m (env JOBLEDGER_EXPIRY_CHECK_INTERVAL)."),
+]
+LogFormatOption = Annotated[
+    str | None,
+    typer.Option(help="Log lines as text (default) or json, one object per line (env JOBLEDGER_LOG_FORMAT)."),
 ]
 
 
@@ -161,50 +164,41 @@ def make_config(
 
 
 @contextmanager
-def open_redis(config: Config, stop: SignalStop) -> Iterator[str]:
+def open_redis(config: Config, stop: SignalStop, *, create: bool = False) -> Iterator[str]:
     """:func:`redis_url_for`, with a signal held back while an embedded server starts (so it is
-    never left running half-started) and its failures reported as a command-line error."""
+    never left running half-started) and its failures reported as a command-line error.  A data
+    directory that holds no ledger is refused (exit 2) unless ``create``: only ``serve`` and
+    ``events import`` start a new ledger."""
     with ExitStack() as stack:
         try:
             with stop.held():
-                url = stack.enter_context(redis_url_for(config))
+                url = stack.enter_context(redis_url_for(config, create=create))
+        except NoLedgerHere as exc:
+            fail(str(exc), code=2)
         except EmbeddedServerError as exc:
             fail(f"embedded server: {exc}")
         yield url
 
 
-def run_http(config: Config, redis_url: str) -> bool:
-    """Serve the app with uvicorn until a signal stops it gracefully; False if it never started."""
-    import uvicorn
-
-    from api.app import create_app  # the lead's module; imported only when serving
-
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(config, redis_url),
-            host=config.server.host,
-            port=config.server.port,
-            lifespan="on",
-            timeout_graceful_shutdown=math.ceil(config.server.shutdown_timeout / 1000),
-            log_level=config.server.log_level,
-        )
-    )
-    server.run()
-    return server.started
+def setup_logging(config: Config) -> None:
+    """Logging as ``[server] log_level`` and ``log_format`` say (see :mod:`api.logs`)."""
+    logs.configure(config.server.log_level, config.server.log_format)
 
 
 async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:
-    """Run the scheduler until a signal cancels it at its next await."""
-    from ledger.scheduler import run_forever  # the lead's module
+    """Run the scheduler until a signal stops it."""
+    from ledger.scheduler import run_forever
+    from ledger.tasks import cancel_and_wait
 
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(run_forever(config, redis_url))
-    with stop.redirect(lambda: loop.call_soon_threadsafe(task.cancel)):
-        try:
-            await task
-        except asyncio.CancelledError:
-            if not stop.fired:
-                raise
+    stopping = asyncio.Event()
+    with stop.redirect(lambda: loop.call_soon_threadsafe(stopping.set)):
+        signalled = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait([task, signalled], return_when=asyncio.FIRST_COMPLETED)
+        await cancel_and_wait([task, signalled])  # a plain cancel can be lost (see ledger.tasks)
+    if not stop.fired:
+        task.result()  # the scheduler ended by itself: its error
 
 
 def serve(
@@ -235,8 +229,12 @@ def serve(
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
     log_level: Annotated[str | None, typer.Option(help="error, warning, info, debug or trace.")] = None,
+    log_format: LogFormatOption = None,
 ) -> None:
-    """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured)."""
+    """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured).
+
+    The address is taken first: if it is in use, nothing starts (exit 3).  SIGTERM / SIGINT stop
+    the server within shutdown_timeout; a second signal stops it at once."""
     config = make_config(config_path, data_dir, redis_url, namespace, {
         "server.host": host, "server.port": port, "server.read_only": read_only,
         "server.strict": strict, "server.scheduler": run_checks,
@@ -245,10 +243,24 @@ def serve(
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
+        "server.log_format": log_format,
     })  # fmt: skip
-    with SignalStop() as stop, open_redis(config, stop) as url:
-        if not run_http(config, url):
-            fail("the HTTP server did not start (see the messages above)", code=3)
+    setup_logging(config)
+    from api.app import create_app  # imported only when serving
+    from api.serving import ListenError, listen, run_http
+
+    try:
+        sockets = listen(config.server.host, config.server.port)
+    except ListenError as exc:
+        fail(str(exc), code=3)
+    with ExitStack() as stack:
+        for sock in sockets:
+            stack.callback(sock.close)
+        with SignalStop() as stop, open_redis(config, stop, create=True) as url:
+            started = run_http(create_app(config, url), config, sockets)
+            stop.fired = True  # the server has stopped: a late signal must not cut short the rest
+            if not started:
+                fail("the HTTP server did not start (see the messages above)", code=3)
 
 
 def scheduler(
@@ -259,13 +271,15 @@ def scheduler(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Run the scheduler alone (timeouts, retries, expiry, releases, launchers) until stopped."""
     config = make_config(config_path, data_dir, redis_url, namespace, {
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
-        "server.expiry_check_interval": expiry_check_interval,
+        "server.expiry_check_interval": expiry_check_interval, "server.log_format": log_format,
     })  # fmt: skip
+    setup_logging(config)
     with SignalStop() as stop, open_redis(config, stop) as url:
         asyncio.run(run_scheduler(config, url, stop))
 

@@ -84,7 +84,7 @@ def import_command(
     """Load an exported ledger into an empty namespace: same ids, events applied."""
     config = make_config(config_path, data_dir, redis_url, namespace)
     ns = config.redis.key_namespace
-    with SignalStop() as stop, ledger_client(config, stop) as client:
+    with SignalStop() as stop, ledger_client(config, stop, create=True) as client:
         try:
             ensure_empty(client, Keys(ns))
         except NamespaceNotEmpty as exc:

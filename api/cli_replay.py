@@ -60,9 +60,10 @@ FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, redis.RedisError,
 
 
 @contextmanager
-def ledger_client(config: Config, stop: SignalStop) -> Iterator[redis.Redis]:
-    """A Redis client of the configured ledger's server (the embedded one started if need be)."""
-    with open_redis(config, stop) as url:
+def ledger_client(config: Config, stop: SignalStop, *, create: bool = False) -> Iterator[redis.Redis]:
+    """A Redis client of the configured ledger's server (the embedded one started if need be; in a
+    data directory that holds no ledger, only with ``create``)."""
+    with open_redis(config, stop, create=create) as url:
         client = sync_client(url)
         try:
             yield client

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
-import logging
 import os
 import sys
 from enum import StrEnum
@@ -18,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from api import logs
 from api.cli import (
     ConfigOption,
     DataDirOption,
@@ -106,10 +106,7 @@ def worker(
     namespace: NamespaceOption = None,
 ) -> None:
     """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if log_level.lower() != "debug":  # httpx logs every request at info: every poll of an idle queue
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
     make = functools.partial(
         Worker,
         load_handler(handler),

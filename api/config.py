@@ -42,6 +42,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_STRICT": "server.strict",
     "JOBLEDGER_SCHEDULER": "server.scheduler",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
+    "JOBLEDGER_LOG_FORMAT": "server.log_format",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_DATA_DIR": "embedded.data_dir",
@@ -109,6 +110,7 @@ class ServerConfig(_Section):
     strict: bool = False  # refuse request bodies with keys jobledger does not know (400), not ignore them
     scheduler: bool = True  # run the scheduler's checks in this process (false: leave them to others)
     log_level: str = "info"
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
 
     @field_validator("log_level", mode="before")
@@ -118,6 +120,11 @@ class ServerConfig(_Section):
         if level not in _LOG_LEVELS:
             raise ValueError(f"{value!r} is not a log level (one of {', '.join(_LOG_LEVELS)})")
         return "warning" if level == "warn" else level
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class RedisConfig(_Section):

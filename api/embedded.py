@@ -5,16 +5,24 @@ on 127.0.0.1 when the directory's path is too long for a socket).  One server pe
 the process that starts it holds an exclusive ``flock`` on ``jobledger-server.lock`` for the server's
 lifetime and records the server's URL in ``jobledger-server.json``, so any other jobledger command
 given the same directory connects to that server instead of starting a second one.
+
+A data directory *holds a ledger* once a server has run on it: Valkey then keeps its append-only
+files in ``appendonlydir`` there, for good (:func:`holds_ledger`).  On Linux the server is started so
+that it gets SIGTERM (and flushes its append-only file) when the process that started it dies, even
+by SIGKILL, so no server outlives its owner.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -28,6 +36,8 @@ LOCK_NAME = "jobledger-server.lock"
 RECORD_NAME = "jobledger-server.json"
 SOCKET_NAME = "valkey.sock"
 LOG_NAME = "valkey.log"
+#: The directory where Valkey keeps its append-only files (its ``appenddirname``).
+AOF_DIR = "appendonlydir"
 APPENDFSYNC_MODES = ("everysec", "always")
 #: Longest unix socket path we use; the kernel's limit is 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 100
@@ -64,6 +74,29 @@ class ServerRecord:
         temporary = data_dir / f".{RECORD_NAME}.{os.getpid()}"
         temporary.write_text(json.dumps(asdict(self)))
         os.replace(temporary, data_dir / RECORD_NAME)
+
+
+def holds_ledger(data_dir: Path) -> bool:
+    """Whether ``data_dir`` holds a ledger: a server has run on it and left its append-only files
+    (``appendonlydir``).  A directory without them, or that does not exist, holds none."""
+    return (Path(data_dir).expanduser() / AOF_DIR).is_dir()
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when this process dies (``prctl
+    PR_SET_PDEATHSIG``); None elsewhere, or off the main thread (the kernel ties it to the thread
+    that starts the child, which must live as long as the process)."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 def valkey_executable() -> str:
@@ -174,6 +207,7 @@ class EmbeddedServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent(),
             )
 
     def _wait_ready(self) -> None:
@@ -303,8 +337,24 @@ def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0, decode_responses=True)
 
 
+def _listening(url: str) -> bool:
+    """Whether something listens on a ``unix://`` socket (any other URL: assumed).  Asked before a
+    client connects there, as redis-py 5 leaves the socket of a failed unix connect unclosed."""
+    if not url.startswith("unix://"):
+        return True
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(url.removeprefix("unix://"))
+        except OSError:
+            return False
+    return True
+
+
 def _answers_ping(url: str) -> bool:
     """Whether the server at ``url`` answers PING (not while it is still loading its AOF)."""
+    if not _listening(url):
+        return False
     client = _client(url)
     try:
         return bool(client.ping())
@@ -316,6 +366,8 @@ def _answers_ping(url: str) -> bool:
 
 def _serves_dir(url: str, data_dir: Path) -> bool:
     """Whether ``url`` is a ready server working in ``data_dir`` (not a stranger on a reused port)."""
+    if not _listening(url):
+        return False
     client = _client(url)
     try:
         if not client.ping():

@@ -1,4 +1,4 @@
-"""Handlers of ``/info`` and ``/health``."""
+"""Handlers of ``/info``, ``/health`` and ``/ready``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from api import __version__
+from api.http_errors import error_response
 from ledger.runner import AsyncLedger
+from ledger.scheduler import SchedulerState
 from projections import readers
 
 
@@ -28,3 +30,19 @@ async def health(request: Request) -> Response:
     except (redis.RedisError, OSError) as exc:  # the answer, not an error
         return JSONResponse({"status": "unhealthy", "error": f"Redis is unreachable: {exc}"})
     return JSONResponse({"status": "healthy"})
+
+
+async def ready(request: Request) -> Response:
+    """200 when Redis answers a PING and this server's scheduler (if it runs one) runs and its
+    last round succeeded; 503 with the reason otherwise (for load balancers and orchestrators)."""
+    ledger: AsyncLedger = request.state.ledger
+    try:
+        await ledger.client.ping()
+    except (redis.RedisError, OSError) as exc:
+        return error_response(503, f"not ready: Redis is unreachable: {exc}")
+    checks: SchedulerState | None = request.state.scheduler
+    if checks is not None and checks.stopped is not None:
+        return error_response(503, f"not ready: the scheduler has stopped ({checks.stopped})")
+    if checks is not None and checks.problem is not None:
+        return error_response(503, f"not ready: the scheduler's checks fail: {checks.problem}")
+    return JSONResponse({"status": "ready"})

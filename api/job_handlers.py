@@ -12,6 +12,7 @@ from ledger.requests import JobUpdate
 from ledger.runner import AsyncLedger
 from projections import readers
 from projections.views import JOB_FIELDS
+from replay.archive_feed import job_history
 
 
 def _ledger(request: Request) -> AsyncLedger:
@@ -79,7 +80,8 @@ async def put_output(request: Request) -> Response:
 
 
 async def history(request: Request) -> Response:
-    return JSONResponse(await _ledger(request).read(readers.history(job_id(request))))
+    """Every event of the job, oldest first, those retention moved to the archive included."""
+    return JSONResponse(await job_history(_ledger(request), job_id(request)))
 
 
 async def tagged(request: Request) -> Response:

@@ -319,6 +319,14 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         {200: Reply("healthy, or unhealthy with the reason (always 200).", ref("Health"))},
         uses_redis=False,
     ),
+    ("GET", "/ready"): Operation(
+        "Readiness",
+        {
+            200: Reply("Redis answers and the scheduler runs.", {"type": "object"}),
+            503: Reply("Not ready: Redis is unreachable, or the scheduler has stopped or fails."),
+        },
+        uses_redis=False,
+    ),
     ("GET", "/metrics"): Operation(
         "Prometheus metrics",
         {

@@ -32,9 +32,11 @@ from typing import Any, Self
 
 import redis
 
+from ledger.errors import Unavailable
 from ledger.redis_clients import block_ms
 from ledger.runner import AsyncLedger
 from ledger.stream import newest
+from ledger.tasks import cancel_and_wait
 
 log = logging.getLogger("jobledger.watch")
 
@@ -155,7 +157,7 @@ class LedgerWatch:
                 reply = await client.xread(
                     {self.ledger.keys.events: position}, count=COUNT, block=block_ms(client, self.block)
                 )
-            except (redis.RedisError, OSError) as exc:
+            except (redis.RedisError, OSError, Unavailable) as exc:  # Unavailable: from ledger.read
                 kind = type(exc).__name__
                 if kind != failing:
                     log.warning("cannot follow the ledger (waiters try on their own): %s", exc)
@@ -178,9 +180,7 @@ class LedgerWatch:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task])  # a plain cancel can be lost mid-read (ledger.tasks)
 
 
 def _text(value: Any) -> str:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 import redis
 import redis.asyncio
 
+from ledger.durations import format_ms
 from ledger.errors import Unavailable
 from ledger.keys import Keys
 from ledger.scripts import sources
@@ -221,6 +222,8 @@ async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings) -> None:
     """The scheduler's retention task: a round every ``interval_ms``, until cancelled."""
     archiver = Archiver(ledger.client, ledger.keys, settings.directory_for(ledger.keys.namespace),
                         settings.segment_events)  # fmt: skip
+    log.info("archiving events older than %s into %s, every %s", format_ms(settings.after_ms),
+             archiver.directory, format_ms(settings.interval_ms))  # fmt: skip
     while True:
         try:
             await archiver.archive_once(ledger.clock() - settings.after_ms)

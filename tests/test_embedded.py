@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from api.config import load_config
-from api.connection import redis_url_for
+from api.connection import NoLedgerHere, redis_url_for
 from api.embedded import (
     LOCK_NAME,
     RECORD_NAME,
@@ -212,7 +212,9 @@ def test_bad_appendfsync_is_refused(tmp_path: Path) -> None:
 
 def test_redis_url_for_embedded_and_external(tmp_path: Path) -> None:
     config = load_config(None, {"embedded.data_dir": tmp_path}, environ={})
-    with redis_url_for(config) as url:
+    with pytest.raises(NoLedgerHere), redis_url_for(config):  # no ledger there: only a creator starts one
+        pass
+    with redis_url_for(config, create=True) as url:
         assert url.startswith("unix://")
         put(url, "k", "v")
         with redis_url_for(config) as again:  # a second command shares the running server
