@@ -1,5 +1,6 @@
 """Commands that talk to a running server over HTTP: ``queues``, ``queue Q``, ``job ID``,
-``history ID`` and ``submit Q``.
+``history ID``, ``submit Q`` (with every job option), ``cancel`` / ``requeue`` / ``delete ID``,
+``pause`` / ``resume Q``, and the ``launcher`` commands (:mod:`api.cli_launchers`).
 
 Each prints through :class:`api.cli_output.Output`: tables and colours on a terminal, plain text
 when piped, JSON with ``--json``.  The server is ``--url`` (or ``$JOBLEDGER_URL``; default
@@ -9,40 +10,28 @@ http://127.0.0.1:8023).  A refusal of the server is printed with its message and
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
-from api.cli import fail
-from api.cli_output import EVENT_STYLES, STATUS_STYLES, Cell, JsonOption, Output, cell, status_cell
-from api.client import Client, ClientError, Event
-from api.client.calls import DEFAULT_URL
+from api import cli_launchers
+from api.cli_http import AsJson, UrlOption, connected, done, parse_json
+from api.cli_output import EVENT_STYLES, STATUS_STYLES, Cell, Output, cell, status_cell, when
+from api.client import Event
 from projections.views import JOB_STATUSES
 
 app = typer.Typer()
-
-UrlOption = Annotated[
-    str | None,
-    typer.Option("--url", envvar="JOBLEDGER_URL", help=f"The jobledger server (default {DEFAULT_URL})."),
-]
-AsJson = Annotated[bool, JsonOption]
+app.add_typer(cli_launchers.app, name="launcher")
 
 STATUSES = JOB_STATUSES
-_ERROR_NAMES = {"BadRequest": "bad request", "NotFound": "not found", "Conflict": "conflict"}
 
 
-@contextmanager
-def connected(url: str | None) -> Iterator[Client]:
-    """A client of the server; a refusal or an unreachable server ends the command with exit 1."""
-    try:
-        with Client(url) as client:
-            yield client
-    except ClientError as exc:
-        name = type(exc).__name__
-        fail(f"{_ERROR_NAMES.get(name, name.lower())}: {exc.message}")
+def _duration(help: str) -> Any:
+    return typer.Option(metavar="DURATION", help=help)
+
+
+def _repeated(metavar: str, help: str) -> Any:
+    return typer.Option(metavar=metavar, help=help + " (repeatable)")
 
 
 @app.command()
@@ -109,43 +98,92 @@ def history(
 def submit(
     queue_name: Annotated[str, typer.Argument(metavar="QUEUE", help="The queue to add the job to.")],
     input_json: Annotated[str | None, typer.Option("--input", help="The job's input, as JSON.")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="A tag (repeatable).")] = None,
-    timeout: Annotated[str | None, typer.Option(help="Run at most this long, e.g. 10m.")] = None,
+    tag: Annotated[list[str] | None, _repeated("TAG", "A tag")] = None,
+    priority: Annotated[int | None, typer.Option(min=0, max=100, help="0-100, higher first.")] = None,
+    delay: Annotated[str | None, _duration("Start no sooner than this from now.")] = None,
+    run_at: Annotated[str | None, typer.Option(metavar="TIME", help="Start no sooner (RFC 3339).")] = None,
+    unique_key: Annotated[str | None, typer.Option(help="At most one live job of the queue has it.")] = None,
+    quota_key: Annotated[str | None, typer.Option(help="What max_running_per_key counts.")] = None,
+    timeout: Annotated[str | None, _duration("Run at most this long.")] = None,
     heartbeat_timeout: Annotated[
-        str | None, typer.Option(help="Time out without a heartbeat this long.")
+        str | None, _duration("Time out after this long without a heartbeat.")
     ] = None,
-    expires_after: Annotated[str | None, typer.Option(help="Keep the ended job this long.")] = None,
+    expires_after: Annotated[str | None, _duration("Keep the ended job this long.")] = None,
+    max_queued_time: Annotated[str | None, _duration("Time out when queued longer than this.")] = None,
     retries: Annotated[int | None, typer.Option(min=0, help="Retries after a failure.")] = None,
-    retry_delay: Annotated[list[str] | None, typer.Option(help="Delay before a retry (repeatable).")] = None,
+    retry_delay: Annotated[list[str] | None, _repeated("DURATION", "Delay before a retry")] = None,
+    retry_backoff: Annotated[
+        str | None,
+        typer.Option(metavar="JSON", help='Instead of delays: {"base": "10s", "factor": 2, "max": "1h"}.'),
+    ] = None,
+    retry_on: Annotated[list[str] | None, _repeated("KIND", "Retry only errors of this kind")] = None,
+    no_retry_on: Annotated[list[str] | None, _repeated("KIND", "Never retry errors of this kind")] = None,
     url: UrlOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Create a job; prints its id.  Options left out take the queue's settings."""
     out = Output(as_json)
     options: dict[str, Any] = {
-        "tags": tag, "timeout": timeout, "heartbeat_timeout": heartbeat_timeout,
-        "expires_after": expires_after, "retries": retries, "retry_delays": retry_delay,
+        "tags": tag, "priority": priority, "delay": delay, "run_at": run_at, "unique_key": unique_key,
+        "quota_key": quota_key, "timeout": timeout, "heartbeat_timeout": heartbeat_timeout,
+        "expires_after": expires_after, "max_queued_time": max_queued_time, "retries": retries,
+        "retry_delays": retry_delay, "retry_backoff": parse_json(retry_backoff, "--retry-backoff"),
+        "retry_on": retry_on, "no_retry_on": no_retry_on,
     }  # fmt: skip
     with connected(url) as client:
-        job_id = client.submit(queue_name, parse_input(input_json), **options)
+        job_id = client.submit(queue_name, parse_json(input_json, "--input"), **options)
     if out.is_json:
         return out.json({"id": job_id, "queue": queue_name})
     out.note(f"created job [bold]{job_id}[/] on queue [bold]{queue_name}[/]", str(job_id))
 
 
+JobId = Annotated[int, typer.Argument(metavar="ID", help="The job's id.")]
+QueueName = Annotated[str, typer.Argument(metavar="QUEUE", help="The queue.")]
+
+
+@app.command()
+def cancel(job_id: JobId, url: UrlOption = None, as_json: AsJson = False) -> None:
+    """Cancel a job that has not ended."""
+    with connected(url) as client:
+        client.cancel(job_id)
+    done(Output(as_json), f"cancelled job [bold]{job_id}[/]", {"id": job_id, "status": "cancelled"})
+
+
+@app.command()
+def requeue(job_id: JobId, url: UrlOption = None, as_json: AsJson = False) -> None:
+    """Queue a cancelled, failed or timed-out job again."""
+    with connected(url) as client:
+        client.requeue(job_id)
+    done(Output(as_json), f"queued job [bold]{job_id}[/] again", {"id": job_id, "status": "queued"})
+
+
+@app.command()
+def delete(job_id: JobId, url: UrlOption = None, as_json: AsJson = False) -> None:
+    """Delete a job (its history stays in the ledger)."""
+    with connected(url) as client:
+        client.delete(job_id)
+    done(Output(as_json), f"deleted job [bold]{job_id}[/]", {"id": job_id, "deleted": True})
+
+
+@app.command()
+def pause(queue_name: QueueName, url: UrlOption = None, as_json: AsJson = False) -> None:
+    """Pause a queue: it still takes jobs, but hands none out until resumed."""
+    with connected(url) as client:
+        client.pause_queue(queue_name)
+    done(Output(as_json), f"paused queue [bold]{queue_name}[/]", {"queue": queue_name, "paused": True})
+
+
+@app.command()
+def resume(queue_name: QueueName, url: UrlOption = None, as_json: AsJson = False) -> None:
+    """Resume a paused queue."""
+    with connected(url) as client:
+        client.resume_queue(queue_name)
+    done(Output(as_json), f"resumed queue [bold]{queue_name}[/]", {"queue": queue_name, "paused": False})
+
+
 def count_cell(status: str, count: int) -> Cell:
     """A count of jobs, in its status's colour when there are any."""
     return cell(str(count), STATUS_STYLES.get(status, "") if count else "dim")
-
-
-def parse_input(text: str | None) -> Any:
-    """``--input`` as JSON; a usage error (exit 2) when it is not."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        fail(f"--input is not valid JSON: {exc}", code=2)
 
 
 def timeline(events: list[Event], plain: bool) -> list[list[Cell]]:
@@ -163,13 +201,6 @@ def timeline(events: list[Event], plain: bool) -> list[list[Cell]]:
         ])  # fmt: skip
         previous = event.at
     return rows
-
-
-def when(at: datetime, plain: bool) -> str:
-    """RFC 3339 when piped; a shorter, readable time on a terminal."""
-    if plain:
-        return at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return at.strftime("%Y-%m-%d %H:%M:%S.") + f"{at.microsecond // 1000:03d}"
 
 
 def elapsed(seconds: float, plain: bool) -> str:

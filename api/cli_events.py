@@ -4,9 +4,12 @@
   events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
   talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
 - ``tail [--type T] [--queue Q] [--job ID] [--after ID]`` follows a server's event feed over HTTP
-  (``--url`` / ``$JOBLEDGER_URL``): one line per event, as it happens, until interrupted.
+  (``--url`` / ``$JOBLEDGER_URL``): one line per event, as it happens, until interrupted; quiet
+  spells of any length keep it waiting (the server's keep-alives), a lost connection is made
+  again, resuming after the last event shown.
 
-Exit codes: 0 done; 1 the server refused (tail); 2 bad usage; 3 the run could not be done (e.g. a
+Exit codes: 0 done (tail: interrupted by Ctrl-C); 1 the server refused or failed (tail: after its
+retries, with the server's message on one line); 2 bad usage; 3 the run could not be done (e.g. a
 non-empty namespace, a file that is not an export); 130 interrupted.
 """
 
@@ -29,8 +32,8 @@ from api.cli import (
     fail,
     make_config,
 )
-from api.cli_client import UrlOption, connected, when
-from api.cli_output import EVENT_STYLES, JsonOption, Output
+from api.cli_client import UrlOption, connected
+from api.cli_output import EVENT_STYLES, JsonOption, Output, event_details, when
 from api.cli_replay import ledger_client, removed_unless_done, until_id
 from api.client import Event
 from ledger.keys import Keys
@@ -99,30 +102,26 @@ def import_command(
         fail(f"interrupted; namespace '{ns}' was left empty", code=130)
 
 
-def _line(out: Output, event: Event) -> None:
-    """One event: a coloured line on a terminal, tab-separated when piped, a JSON object with --json."""
+def print_event(out: Output, event: Event) -> None:
+    """One event on one line: when, its type, job and queue, what its data says (durations and
+    times formatted), and its id (for ``--after``).  Coloured on a terminal; tab-separated when
+    piped; the event as the server sent it with ``--json``."""
     item = event.model_dump(mode="json")
-    data = json.dumps(item["data"], separators=(",", ":"), ensure_ascii=False)
     if out.is_json:
         typer.echo(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
-    elif out.mode == "rich":
-        job = f" job {event.job}" if event.job is not None else ""
-        kind = (event.type, EVENT_STYLES.get(event.type, ""))
-        line = Text.assemble(
-            (when(event.at, plain=False), "dim"), " ", kind, job, " ", (event.queue or "", "bold"), " ",
-            (event.id, "dim"), " ", data,
-        )  # fmt: skip
-        out.console.print(line, soft_wrap=True)
-    else:
-        row = [
-            event.id,
-            when(event.at, plain=True),
-            event.type,
-            event.queue or "",
-            str(event.job or ""),
-            data,
-        ]
-        typer.echo("\t".join(row))
+        return
+    plain = out.mode == "plain"
+    details = event_details(event.data, plain)
+    if plain:
+        job = str(event.job) if event.job is not None else ""
+        typer.echo("\t".join([when(event.at, plain), event.type, event.queue or "", job, details, event.id]))
+        return
+    line = Text.assemble(
+        (when(event.at, plain), "dim"), " ", (event.type, EVENT_STYLES.get(event.type, "")),
+        f" job {event.job}" if event.job is not None else "", " ", (event.queue or "", "bold"),
+        " ", details, " ", (event.id, "dim"),
+    )  # fmt: skip
+    out.console.print(line, soft_wrap=True)
 
 
 @app.command("tail")
@@ -141,6 +140,6 @@ def tail_command(
     try:
         with connected(url) as client:
             for event in client.follow(after, type=type_, queue=queue, job=job):
-                _line(out, event)
+                print_event(out, event)
     except KeyboardInterrupt:
         return

@@ -4,7 +4,9 @@ The stream follows the ledger with its own blocking XREAD per client, so a slow 
 its own loop, and a vanished one ends it: nothing is buffered for anyone.  Besides the events, it
 sends its position as an SSE ``id`` with no data when it starts and at each keep-alive, so a client
 that reconnects with ``Last-Event-ID`` resumes after everything it was shown or that was skipped
-by its filters.
+by its filters.  Each blocking read ends before the Redis client's socket timeout
+(:func:`ledger.redis_clients.block_ms`), so keep-alives come through any quiet spell; a failure to
+read the ledger ends the feed with ``event: error`` and data ``{"error": ..., "status": ...}``.
 
 Both read the archive (events retention moved out of the stream) before the stream, when the point
 they start from is older than the stream: :mod:`replay.archive_feed`, in a thread.
@@ -22,13 +24,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from api.body import positive_int, valid_job_id
-from ledger.errors import BadRequest
+from ledger.errors import BadRequest, JobLedgerError
 from ledger.events import EVENT_TYPES, Event
 from ledger.keys import valid_queue_name
 from ledger.redis_clients import block_ms
 from ledger.runner import AsyncLedger, translate
 from ledger.stream import EventFilter, decode_entries, id_key, newest, scan
-from replay.archive import ArchiveRecord, archive_key, parse_record, record
+from replay.archive import ArchiveError, ArchiveRecord, archive_key, parse_record, record
 from replay.archive_feed import archive_page, archived_after, fill_missing, reaches_archive
 
 MAX_PAGE = 1000
@@ -115,15 +117,21 @@ class _Follower:
         return decode_entries(reply), parse_record(raw)
 
     async def events(self, request: Request) -> AsyncIterator[str]:
+        """The feed; a failure to read the ledger ends it with an ``event: error`` block."""
+        try:
+            async for chunk in self._follow(request):
+                yield chunk
+        except redis.RedisError as exc:
+            yield _error(translate(exc))
+        except (JobLedgerError, ArchiveError) as exc:
+            yield _error(exc)
+
+    async def _follow(self, request: Request) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
         async for chunk in self.archived(await self.ledger.read(record())):
             yield chunk
         while not await request.is_disconnected():
-            try:
-                events, rec = await self.next_batch()
-            except redis.RedisError as exc:
-                yield f"event: error\ndata: {json.dumps({'error': str(translate(exc))})}\n\n"
-                return
+            events, rec = await self.next_batch()
             async for chunk in self.archived(rec):
                 yield chunk
             shown = False
@@ -138,6 +146,14 @@ class _Follower:
                 yield ": keep-alive\n" + _position(self.position)
             elif not shown:
                 yield _position(self.position)
+
+
+def _error(exc: Exception) -> str:
+    """The block that ends a feed: ``event: error`` with ``{"error", "status"}``, the status an
+    HTTP answer would have had (503 while Redis is unreachable: a client may try again)."""
+    status = exc.status if isinstance(exc, JobLedgerError) else 500
+    body = {"error": str(exc), "status": status}
+    return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
 async def _live_end(ledger: AsyncLedger) -> str:

@@ -1,7 +1,8 @@
 """Launchers: specs, their times, and the scheduler's two launcher checks.
 
-A launcher creates jobs on a queue from a template: ``@cron`` (six fields, seconds first), ``@interval``
-(a duration), ``@at`` (once, at a time) or ``@event`` (on events of the ledger that match a filter).
+A launcher creates jobs on a queue from a template: ``@cron`` (five fields, or six with seconds
+first), ``@interval`` (a duration), ``@at`` (once, at a time) or ``@event`` (on events of the
+ledger that match a filter).
 Lua cannot run croniter, so times are computed here and passed to the scripts, which decide: a
 ``fire_launcher`` acts only while the launcher's ``next_at`` is still the time it was computed from,
 and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
@@ -84,16 +85,19 @@ def _cron_times(expr: str, after_ms: int) -> Iterator[int]:
 
 
 def parse_cron(value: Any) -> str:
-    """A six-field cron expression, seconds first (``* / , - ?``, names of months and days) ->
-    the expression with its fields separated by single spaces."""
+    """A cron expression -> its six fields, seconds first, separated by single spaces.  Six fields
+    are seconds first; five are the standard form, minute first, and fire at second 0 (stored as
+    six: ``*/5 * * * *`` becomes ``0 */5 * * * *``).  ``* / , - ?``, names of months and days."""
     where = "arguments of a @cron launcher"
     if not isinstance(value, str):
-        raise ValueError(f"{where}: a cron expression of six fields, seconds first, e.g. '0 */5 * * * *'")
+        raise ValueError(f"{where}: a cron expression, e.g. '*/5 * * * *' or '0 */5 * * * *'")
     fields = value.split()
-    if len(fields) != 6:
+    if len(fields) == 5:
+        fields = ["0", *fields]
+    elif len(fields) != 6:
         raise ValueError(
-            f"{where}: {value!r} has {len(fields)} fields; a cron expression has six, seconds first: "
-            "second minute hour day-of-month month day-of-week"
+            f"{where}: {value!r} has {len(fields)} fields; a cron expression has five (minute hour "
+            "day-of-month month day-of-week) or six, seconds first (second minute hour ...)"
         )
     for name, field, pattern in zip(_FIELDS, fields, _PATTERNS, strict=True):
         if not pattern.match(field):

@@ -76,7 +76,7 @@ def test_an_id_that_is_not_a_positive_integer_names_no_launcher(api: TestClient,
 
 BAD_SPECS = [
     ({"type": "cron"}, "type"),
-    ({"arguments": "*/5 * * * *"}, "six"),
+    ({"arguments": "*/5 * * *"}, "five"),
     ({"arguments": "*/5 * * * * * *"}, "six"),
     ({"arguments": "*/5 * * * * L"}, "day of week"),
     ({"arguments": "? * * * * *"}, "second"),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,12 +19,13 @@ import redis
 from typer.testing import CliRunner, Result
 
 from api.cli import build_app
+from api.cli_output import event_details, when
 from ledger.keys import Keys
 from ledger.runner import Ledger
 from replay.compare import compare
 from tests.live_server import live_server
 from tests.replay_support import stream_entries, stream_ids, workload
-from tests.support import create, put_queue
+from tests.support import create, fetch_one, put_queue, update
 
 REPO = Path(__file__).resolve().parent.parent
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_REDIS_URL": None,
@@ -109,3 +113,86 @@ def _read_lines(stream: object, n: int) -> list[str]:
         if len(out) == n:
             break
     return out
+
+
+def _tail(server: str, *args: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k not in PIPED}
+    command = [sys.executable, "-m", "api.cli", "events", "tail", "--url", server, *args]
+    return subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_tail_prints_readable_lines(server: str, client: redis.Redis, ledger: Ledger, namespace: str) -> None:
+    """Piped: RFC 3339 time, type, queue, job, the data with durations and times formatted, id."""
+    put_queue(ledger, "q", retries=1, retry_delays=["1m"])
+    after = stream_ids(client, namespace)[0]
+    job_id = create(ledger, "q", input={"to": "ada"}, tags=["a", "b"], timeout="2m15s")
+    fetch_one(ledger, "q")
+    update(ledger, job_id, status="failed", error={"kind": "ValueError", "message": "bad input"})
+    with _tail(server, "--after", after) as proc:
+        try:
+            lines = _read_lines(proc.stdout, 3)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, errors = proc.communicate(timeout=10)
+    assert proc.returncode == 0, errors
+    rows = [line.rstrip("\n").split("\t") for line in lines]
+    ids = stream_ids(client, namespace)[1:4]
+    assert [r[1:4] + r[5:] for r in rows] == [
+        ["job_created", "q", str(job_id), ids[0]],
+        ["job_started", "q", str(job_id), ids[1]],
+        ["job_failed", "q", str(job_id), ids[2]],
+    ]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", r[0]) for r in rows)
+    created, started, failed = (r[4] for r in rows)
+    assert created == 'timeout=2m15s expires_after=5m retries=1 retry_delays=1m tags=a,b input={"to":"ada"}'
+    assert started == "attempt=1"
+    assert re.fullmatch(r'retry_at=\d{4}-\d\d-\d\dT[0-9:.]+Z error="ValueError: bad input"', failed), failed
+
+
+def test_tail_waits_through_a_quiet_spell(server: str, ledger: Ledger) -> None:
+    """Real time: a quiet spell longer than redis-py 8's default socket timeout (5 s) ends nothing;
+    the event after it is printed."""
+    put_queue(ledger, "q")
+    lines: list[str] = []
+    with _tail(server, "--type", "job_created") as proc:
+        reader = threading.Thread(target=lambda: lines.extend(_read_lines(proc.stdout, 1)), daemon=True)
+        reader.start()
+        try:
+            time.sleep(6.5)
+            assert proc.poll() is None and lines == []
+            job_id = create(ledger, "q")
+            reader.join(timeout=5)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, errors = proc.communicate(timeout=10)
+    assert proc.returncode == 0, errors
+    assert errors == ""
+    assert [line.split("\t")[1:4] for line in lines] == [["job_created", "q", str(job_id)]]
+
+
+@pytest.fixture
+def in_india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone set to UTC+5:30 (a POSIX TZ: no tz database needed)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_times_are_local_on_a_terminal_and_rfc_3339_utc_when_piped(in_india: None) -> None:
+    at = datetime(2030, 1, 1, 0, 0, 0, 250_000, tzinfo=UTC)
+    assert when(at, plain=True) == "2030-01-01T00:00:00.250000Z"
+    assert when(at, plain=False) == "2030-01-01 05:30:00.250"
+    retry_at = int(at.timestamp() * 1000) + 135_000
+    backoff = {"base": 10_000, "factor": 2, "max": 3_600_000}
+    data = {"ended": True, "retry_at": retry_at, "error": {"kind": "timeout", "message": "running longer"},
+            "retry_delays": [135_000, 3_600_000], "retry_backoff": backoff, "input": {"text": "x" * 80},
+            "missed": 0, "progress": 0}  # fmt: skip
+    assert event_details(data, plain=False) == (
+        'ended retry_at="2030-01-01 05:32:15.250" error="timeout: running longer" retry_delays=2m15s,1h '
+        'retry_backoff=10s*2^n<=1h input={"text":"' + "x" * 50 + "… progress=0"
+    )
+    assert event_details(data, plain=True).startswith("ended retry_at=2030-01-01T00:02:15.250000Z error=")

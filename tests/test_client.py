@@ -117,6 +117,30 @@ def test_submit_many_creates_each_job_in_order(api: Client) -> None:
     assert [api.get(i).input for i in ids] == [0, 1, 2]
 
 
+def test_submit_many_takes_dicts_as_well(api: Client, server: str) -> None:
+    backoff = {"base": timedelta(seconds=10), "factor": 2, "max": "1h"}
+    jobs: list[JobSpec | dict[str, Any]] = [
+        {"input": "a", "priority": 5, "retry_backoff": backoff},
+        JobSpec("b"),
+        {"tags": ["c"], "delay": "1h"},
+    ]
+    first, second, third = api.submit_many("q", jobs)
+    assert (api.get(first).input, api.get(first).model_dump()["priority"]) == ("a", 5)
+    assert api.get(first).model_dump()["retry_backoff"] == {"base": "10s", "factor": 2, "max": "1h"}
+    assert (api.get(second).input, api.get(third).tags, api.get(third).status) == ("b", ["c"], "scheduled")
+    with pytest.raises(TypeError, match="colour"):
+        api.submit_many("q", [{"input": 1, "colour": "red"}])
+
+    async def in_async() -> list[int]:
+        async with AsyncClient(server) as aio:
+            return await aio.submit_many(
+                "q", [{"input": "d", "unique_key": "d"}, {"input": "d", "unique_key": "d"}]
+            )
+
+    fourth, again = asyncio.run(in_async())
+    assert fourth == again and api.get(fourth).input == "d"
+
+
 def test_a_worker_lifecycle_with_fencing(api: Client) -> None:
     job_id = api.submit("q", [1, 2])
     assert api.fetch("q", count=5, worker="w1") == [FetchedJob(job_id, [1, 2], 1)]

@@ -89,10 +89,31 @@ def test_cron_with_six_fields_fires_on_the_seconds_it_names(
         ("30 0 0 * * *", "2030-01-01T00:00:30"),  # seconds come first
         ("0 0 0 1 1 *", "2031-01-01T00:00:00"),  # strictly after now
         ("0 0 0 29 2 ?", "2032-02-29T00:00:00"),
+        ("30 9 ? JAN-MAR MON-FRI", "2030-01-01T09:30:00"),  # five fields: minute first, second 0
+        ("*/5 * * * *", "2030-01-01T00:05:00"),
+        ("0 0 1 1 *", "2031-01-01T00:00:00"),
     ],
 )
 def test_cron_first_times_with_question_marks_and_names(expression: str, first: str) -> None:
     assert format_time(first_at("@cron", parse_cron(expression), START_MS)) == first + ".000000Z"
+
+
+@pytest.mark.parametrize(
+    ("expression", "stored"),
+    [
+        ("*/5 * * * *", "0 */5 * * * *"),
+        (" 30  9 ? * MON-FRI ", "0 30 9 ? * MON-FRI"),
+        ("15 * * * * *", "15 * * * * *"),
+    ],
+)
+def test_five_fields_are_minute_first_and_stored_as_six_with_second_0(expression: str, stored: str) -> None:
+    assert parse_cron(expression) == stored
+
+
+@pytest.mark.parametrize("expression", ["* * * *", "* * * * * * *", "61 * * * *", "* * * FOO *"])
+def test_other_field_counts_and_bad_five_field_expressions_are_refused(expression: str) -> None:
+    with pytest.raises(ValueError, match=r"five|six|not valid"):
+        parse_cron(expression)
 
 
 def test_cron_with_names_fires_months_later(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:

@@ -31,7 +31,9 @@ _EVENTS = TypeAdapter(list[Event])
 @dataclass(frozen=True)
 class ApiCall(Generic[R]):
     """One request and how to read its answer.  ``safe``: sending it twice does no harm, so it may
-    be retried after a failure that leaves unknown whether the server acted on it."""
+    be retried after a failure that leaves unknown whether the server acted on it.  ``holds``:
+    seconds the server may hold the request before it answers (a long-poll), on top of the
+    client's own timeout."""
 
     method: str
     path: str
@@ -39,11 +41,15 @@ class ApiCall(Generic[R]):
     params: dict[str, str | int] | None = None
     body: Any = UNSET
     safe: bool = True
+    holds: float = 0.0
 
-    def request_args(self) -> dict[str, Any]:
-        """Keyword arguments of ``httpx.Client.request`` for this call.  The body is encoded here,
-        not by httpx's ``json=``, which would send no body at all for a JSON ``null``."""
+    def request_args(self, timeout: float) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request`` for this call, for a client whose timeout
+        is ``timeout``.  The body is encoded here, not by httpx's ``json=``, which would send no
+        body at all for a JSON ``null``."""
         args: dict[str, Any] = {"params": self.params}
+        if self.holds:
+            args["timeout"] = httpx.Timeout(timeout, read=timeout + self.holds)
         if self.body is not UNSET:
             text = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             args["content"] = text.encode()
@@ -119,6 +125,11 @@ def queue_job_ids(name: str) -> ApiCall[dict[str, list[int]]]:
     return ApiCall("GET", _queue(name, "/job_ids"), _json)
 
 
+def pause_queue(name: str, paused: bool) -> ApiCall[None]:
+    """Pause a queue (it takes jobs but hands none out) or resume it; repeating either is harmless."""
+    return ApiCall("PUT", _queue(name, "/pause" if paused else "/resume"), _none)
+
+
 # Jobs
 
 
@@ -148,7 +159,7 @@ def fetch_jobs(
         params["worker"] = worker
     if wait:
         params["wait"] = f"{wait:g}"
-    return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False)
+    return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False, holds=wait or 0.0)
 
 
 def _fetched(response: httpx.Response) -> list[FetchedJob]:

@@ -6,7 +6,7 @@ fields reach the caller instead of breaking an older client.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -87,7 +87,8 @@ class FetchedJob:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job to create: its input and options.  Options left as None take the queue's settings."""
+    """A job to create: its input and options.  Options left as None take the queue's settings.
+    ``run_at`` is a datetime or RFC 3339 text; ``retry_backoff`` is ``{"base", "factor", "max"}``."""
 
     input: Any = None
     tags: Sequence[str] | None = None
@@ -98,12 +99,19 @@ class JobSpec:
     retry_delays: Sequence[DurationLike] | None = None
     unique_key: str | None = None
     priority: int | None = None
-    run_at: datetime | None = None
+    run_at: datetime | str | None = None
     delay: DurationLike | None = None
     quota_key: str | None = None
     max_queued_time: DurationLike | None = None
     retry_on: Sequence[str] | None = None
     no_retry_on: Sequence[str] | None = None
+    retry_backoff: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
+        """``job`` as a JobSpec: one already, or a dict of its fields (an unknown field is a
+        TypeError naming it)."""
+        return job if isinstance(job, JobSpec) else cls(**job)
 
     def body(self) -> dict[str, Any]:
         """The JSON body of ``POST /queue/{q}/job``: only the options given."""
@@ -126,6 +134,8 @@ def wire_value(name: str, value: Any) -> Any:
         return duration(value)
     if name == "retry_delays":
         return [duration(d) for d in value]
+    if name == "retry_backoff" and isinstance(value, Mapping):
+        return {k: duration(v) if k in ("base", "max") else v for k, v in value.items()}
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if isinstance(value, (tuple, list)):

@@ -34,15 +34,16 @@ class Retry:
         """Seconds to wait before trying again after ``exc``; None to give up."""
         if not (isinstance(exc, NOT_SENT) or call.safe):
             return None
-        return self._delay(tried)
+        return self.backoff(tried)
 
     def after_status(self, call: ApiCall[Any], status: int, tried: int) -> float | None:
         """Seconds to wait before trying again after an answer with ``status``; None to keep it."""
         if status != 503 or not call.safe:
             return None
-        return self._delay(tried)
+        return self.backoff(tried)
 
-    def _delay(self, tried: int) -> float | None:
+    def backoff(self, tried: int) -> float | None:
+        """Seconds to wait after the ``tried``-th try failed; None when every try is spent."""
         if tried >= self.attempts:
             return None
         ceiling = min(self.cap, self.base * 2 ** (tried - 1))

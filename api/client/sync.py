@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -14,7 +14,7 @@ from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
 from api.client.errors import WaitTimeout
 from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
 from api.client.policy import Retry
-from api.client.sse import Deadline, FeedTimeout, SseDecoder, ends_job, filter_params
+from api.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
 
 R = TypeVar("R")
 
@@ -58,7 +58,7 @@ class Client:
         while True:
             tried += 1
             try:
-                response = self._http.request(call.method, call.path, **call.request_args())
+                response = self._http.request(call.method, call.path, **call.request_args(self._timeout))
             except httpx.TransportError as exc:
                 delay = self.retry.after_error(call, exc, tried)
                 if delay is None:
@@ -103,6 +103,14 @@ class Client:
         """How many jobs are queued."""
         return self.send(calls.queue_size(name))
 
+    def pause_queue(self, name: str) -> None:
+        """Pause the queue: it still takes jobs, but hands none out until resumed."""
+        self.send(calls.pause_queue(name, True))
+
+    def resume_queue(self, name: str) -> None:
+        """Resume a paused queue."""
+        self.send(calls.pause_queue(name, False))
+
     def queue_job_ids(self, name: str) -> dict[str, list[int]]:
         """The queue's job ids by status."""
         return self.send(calls.queue_job_ids(name))
@@ -113,9 +121,10 @@ class Client:
         """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
         return self.send(calls.create_job(queue, JobSpec(input, **options)))
 
-    def submit_many(self, queue: str, jobs: Iterable[JobSpec]) -> list[int]:
-        """Create several jobs in one request; their ids, in order."""
-        return self.send(calls.create_jobs(queue, list(jobs)))
+    def submit_many(self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[int]:
+        """Create several jobs in one request; their ids, in order.  Each job is a :class:`JobSpec`
+        or a dict of its fields (``{"input": ..., "priority": 5}``)."""
+        return self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs]))
 
     def fetch(
         self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
@@ -281,41 +290,28 @@ class Client:
         deadline: Deadline,
         on_open: Callable[[], bool] | None,
     ) -> Iterator[Event]:
-        """The feed, reconnecting as :attr:`retry` allows; stops when ``on_open`` (called each time
-        the feed is connected) returns True; raises :class:`FeedTimeout` at the deadline."""
-        decoder = SseDecoder(after)
-        call = calls.stream_events(filters)
-        tried = 0
+        """The feed, reconnecting as :attr:`retry` allows (see :class:`~api.client.sse.Feed`); stops
+        when ``on_open`` (called each time the feed is connected) returns True; raises
+        :class:`FeedTimeout` at the deadline, and the server's error when it gives up."""
+        feed = Feed(self.url, after, filters, self.retry, deadline)
         while True:
-            tried += 1
-            timeout = httpx.Timeout(self._timeout, read=deadline.read_timeout())
-            delay: float | None
             try:
-                with self._http.stream(
-                    "GET", call.path, params=call.params, headers=decoder.headers(), timeout=timeout
-                ) as response:
+                with self._http.stream("GET", feed.call.path, **feed.connect(self._timeout)) as response:
                     if not response.is_success:
                         response.read()
-                        delay = self.retry.after_status(call, response.status_code, tried)
-                        if delay is None:
-                            call.finish(response)
+                        delay = feed.refused(response)
+                    elif on_open is not None and on_open():
+                        return
                     else:
-                        tried = 0
-                        if on_open is not None and on_open():
-                            return
                         for line in response.iter_lines():
-                            if (event := decoder.feed(line)) is not None:
+                            if (event := feed.line(line)) is not None:
                                 yield event
-                            if deadline.passed():
-                                raise FeedTimeout
-                        delay = 0.0
+                        delay = feed.ended()
             except httpx.TransportError as exc:
-                if deadline.passed():
-                    raise FeedTimeout from exc
-                delay = self.retry.after_error(call, exc, tried)
-                if delay is None:
-                    raise unreachable(self.url, exc) from exc
-            time.sleep(deadline.pause(delay or 0.0))
+                delay = feed.lost(exc)
+            except StreamFailed as failure:
+                delay = feed.failed(failure)
+            time.sleep(feed.pause(delay))
 
     # Server
 
