@@ -22,6 +22,7 @@ from starlette.responses import Response
 
 from ledger.errors import Unavailable
 from ledger.keys import TEMPLATES, Keys
+from ledger.redis_clients import score_pairs
 from ledger.runner import AsyncLedger
 from projections import readers
 from projections.readers import Read
@@ -81,9 +82,8 @@ def _entries_added(reply: Any) -> int | None:
 
 def _first_score(reply: Any) -> int | None:
     """The score of ``ZRANGE key 0 0 WITHSCORES``: pairs, or a flat list on older redis-py."""
-    if not reply:
-        return None
-    return int(float(reply[0][1] if isinstance(reply[0], (list, tuple)) else reply[1]))
+    pairs = score_pairs(reply)
+    return int(pairs[0][1]) if pairs else None
 
 
 def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:

@@ -75,3 +75,13 @@ def block_ms(client: redis.Redis | redis.asyncio.Redis, wanted_ms: int) -> int:
     if timeout is None:
         return wanted_ms
     return max(MIN_BLOCK_MS, min(wanted_ms, int(timeout * 1000) - BLOCK_MARGIN_MS))
+
+
+def score_pairs(reply: Any) -> list[tuple[Any, float]]:
+    """A raw ``ZRANGE ... WITHSCORES`` reply as (member, score) pairs: redis-py 8 gives pairs,
+    older versions a flat list of member, score, member, score..."""
+    if not reply:
+        return []
+    if isinstance(reply[0], (list, tuple)):
+        return [(member, float(score)) for member, score in reply]
+    return [(reply[i], float(reply[i + 1])) for i in range(0, len(reply), 2)]

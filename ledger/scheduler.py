@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ledger import commands, launchers
 from ledger.commands import Call
 from ledger.errors import Unavailable
+from ledger.redis_clients import score_pairs
 from ledger.runner import AsyncLedger, Ledger, connect_async
 from ledger.tasks import cancel_and_wait
 from ledger.watch import ANY, LedgerWatch
@@ -92,10 +93,11 @@ def due_heads() -> Read[dict[str, Head | None]]:
     names = list(HEADS)
 
     def head(reply: list[Any]) -> Head | None:
-        if not reply:
+        pairs = score_pairs(reply)
+        if not pairs:
             return None
-        member, score = reply[0] if isinstance(reply[0], (list, tuple)) else reply[:2]  # redis-py 8: pairs
-        return _text(member), int(float(score))
+        member, score = pairs[0]
+        return _text(member), int(score)
 
     def parse(replies: list[Any]) -> dict[str, Head | None]:
         return {name: head(reply) for name, reply in zip(names, replies, strict=True)}

@@ -11,6 +11,7 @@ from typing import Any
 from ledger.durations import format_ms, format_time
 from ledger.errors import NotFound
 from ledger.keys import Keys
+from ledger.redis_clients import score_pairs
 from projections.readers import Read
 from projections.views import decode_hash
 
@@ -125,7 +126,7 @@ def due_launchers(now: int, limit: int) -> Read[list[DueLauncher]]:
         )
 
     def parse(r: list[Any]) -> Read[list[DueLauncher]] | list[DueLauncher]:
-        due = [(int(_s(i)), int(score)) for i, score in r[0]]
+        due = [(int(_s(i)), int(score)) for i, score in score_pairs(r[0])]
         return specs(due) if due else []
 
     return Read(

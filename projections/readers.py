@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 from ledger.errors import NotFound
 from ledger.events import decode_entry
 from ledger.keys import Keys
+from ledger.redis_clients import score_pairs
 from ledger.requests import QueueSettings
 from projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
 
@@ -96,8 +97,8 @@ def _queued_in_order(
     (a lane held back by its quota keeps its place in this order)."""
 
     def parse(r: list[Any]) -> dict[str, list[int]]:
-        scored = [(float(score), int(i)) for i, score in plain]
-        scored += [(float(score), int(i)) for lane in r for i, score in lane]
+        scored = [(score, int(i)) for i, score in score_pairs(plain)]
+        scored += [(score, int(i)) for lane in r for i, score in score_pairs(lane)]
         return {"queued": [i for _, i in sorted(scored)], **others}
 
     return Read(lambda k: [("ZRANGE", k.build("queue_lane", name=name, key=key), 0, -1, "WITHSCORES")
