@@ -11,6 +11,7 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -45,6 +46,7 @@ Time = Annotated[int, BeforeValidator(_time)]
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000
+MAX_TRACEBACK = 8192
 
 
 class Backoff(BaseModel):
@@ -127,13 +129,21 @@ class JobOptions(BaseModel):
         return "" if self.input is None else json_text(self.input)
 
 
+def _traceback(value: str) -> str:
+    if len(value.encode()) > MAX_TRACEBACK:
+        raise ValueError(f"traceback can be at most {MAX_TRACEBACK} bytes (keep its end)")
+    return value
+
+
 class ErrorReport(BaseModel):
-    """An error a worker reports when it fails a job: its kind decides retry."""
+    """An error a worker reports when it fails a job: its kind decides retry; ``traceback`` (UTF-8,
+    at most 8 KiB) is kept with it in the job's errors."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: ErrorKind = "error"
     message: Annotated[StrictStr, Field(max_length=MAX_MESSAGE)] = ""
+    traceback: Annotated[StrictStr, AfterValidator(_traceback)] | None = None
 
 
 def _error(value: Any) -> Any:
@@ -167,7 +177,7 @@ class JobUpdate(BaseModel):
         return json.dumps(given, separators=(",", ":")) if given else ""
 
     def error_json(self) -> str:
-        return self.error.model_dump_json() if self.error else ""
+        return self.error.model_dump_json(exclude_none=True) if self.error else ""
 
 
 def json_text(value: Any) -> str:
