@@ -12,6 +12,7 @@ import functools
 import importlib
 import logging
 import os
+import signal
 import sys
 from enum import StrEnum
 from typing import Annotated
@@ -38,6 +39,13 @@ app = typer.Typer()
 class TransportKind(StrEnum):
     http = "http"
     redis = "redis"
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
 
 
 def load_handler(spec: str) -> Handler:
@@ -71,13 +79,27 @@ def seconds(text: str, option: str) -> float:
 
 
 def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
-    """Run the worker; the first SIGTERM / SIGINT stops it gracefully."""
+    """Run the worker: the first SIGTERM / SIGINT stops it gracefully, the second hands its running
+    jobs back at once.  The worker's own handlers take the signals while it runs (``stop`` counts
+    only the first), then ``stop``'s are put back for whatever follows (stopping an embedded server)."""
 
     async def main() -> None:
-        with stop.redirect(worker.stop):
+        loop = asyncio.get_running_loop()
+        for sig in SignalStop.SIGNALS:
+            loop.add_signal_handler(sig, worker.stop)
+        try:
             await worker.run_async()
+        finally:
+            for sig in SignalStop.SIGNALS:
+                loop.remove_signal_handler(sig)
 
-    asyncio.run(main())
+    previous = {sig: signal.getsignal(sig) for sig in SignalStop.SIGNALS}
+    try:
+        with stop.redirect(worker.stop):
+            asyncio.run(main())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command("worker")
@@ -99,7 +121,9 @@ def worker(
     worker_id: Annotated[
         str | None, typer.Option(help="The id recorded on jobs (default host-pid-random).")
     ] = None,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
+    ] = LogLevel.info,
     config_path: ConfigOption = None,
     data_dir: DataDirOption = None,
     redis_url: RedisUrlOption = None,
@@ -107,7 +131,7 @@ def worker(
 ) -> None:
     """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if log_level.lower() != "debug":  # httpx logs every request at info: every poll of an idle queue
+    if log_level is not LogLevel.debug:  # httpx logs every request at info: every poll of an idle queue
         for name in ("httpx", "httpcore"):
             logging.getLogger(name).setLevel(logging.WARNING)
     make = functools.partial(
