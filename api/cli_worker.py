@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from enum import StrEnum
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -80,23 +81,15 @@ def seconds(text: str, option: str) -> float:
 
 def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
     """Run the worker: the first SIGTERM / SIGINT stops it gracefully, the second hands its running
-    jobs back at once.  The worker's own handlers take the signals while it runs (``stop`` counts
-    only the first), then ``stop``'s are put back for whatever follows (stopping an embedded server)."""
+    jobs back at once.  The worker takes every signal while it runs (``stop`` would count only the
+    first); ``stop``'s handlers are put back for whatever follows (stopping an embedded server)."""
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in SignalStop.SIGNALS:
-            loop.add_signal_handler(sig, worker.stop)
-        try:
-            await worker.run_async()
-        finally:
-            for sig in SignalStop.SIGNALS:
-                loop.remove_signal_handler(sig)
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        worker.stop()
 
-    previous = {sig: signal.getsignal(sig) for sig in SignalStop.SIGNALS}
+    previous = {sig: signal.signal(sig, on_signal) for sig in stop.SIGNALS}
     try:
-        with stop.redirect(worker.stop):
-            asyncio.run(main())
+        asyncio.run(worker.run_async())
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

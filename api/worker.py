@@ -175,7 +175,8 @@ class Worker:
             self._start(job)
         extra = jobs[free:]
         if extra:
-            log.info("handing back job(s) %s: no free slot", ", ".join(str(j.id) for j in extra))
+            why = "the worker is stopping" if self._stopping.is_set() else "no free slot"
+            log.info("handing back job(s) %s: %s", ", ".join(str(j.id) for j in extra), why)
             await asyncio.gather(*(self._hand_back(job) for job in extra))
 
     async def _hand_back(self, job: Assignment) -> None:

@@ -43,6 +43,8 @@ log = logging.getLogger("jobledger.worker")
 
 #: Seconds a long-poll (HTTP) waits on the server before it is made again: an idle worker's cost.
 LONG_POLL = 20.0
+#: The shortest time (s) between two long-polls of a queue, should a server answer before its wait.
+MIN_POLL_CYCLE = 1.0
 #: Seconds between two fetches of an idle Redis worker that no event woke (a safety net only).
 IDLE_FETCH = 60.0
 #: Pause (s) after a fetch failed, doubling up to the second figure while it keeps failing.
@@ -153,12 +155,19 @@ class FetchErrors:
 
 
 class HttpTransport:
-    """The worker over jobledger's HTTP API, through :class:`api.client.AsyncClient`."""
+    """The worker over jobledger's HTTP API, through :class:`api.client.AsyncClient`.
 
-    def __init__(self, url: str | None = None, client: AsyncClient | None = None) -> None:
+    Long-polls wait ``long_poll`` seconds on the server.  They go through a client of their own,
+    whose reads outlast that wait, unless ``client`` is given: it then serves them too, and its
+    timeout must outlast ``long_poll``.
+    """
+
+    def __init__(
+        self, url: str | None = None, client: AsyncClient | None = None, long_poll: float = LONG_POLL
+    ) -> None:
         self.client = client or AsyncClient(url)
-        # long-polls get a client of their own, whose reads outlast the wait they ask for
-        self._polls = AsyncClient(self.client.url, timeout=LONG_POLL + 10)
+        self.long_poll = long_poll
+        self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10)
         self._feeds = QueueFeeds(self.client)
         self._errors = FetchErrors()
 
@@ -187,7 +196,13 @@ class HttpTransport:
         return await first_answers(polls, stopping)
 
     async def _poll(self, queue: str, count: int, worker: str) -> list[Assignment]:
-        return await self._fetch_logged(queue, count, worker, LONG_POLL, pause=True)
+        began = time.monotonic()
+        jobs = await self._fetch_logged(queue, count, worker, self.long_poll, pause=True)
+        if (
+            not jobs
+        ):  # a server that answers at once (one that does not long-poll): not more than once a second
+            await asyncio.sleep(max(0.0, began + MIN_POLL_CYCLE - time.monotonic()))
+        return jobs
 
     async def _fetch_logged(
         self, queue: str, count: int, worker: str, wait: float | None, pause: bool = False

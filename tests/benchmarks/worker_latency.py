@@ -1,6 +1,8 @@
 """The :class:`api.worker.Worker`'s latency, one job at a time, at its default settings.
 
-``python -m tests.benchmarks.worker_latency [--samples N] [--transport redis|http|both]``
+``python -m tests.benchmarks.worker_latency [--samples N] [--gap S] [--transport redis|http|both]``
+``python -m tests.benchmarks.worker_latency --idle S``: instead, what an idle worker costs the server
+(the commands ``INFO commandstats`` counts over S seconds, the HTTP server's scheduler off).
 
 The producer side is :mod:`tests.benchmarks.ours_client`'s latency measurement (create a job, block
 on ``XREAD`` until its ``job_completed``); the worker is the real ``Worker`` class (an async no-op
@@ -127,13 +129,50 @@ def measure(transport: str, samples: int, gap: float) -> list[float]:
                 server.stop()
 
 
+def idle_cost(transport: str, seconds: float) -> dict[str, int]:
+    """The commands a fresh server ran during ``seconds`` of an idle worker (after a second to start)."""
+    with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
+        ns = ledger.keys.namespace
+        server = None
+        http_url = None
+        if transport == "http":
+            port = _free_port()
+            server = PyWorkers(server_process, (url, ns, port), 1)
+            server.wait_ready()
+            http_url = f"http://127.0.0.1:{port}"
+        workers = PyWorkers(worker_process, (url, ns, http_url), 1)
+        try:
+            workers.wait_ready()
+            workers.go()
+            time.sleep(1.0)
+            before = _calls(ledger.client)
+            time.sleep(seconds)
+            after = _calls(ledger.client)
+        finally:
+            workers.stop()
+            if server is not None:
+                server.stop()
+    ran = {name: n - before.get(name, 0) for name, n in after.items() if name != "info"}
+    return {name: n for name, n in ran.items() if n}
+
+
+def _calls(client: Any) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--gap", type=float, default=0.0)
+    parser.add_argument("--idle", type=float, default=0.0)
     parser.add_argument("--transport", choices=("redis", "http", "both"), default="both")
     args = parser.parse_args()
     for transport in ("redis", "http") if args.transport == "both" else (args.transport,):
+        if args.idle:
+            ran = idle_cost(transport, args.idle)
+            print(f"idle Worker over {transport}, {args.idle:g}s: {sum(ran.values())} commands {ran}")
+            continue
         lat = measure(transport, args.samples, args.gap)
         print(
             f"Worker over {transport}: latency one job at a time, {len(lat)} jobs, gap {args.gap:g}s: "
