@@ -11,8 +11,10 @@ import asyncio
 import functools
 import importlib
 import os
+import signal
 import sys
 from enum import StrEnum
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -38,6 +40,13 @@ app = typer.Typer()
 class TransportKind(StrEnum):
     http = "http"
     redis = "redis"
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
 
 
 def load_handler(spec: str) -> Handler:
@@ -71,13 +80,19 @@ def seconds(text: str, option: str) -> float:
 
 
 def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
-    """Run the worker; the first SIGTERM / SIGINT stops it gracefully."""
+    """Run the worker: the first SIGTERM / SIGINT stops it gracefully, the second hands its running
+    jobs back at once.  The worker takes every signal while it runs (``stop`` would count only the
+    first); ``stop``'s handlers are put back for whatever follows (stopping an embedded server)."""
 
-    async def main() -> None:
-        with stop.redirect(worker.stop):
-            await worker.run_async()
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        worker.stop()
 
-    asyncio.run(main())
+    previous = {sig: signal.signal(sig, on_signal) for sig in stop.SIGNALS}
+    try:
+        asyncio.run(worker.run_async())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command("worker")
@@ -99,7 +114,9 @@ def worker(
     worker_id: Annotated[
         str | None, typer.Option(help="The id recorded on jobs (default host-pid-random).")
     ] = None,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
+    ] = LogLevel.info,
     config_path: ConfigOption = None,
     data_dir: DataDirOption = None,
     redis_url: RedisUrlOption = None,

@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from api.body import checked_tag, parse_model, positive_int, queue_name, read_json, read_model
+from api.long_poll import long_poll
 from ledger import commands
 from ledger.durations import format_ms, parse_ms
 from ledger.errors import BadRequest
@@ -85,12 +86,10 @@ async def fetch_job(request: Request) -> Response:
     count = positive_int(request, "count", 0, MAX_FETCH)
     wait = _wait(request)
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
-    ledger, loop = _ledger(request), asyncio.get_running_loop()
-    deadline = loop.time() + wait
+    ledger = _ledger(request)
     if wait:
         with request.state.watch.subscribe([queue_topic(name)]) as woken:  # before trying: no lost wake-up
-            while not (jobs := await ledger.run(call)) and (remaining := deadline - loop.time()) > 0:
-                await woken.wait(remaining)
+            jobs = await long_poll(request, ledger, call, woken, wait)  # ends if the client hangs up
     else:
         jobs = await ledger.run(call)
     if not jobs:

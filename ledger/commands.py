@@ -107,6 +107,12 @@ def _update_args(job_id: int, update: JobUpdate) -> tuple[Any, ...]:
     return (job_id, status, output, attempt, update.progress_json(), update.error_json())
 
 
+def return_job(job_id: int, attempt: int) -> Call[int]:
+    """The worker running ``attempt`` hands the job back unfinished (running -> queued,
+    ``job_returned``): PATCH ``{"status": "queued", "attempt": N}`` of a running job."""
+    return update_job(job_id, JobUpdate(status="queued", attempt=attempt))
+
+
 def update_jobs(updates: Sequence[tuple[int, JobUpdate]]) -> Call[list[int | JobLedgerError]]:
     """Many updates in one script call, each as :func:`update_job` and checked on its own: per
     update, the number of events appended, or the refusal (an exception, returned, not raised)."""

@@ -50,6 +50,7 @@ class ErrorData(BaseModel):
 
     kind: str
     message: str = ""
+    traceback: str | None = None  # where a worker's handler failed, its end kept (at most 8 KiB)
 
 
 class QueueSettingsData(EventData):
@@ -217,6 +218,16 @@ class JobRequeued(EventData):
     keep_run: bool = False
 
 
+class JobReturned(EventData):
+    """The worker running ``attempt`` handed the job back unfinished (it was stopping): the job is
+    queued again at its priority, no retry counted, and that attempt can no longer act on it."""
+
+    type = "job_returned"
+
+    attempt: int
+    worker: str | None = None
+
+
 class JobEnded(EventData):
     """A job waiting to retry can no longer be retried (its queue was deleted); it ends as it is."""
 
@@ -330,6 +341,7 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         JobTimedOut,
         JobCancelled,
         JobRequeued,
+        JobReturned,
         JobEnded,
         JobExpired,
         JobDeleted,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -48,6 +49,7 @@ Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000
+MAX_TRACEBACK = 8192
 
 
 class Backoff(BaseModel):
@@ -130,13 +132,21 @@ class JobOptions(BaseModel):
         return "" if self.input is None else json_text(self.input)
 
 
+def _traceback(value: str) -> str:
+    if len(value.encode()) > MAX_TRACEBACK:
+        raise ValueError(f"traceback can be at most {MAX_TRACEBACK} bytes (keep its end)")
+    return value
+
+
 class ErrorReport(BaseModel):
-    """An error a worker reports when it fails a job: its kind decides retry."""
+    """An error a worker reports when it fails a job: its kind decides retry; ``traceback`` (UTF-8,
+    at most 8 KiB) is kept with it in the job's errors."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: ErrorKind = "error"
     message: Annotated[StrictStr, Field(max_length=MAX_MESSAGE)] = ""
+    traceback: Annotated[StrictStr, AfterValidator(_traceback)] | None = None
 
 
 def _error(value: Any) -> Any:
@@ -173,7 +183,7 @@ class JobUpdate(BaseModel):
         return json.dumps(given, separators=(",", ":")) if given else ""
 
     def error_json(self) -> str:
-        return self.error.model_dump_json() if self.error else ""
+        return self.error.model_dump_json(exclude_none=True) if self.error else ""
 
 
 def json_text(value: Any) -> str:

@@ -56,6 +56,7 @@ INCLUDES = [
     "projections/lua/apply/job_timed_out.lua",
     "projections/lua/apply/job_cancelled.lua",
     "projections/lua/apply/job_requeued.lua",
+    "projections/lua/apply/job_returned.lua",
     "projections/lua/apply/job_ended.lua",
     "projections/lua/apply/job_removed.lua",
     "projections/lua/apply/launcher_created.lua",

@@ -20,6 +20,7 @@ APPLIERS: dict[str, str] = {
     "job_timed_out": "apply_job_timed_out",
     "job_cancelled": "apply_job_cancelled",
     "job_requeued": "apply_job_requeued",
+    "job_returned": "apply_job_returned",
     "job_ended": "apply_job_ended",
     "job_expired": "apply_job_removed",
     "job_deleted": "apply_job_removed",

@@ -62,8 +62,11 @@ def _job_field(name: str, job_id: int, h: dict[str, str]) -> Any:
 
 
 def _error_view(err: dict[str, Any]) -> dict[str, Any]:
-    return {"at": format_time(int(err["at"])), "attempt": int(err["attempt"]), "kind": err["kind"],
+    view = {"at": format_time(int(err["at"])), "attempt": int(err["attempt"]), "kind": err["kind"],
             "message": err.get("message", "")}  # fmt: skip
+    if "traceback" in err:
+        view["traceback"] = err["traceback"]
+    return view
 
 
 def _backoff_view(b: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from one small set, retry_backoff, progress and message, pause and resume.  Refu
 (NotFound, Conflict) are part of the game; they must append nothing.  After every step each live
 job is exactly where its status puts it; after the last step, rebuilding the projections from the
 stream alone gives exactly the live ones (a rebuild costs tens of milliseconds, too much for every
-step of every example, and far too much while shrinking).
+step of every example, and far too much while shrinking).  A stopping worker's hand-back of a
+running job (``job_returned``) is a rule of its own, and the moves' requeue naming the current
+attempt of a running job is one too.
 """
 
 from __future__ import annotations
@@ -327,6 +329,27 @@ class LedgerMachine(RuleBasedStateMachine):
             if end in ("failed", "timed_out") and error is not None:
                 fields["error"] = error
             assert self.run(commands.update_job(job.id, JobUpdate(**fields))) == 1
+
+    @rule(pick=st.integers(0, 1000), stale=st.sampled_from((False, False, False, True)))
+    def hand_back(self, pick: int, stale: bool) -> None:
+        """A stopping worker hands a running job back (running -> queued, no retry counted), fetching
+        one first when none runs; one that names an attempt that is not the running one is refused."""
+        running = [i for i, status in self.statuses().items() if status == "running"]
+        running = running or [job.id for job in self.fetch_head("ready", 1, "w3")]
+        if not running:
+            return
+        job_id = running[pick % len(running)]
+        key = self.ledger.keys.job(job_id)
+        queue, *counts = self.client.hmget(key, "queue", "attempt", "retries_attempted")
+        attempt, retries = (int(v or 0) for v in counts)
+        name = queue.decode() if isinstance(queue, bytes) else ""
+        queue_exists = self.client.exists(self.ledger.keys.queue(name))
+        appended = self.run(commands.return_job(job_id, attempt + 1 if stale else attempt))
+        if stale or not queue_exists:
+            assert appended is None and self.statuses()[job_id] == "running"
+            return
+        assert appended == 1 and self.statuses()[job_id] == "queued"
+        assert int(self.client.hget(key, "retries_attempted") or 0) == retries
 
     @rule(moves=st.lists(moves, min_size=1, max_size=3))
     def act(self, moves: list[Move]) -> None:

@@ -62,6 +62,8 @@ ACTIONS: dict[str, Callable[[int], Call[int]]] = {
     "requeue_with_output": _patch("queued", output="again"),
     "output": lambda job_id: commands.set_output(job_id, {"done": 1}),
     "heartbeat": lambda job_id: commands.heartbeat(job_id),
+    "hand_back": lambda job_id: commands.return_job(job_id, 1),  # every state's job ran once at most
+    "hand_back_stale": lambda job_id: commands.return_job(job_id, 2),
 }
 
 CANCEL, REQUEUE = ("cancelled", "job_cancelled"), ("queued", "job_requeued")
@@ -76,6 +78,7 @@ ALLOWED: dict[str, dict[str, tuple[str, str]]] = {
         "cancel_with_output": ("cancelled", "job_cancelled"),
         "output": ("running", "job_output_set"),
         "heartbeat": ("running", "job_heartbeat"),
+        "hand_back": ("queued", "job_returned"),
     },
     "completed": {},
     "failed_waiting": {"cancel": CANCEL, "requeue": REQUEUE},
@@ -181,6 +184,60 @@ def test_complete_records_output_and_end(ledger: Ledger, frozen: FrozenDateTimeF
     view = job(ledger, job_id)
     assert (view["status"], view["ended"], view["output"]) == ("completed", True, {"ok": True})
     assert raw_job(ledger, job_id)["ended_at"] == str(at(2))
+
+
+# --- the worker's hand-back ----------------------------------------------------------------------
+
+
+def test_hand_back_requeues_without_a_retry_and_fences_the_attempt(
+    ledger: Ledger, frozen: FrozenDateTimeFactory, queue: str
+) -> None:
+    ahead, job_id, behind = create(ledger), create(ledger, retries=1), create(ledger, priority=0)
+    low = create(ledger, priority=0)
+    fetched = fetch(ledger, count=2, worker="w-1")
+    assert [f.id for f in fetched] == [ahead, job_id]
+    frozen.tick(1)
+    update(ledger, job_id, output={"partial": True}, attempt=1)
+    ledger.run(commands.heartbeat(job_id, 1))
+    frozen.tick(1)
+    assert ledger.run(commands.return_job(job_id, 1)) == 1
+    view = job(ledger, job_id)
+    assert (view["status"], view["ended"], view["retries_attempted"]) == ("queued", False, 0)
+    assert (view["attempt"], view["worker"]) == (1, "w-1")
+    assert (view["started_at"], view["last_heartbeat"], view["output"]) == (None, None, None)
+    last = events(ledger.client, ledger.keys.namespace, job_id)[-1]
+    assert (last["type"], last["data"]) == ("job_returned", '{"attempt":1,"worker":"w-1"}')
+    assert ledger.client.hget(ledger.keys.build("stats"), "total_jobs_retried") is None
+    for stale in (
+        commands.update_job(job_id, JobUpdate(status="completed", attempt=1)),
+        commands.update_job(job_id, JobUpdate(status="failed", attempt=1)),
+        commands.update_job(job_id, JobUpdate(progress=5, attempt=1)),
+        commands.set_output(job_id, 1, attempt=1),
+        commands.heartbeat(job_id, 1),
+        commands.return_job(job_id, 1),
+    ):
+        refused(ledger, stale, Conflict)
+    assert ledger.client.zscore(ledger.keys.build("due_run"), job_id) is None
+    assert_well_placed(ledger)
+    # back at the end of its priority: after the jobs that were queued before it came back
+    assert [f.id for f in fetch(ledger, count=3)] == [behind, low, job_id]
+    assert job(ledger, job_id)["attempt"] == 2
+
+
+def test_hand_back_in_a_batch_and_to_a_deleted_queue(
+    ledger: Ledger, frozen: FrozenDateTimeFactory, queue: str
+) -> None:
+    first, second = create(ledger), create(ledger)
+    fetch(ledger, count=2)
+    outcomes = ledger.run(commands.update_jobs([
+        (first, JobUpdate(status="queued", attempt=1)), (second, JobUpdate(status="queued", attempt=2)),
+    ]))  # fmt: skip
+    assert outcomes[0] == 1 and isinstance(outcomes[1], Conflict)
+    assert (status(ledger, first), status(ledger, second)) == ("queued", "running")
+    ledger.run(commands.delete_queue("q"))
+    refused(ledger, commands.return_job(second, 1), Conflict)  # nowhere to go back to
+    assert status(ledger, second) == "running"
+    assert_well_placed(ledger)
 
 
 # --- timeouts -----------------------------------------------------------------------------------

@@ -14,7 +14,10 @@ LONGEST = 30.0
 
 
 def wait_for_release(job: JobContext) -> dict[str, Any]:
-    """Run until the file named by ``input["release"]`` exists, then complete."""
+    """Run until the file named by ``input["release"]`` exists, then complete; first create the file
+    named by ``input["started"]``, if any, to say the handler runs."""
+    if "started" in job.input:
+        Path(job.input["started"]).touch()
     path = Path(job.input["release"])
     deadline = time.monotonic() + LONGEST
     while not path.exists():

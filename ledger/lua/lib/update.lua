@@ -33,7 +33,10 @@ local function update(now, id, status, output, attempt, progress, err)
   if status ~= '' and not ALLOWED[status] then
     refuse('BAD_REQUEST', "'" .. status .. "' is not a status")
   end
-  if status ~= '' then require_status(id, job, ALLOWED[status], ACTION[status]) end
+  -- running -> queued: the worker holding the attempt hands the job back (check_attempt made sure
+  -- a named attempt is the running one); without an attempt a running job is not requeued
+  local returning = status == 'queued' and attempt ~= ''
+  if status ~= '' and not returning then require_status(id, job, ALLOWED[status], ACTION[status]) end
   if progress ~= '' then
     require_status(id, job, RUNNING, 'report its progress (only a running job reports progress)')
   end
@@ -71,6 +74,9 @@ local function update(now, id, status, output, attempt, progress, err)
     appended = appended + 1
   elseif status == 'cancelled' then
     emit(now, 'job_cancelled', id, job.queue, {output = out})
+    appended = appended + 1
+  elseif returning then
+    emit(now, 'job_returned', id, job.queue, {attempt = tonumber(attempt), worker = job.worker})
     appended = appended + 1
   else
     emit(now, 'job_requeued', id, job.queue, {retry = false})
