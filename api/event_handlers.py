@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
 
 import redis
 from starlette.requests import Request
@@ -32,6 +33,8 @@ from ledger.runner import AsyncLedger, translate
 from ledger.stream import EventFilter, decode_entries, id_key, newest, scan
 from replay.archive import ArchiveError, ArchiveRecord, archive_key, parse_record, record
 from replay.archive_feed import archive_page, archived_after, fill_missing, reaches_archive
+
+T = TypeVar("T")
 
 MAX_PAGE = 1000
 BLOCK_MS = 15_000
@@ -130,8 +133,12 @@ class _Follower:
         yield ": following the ledger\n" + _position(self.position)
         async for chunk in self.archived(await self.ledger.read(record())):
             yield chunk
+        stopping: asyncio.Event = request.app.state.stopping
         while not await request.is_disconnected():
-            events, rec = await self.next_batch()
+            batch = await _unless(stopping, self.next_batch())
+            if batch is None:
+                return  # the server is stopping: the client resumes elsewhere with Last-Event-ID
+            events, rec = batch
             async for chunk in self.archived(rec):
                 yield chunk
             shown = False
@@ -146,6 +153,20 @@ class _Follower:
                 yield ": keep-alive\n" + _position(self.position)
             elif not shown:
                 yield _position(self.position)
+
+
+async def _unless(stopping: asyncio.Event, read: Coroutine[Any, Any, T]) -> T | None:
+    """What ``read`` gives, or None as soon as ``stopping`` is set (the read is then cancelled)."""
+    reading = asyncio.ensure_future(read)
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({reading, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if reading.done():
+        return reading.result()
+    reading.cancel()
+    return None
 
 
 def _error(exc: Exception) -> str:

@@ -5,6 +5,9 @@ job on its behalf.  Were the server to go on waiting, the next job to come would
 nobody and stay running until its timeout (then spend a retry, or end timed out).  So the wait
 listens for the client's disconnect too: once the client is gone it fetches nothing more, and the
 jobs of a fetch that ran as the client left are handed back (``job_returned``) at once.
+
+A server that is stopping (``app.state.stopping`` set by ``serve`` at the first signal) ends every
+long-poll at once with no job, rather than holding its shutdown for the rest of the wait.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class HangUp:
 
     def __init__(self, request: Request) -> None:
         self._receive = request.receive
+        self._stopping: asyncio.Event | None = getattr(request.app.state, "stopping", None)
         self._listener: asyncio.Future[None] | None = None
 
     async def __aenter__(self) -> Self:
@@ -46,13 +50,26 @@ class HangUp:
             await self._listener
 
     async def _listen(self) -> None:
-        """Return once the server reports the disconnect (a request body, if any, is read past)."""
+        """Return once the server reports the disconnect (a request body, if any, is read past),
+        or the server is stopping."""
+        disconnect = asyncio.ensure_future(self._disconnect())
+        waiting: set[asyncio.Future[Any]] = {disconnect}
+        if self._stopping is not None:
+            waiting.add(asyncio.ensure_future(self._stopping.wait()))
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in waiting:
+                future.cancel()
+
+    async def _disconnect(self) -> None:
         with contextlib.suppress(Exception):
             while (await self._receive())["type"] != "http.disconnect":
                 pass
 
     @property
     def gone(self) -> bool:
+        """The client hung up, or the server is stopping: no job goes out any more."""
         return self._listener is not None and self._listener.done()
 
     async def wait(self, woken: Subscription, timeout: float) -> None:

@@ -69,8 +69,11 @@ class GracefulServer(uvicorn.Server):
     """uvicorn's server with jobledger's stop (see the module): ``handle_exit`` is uvicorn's
     handler of SIGINT and SIGTERM, whichever way its version installs it."""
 
-    def __init__(self, config: uvicorn.Config, shutdown_timeout: float, address: str) -> None:
+    def __init__(
+        self, config: uvicorn.Config, shutdown_timeout: float, address: str, stopping: asyncio.Event | None
+    ) -> None:
         super().__init__(config)
+        self.stopping = stopping  # set at the first signal: long-polls end at once
         self.shutdown_timeout = shutdown_timeout
         self.address = address
         self.signals = 0
@@ -87,6 +90,8 @@ class GracefulServer(uvicorn.Server):
         assert self.loop is not None
         name = signal.Signals(sig).name
         if count == 1:
+            if self.stopping is not None:
+                self.stopping.set()
             log.info("%s: stopping; requests in flight have up to %gs to finish (a second signal "
                      "stops at once)", name, self.shutdown_timeout)  # fmt: skip
             self.loop.call_later(self.shutdown_timeout, self._cancel_all, "shutdown_timeout has passed")
@@ -122,7 +127,8 @@ def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
         timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
     )
     port = sockets[0].getsockname()[1] if sockets else config.server.port
-    server = GracefulServer(uv_config, timeout, address_text(config.server.host, port))
+    stopping = getattr(getattr(app, "state", None), "stopping", None)
+    server = GracefulServer(uv_config, timeout, address_text(config.server.host, port), stopping)
     loop = asyncio.new_event_loop()
     server.loop = loop
     try:

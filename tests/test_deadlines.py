@@ -15,8 +15,8 @@ import redis
 from ledger.runner import Ledger
 from ledger.scheduler import WAKE_THROTTLE
 from tests.deadline_support import SCENARIOS, lateness_ms, scheduler_running
+from tests.private_redis import PrivateServer
 from tests.support import create, put_queue
-from tests.test_api_unavailable import PrivateServer
 
 #: "About a second", with room for a loaded machine.
 MARGIN_MS = 1500

@@ -16,7 +16,7 @@ from api.app import create_app
 from ledger.runner import Ledger
 from tests.deadline_support import SCENARIOS, lateness_ms
 from tests.http_support import error_of, make_config
-from tests.test_api_unavailable import PrivateServer, wait_until
+from tests.private_redis import PrivateServer, wait_until
 
 
 @contextmanager

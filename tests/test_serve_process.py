@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from api.embedded import RECORD_NAME, EmbeddedServer, free_port, pid_alive
+from tests.private_redis import PrivateServer
 from tests.process_support import (
     jobledger,
     no_server_left,
@@ -76,46 +77,100 @@ def serving(tmp_path: Path) -> Iterator[tuple[Path, str, list[str]]]:
     yield data_dir, f"http://127.0.0.1:{port}", serve_args(data_dir, port)
 
 
-def test_sigterm_with_a_long_poll_in_flight_stops_within_shutdown_timeout(
+@contextmanager
+def feed(base: str) -> Iterator[list[object]]:
+    """``GET /events/stream`` open while the block runs; what ended it, after."""
+    outcome: list[object] = []
+
+    def follow() -> None:
+        try:
+            with httpx.stream("GET", f"{base}/events/stream", timeout=90) as response:
+                for _ in response.iter_lines():
+                    pass
+            outcome.append("ended")
+        except httpx.HTTPError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        yield outcome
+    finally:
+        thread.join(timeout=95)
+
+
+def test_sigterm_ends_long_polls_and_feeds_at_once_and_stops(
     tmp_path: Path, serving: tuple[Path, str, list[str]]
 ) -> None:
-    data_dir, base, args = serving
-    slow = [*args, "--shutdown-timeout", "3s"]
-    with no_server_left(data_dir), jobledger(slow, tmp_path / "s.log") as serve:
-        wait_serving(serve, base)
-        valkey = record_pid(data_dir)
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        with long_poll(base):
-            serve.signal(signal.SIGTERM)
-            started = time.monotonic()
-            code = serve.wait(timeout=3 + 10)
-            took = time.monotonic() - started
-        assert code == 0, serve.output()
-        assert took <= 3 + SLACK, f"stopped {took:.1f} s after SIGTERM (shutdown_timeout 3s)"
-        assert not pid_alive(valkey)
-
-
-@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_second_signal_stops_serve_at_once(
-    tmp_path: Path, serving: tuple[Path, str, list[str]], second: int
-) -> None:
+    """Nothing of a long-poll or a live feed is owed to a stopping server: a long-poll answers 204
+    and a feed ends (its client resumes elsewhere), so serve stops at once, not after the 30 s of
+    shutdown_timeout."""
     data_dir, base, args = serving
     with no_server_left(data_dir), jobledger(args, tmp_path / "s.log") as serve:  # shutdown_timeout 30s
         wait_serving(serve, base)
         valkey = record_pid(data_dir)
         assert httpx.put(f"{base}/queue/q").status_code == 201
-        with long_poll(base) as outcome:
+        with long_poll(base) as polled, feed(base) as followed:
             serve.signal(signal.SIGTERM)
-            time.sleep(0.5)
-            assert serve.wait(timeout=0) is None  # still waiting for the long-poll
-            serve.signal(second)
             started = time.monotonic()
-            code = serve.wait(timeout=15)
+            code = serve.wait(timeout=30 + 10)
             took = time.monotonic() - started
-        assert code is not None, serve.output()
-        assert took <= SLACK, f"stopped {took:.1f} s after the second signal"
+        assert code == 0, serve.output()
+        assert took <= SLACK, f"stopped {took:.1f} s after SIGTERM"
+        assert polled == [204]
+        assert followed == ["ended"]
         assert not pid_alive(valkey)
-        assert outcome  # the long-poll was answered or cut, not left hanging
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_second_signal_stops_serve_at_once(tmp_path: Path, second: int) -> None:
+    """A request held up by a stopped Redis keeps serve stopping for up to shutdown_timeout; a second
+    signal cuts it short."""
+    redis_server = PrivateServer(tmp_path / "redis")
+    redis_server.start()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = ["serve", "--redis-url", redis_server.url, "--host", "127.0.0.1", "--port", str(port)]
+    try:
+        with jobledger(args, tmp_path / "s.log") as serve:  # shutdown_timeout 30s
+            wait_serving(serve, base)
+            assert httpx.put(f"{base}/queue/q").status_code == 201
+            redis_server.pause()
+            with request_in_flight(f"{base}/queue/q") as outcome:
+                serve.signal(signal.SIGTERM)
+                time.sleep(1.0)
+                assert serve.wait(timeout=0) is None  # still waiting for the request
+                serve.signal(second)
+                started = time.monotonic()
+                code = serve.wait(timeout=15)
+                took = time.monotonic() - started
+            assert code is not None, serve.output()
+            assert took <= SLACK, f"stopped {took:.1f} s after the second signal"
+            assert outcome  # the request was answered or cut, not left hanging
+    finally:
+        redis_server.resume()
+        redis_server.kill()
+
+
+@contextmanager
+def request_in_flight(url: str) -> Iterator[list[object]]:
+    """A GET of ``url`` in flight while the block runs; its outcome after."""
+    outcome: list[object] = []
+
+    def get() -> None:
+        try:
+            outcome.append(httpx.get(url, timeout=90).status_code)
+        except httpx.HTTPError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=get, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        yield outcome
+    finally:
+        thread.join(timeout=95)
 
 
 def test_a_killed_serve_takes_its_embedded_server_with_it(
