@@ -163,10 +163,15 @@ async def _unless(stopping: asyncio.Event, read: Coroutine[Any, Any, T]) -> T | 
         await asyncio.wait({reading, stop}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stop.cancel()
-    if reading.done():
-        return reading.result()
-    reading.cancel()
-    return None
+        if not reading.done():  # stopping, or this feed itself cancelled (its client hung up)
+            reading.add_done_callback(_retrieved)  # its end (a closed connection) is nobody's concern
+            reading.cancel()
+    return reading.result() if reading.done() and not reading.cancelled() else None
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _error(exc: Exception) -> str:
