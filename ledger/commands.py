@@ -2,7 +2,7 @@
 
 Each command is one Lua script run with EVALSHA: it checks state, appends its event(s) and applies
 them, atomically, in one round trip.  A :class:`Call` is pure data, so the same command runs through
-the sync :class:`ledger.runner.Ledger` or the async :class:`ledger.runner.AsyncLedger`, one at a time
+the sync :class:`jobledger.ledger.runner.Ledger` or the async :class:`jobledger.ledger.runner.AsyncLedger`, one at a time
 or many in a pipeline.  ``now`` is not an argument here: the runner adds it from its clock.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from ledger import errors
-from ledger.errors import JobLedgerError
-from ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
+from jobledger.ledger import errors
+from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
 
 T = TypeVar("T")
 
@@ -180,7 +180,7 @@ def check_expiry(limit: int) -> Call[list[int]]:
 
 def create_launcher(queue: str, data_json: str) -> Call[int]:
     """A new launcher on an existing queue, from its ``launcher_created`` data (see
-    :func:`ledger.launchers.created_data`); its id."""
+    :func:`jobledger.ledger.launchers.created_data`); its id."""
     return Call("create_launcher", (queue, data_json), _int)
 
 

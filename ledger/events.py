@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger.durations import format_time
+from jobledger.ledger.durations import format_time
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -32,17 +32,17 @@ from pydantic import (
     model_validator,
 )
 
-from ledger import commands
-from ledger.commands import Call
-from ledger.durations import format_ms, format_time, parse_ms, parse_time
-from ledger.events import EVENT_TYPES, LauncherType
-from ledger.keys import valid_queue_name
-from ledger.requests import Count, Duration, JobOptions
-from ledger.runner import AsyncLedger, Ledger
-from ledger.stream import id_key, newest
-from projections import launchers as readers
-from projections.launchers import DueLauncher, EventLauncher
-from projections.readers import Read
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.durations import format_ms, format_time, parse_ms, parse_time
+from jobledger.ledger.events import EVENT_TYPES, LauncherType
+from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.reads import Read
+from jobledger.ledger.requests import Count, Duration, JobOptions
+from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.ledger.stream import id_key, newest
+from jobledger.projections import launchers as readers
+from jobledger.projections.launchers import DueLauncher, EventLauncher
 
 T = TypeVar("T")
 

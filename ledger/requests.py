@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from ledger.durations import format_ms, parse_ms, parse_time
+from jobledger.ledger.durations import format_ms, parse_ms, parse_time
 
 Duration = Annotated[int, BeforeValidator(parse_ms)]
 #: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
@@ -207,7 +207,7 @@ def known_part(
 ) -> tuple[dict[str, Any], list[str]]:
     """``data`` without the keys ``model`` has no field for (inside nested models too), and those
     keys, dotted from the top (``retry_backoff.step``).  Ocypod ignores keys it does not know; so
-    does jobledger, naming them (see ``api.body.read_model``)."""
+    does jobledger, naming them (see ``jobledger.server.inputs.read_model``)."""
     known: dict[str, Any] = {}
     unknown: list[str] = []
     for key, value in data.items():

@@ -3,7 +3,7 @@
 The runner owns the three things every command needs: the client, the namespace's key prefix
 (``KEYS[1]``) and the clock that gives ``now`` (``ARGV[1]``).  Scripts are registered once per
 runner and called with EVALSHA (redis-py loads a script again after a server restart, on NOSCRIPT).
-Error replies from scripts become the :mod:`ledger.errors` tree; a lost connection, Unavailable.
+Error replies from scripts become the :mod:`jobledger.ledger.errors` tree; a lost connection, Unavailable.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 import redis
 import redis.asyncio
 
-from ledger import errors
-from ledger.clock import Clock, now_ms
-from ledger.commands import Call
-from ledger.keys import DEFAULT_NAMESPACE, Keys
-from ledger.redis_clients import async_client, sync_client
-from ledger.scripts import sources
-from projections.readers import Read
+from jobledger.ledger import errors
+from jobledger.ledger.clock import Clock, now_ms
+from jobledger.ledger.commands import Call
+from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import async_client, sync_client
+from jobledger.ledger.scripts import sources
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ def generation_of(reply: Any) -> int:
 
 
 def live_keys(client: redis.Redis, namespace: str) -> Keys:
-    """The keys of the namespace's live generation of projections (see :mod:`ledger.keys`)."""
+    """The keys of the namespace's live generation of projections (see :mod:`jobledger.ledger.keys`)."""
     keys = Keys(namespace)
     return keys.with_generation(generation_of(client.get(keys.build("generation"))))
 

@@ -1,7 +1,7 @@
 """Compose the Lua scripts and name them.
 
-A script is the generated prelude (the key helpers of :mod:`ledger.keys` it uses, the event
-versions of :mod:`ledger.events`), the shared pieces it needs, then its entry file's body.  Each
+A script is the generated prelude (the key helpers of :mod:`jobledger.ledger.keys` it uses, the event
+versions of :mod:`jobledger.ledger.events`), the shared pieces it needs, then its entry file's body.  Each
 entry file is one command (``ledger/lua``) or the replay step (``replay/lua``).
 
 Lua builds every local function of a script again on each EVALSHA, so a script carries only what it
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ledger.events import EVENT_TYPES, lua_versions
-from ledger.keys import lua_prelude
-from projections.appliers import APPLIERS
+from jobledger.ledger.events import EVENT_TYPES, lua_versions
+from jobledger.ledger.keys import lua_prelude
+from jobledger.projections.appliers import APPLIERS
 
 _ROOT = Path(__file__).resolve().parent.parent
 ENTRY_DIRS = (_ROOT / "ledger" / "lua", _ROOT / "replay" / "lua")

@@ -1,6 +1,6 @@
 """Which Lua applier applies each event type (``projections/lua/apply/*.lua``).
 
-Every event type of :mod:`ledger.events` has exactly one applier; a test holds the two tables equal.
+Every event type of :mod:`jobledger.ledger.events` has exactly one applier; a test holds the two tables equal.
 """
 
 APPLIERS: dict[str, str] = {

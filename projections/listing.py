@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger.errors import NotFound
-from ledger.keys import Keys
-from projections.readers import Read
-from projections.views import JOB_STATUSES, decode_hash, job_view
+from jobledger.ledger.errors import NotFound
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.projections.views import JOB_STATUSES, decode_hash, job_view
 
 SUMMARY = ("id", "queue", "status", "priority", "tags", "quota_key", "created_at", "started_at",
            "ended_at", "attempt", "worker", "progress", "message", "ended")  # fmt: skip

@@ -1,22 +1,16 @@
-"""Typed readers of the projections.
-
-A :class:`Read` is a description (the Redis commands to pipeline, and how to parse their replies),
-so one reader serves the sync and the async runner alike.  ``parse`` may return another Read when a
-second round trip is needed (e.g. sizes after listing the queues).
-"""
+"""Typed readers of the projections, each a :class:`~jobledger.ledger.reads.Read`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from ledger.errors import NotFound
-from ledger.events import decode_entry
-from ledger.keys import Keys
-from ledger.redis_clients import score_pairs
-from ledger.requests import QueueSettings
-from projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
+from jobledger.ledger.errors import NotFound
+from jobledger.ledger.events import decode_entry
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.requests import QueueSettings
+from jobledger.projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
 
 T = TypeVar("T")
 
@@ -24,12 +18,6 @@ STATS = (
     "total_jobs_created", "total_jobs_completed", "total_jobs_retried",
     "total_jobs_failed", "total_jobs_timed_out", "total_jobs_cancelled",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Read(Generic[T]):
-    commands: Callable[[Keys], list[tuple[Any, ...]]]
-    parse: Callable[[list[Any]], T | Read[T]]
 
 
 def _str(value: Any) -> str:

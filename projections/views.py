@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.durations import format_ms, format_time
-from ledger.requests import Backoff, QueueSettings
+from jobledger.ledger.durations import format_ms, format_time
+from jobledger.ledger.requests import Backoff, QueueSettings
 
 #: Ocypod's job fields in Ocypod's order, then jobledger's.
 JOB_FIELDS = (

@@ -18,8 +18,8 @@ from typing import Any
 
 import redis
 
-from ledger.keys import TEMPLATES
-from ledger.runner import live_keys
+from jobledger.ledger.keys import TEMPLATES
+from jobledger.ledger.runner import live_keys
 
 STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
 _LAUNCHER_KINDS = {(2, ""): "launcher", (3, "pending"): "pending"}

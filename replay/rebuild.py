@@ -1,7 +1,7 @@
 """Rebuild every projection of a ledger from its events alone, into an empty namespace.
 
 Rebuilding is a fold over events: read the ledger in order (archived events, then the stream:
-:func:`replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
+:func:`jobledger.replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
 which calls the same ``apply`` the live commands call.  Events written at an older schema version
 are upcast to the current one first, so ``apply`` only knows current data.
 
@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 
 import redis
 
-from ledger.events import EVENT_TYPES, upcast
-from ledger.keys import Keys
-from ledger.scripts import sources
-from replay.ledger_file import RawEntry
-from replay.source import read_ledger
+from jobledger.ledger.events import EVENT_TYPES, upcast
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.scripts import sources
+from jobledger.replay.ledger_file import RawEntry
+from jobledger.replay.source import read_ledger
 
 Progress = Callable[[int], None]
 T = TypeVar("T")

@@ -13,10 +13,10 @@ from typing import Any, cast
 
 import redis
 
-from ledger.durations import parse_time
-from ledger.keys import Keys
-from ledger.stream import id_key
-from replay.archive import (
+from jobledger.ledger.durations import parse_time
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.stream import id_key
+from jobledger.replay.archive.records import (
     ArchiveRecord,
     archive_key,
     archived_entries,
@@ -25,7 +25,7 @@ from replay.archive import (
     parse_record,
     segment_entries,
 )
-from replay.ledger_file import RawEntry
+from jobledger.replay.ledger_file import RawEntry
 
 EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
 

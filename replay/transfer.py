@@ -1,7 +1,7 @@
 """``events export`` and ``events import``: a whole ledger to a JSON-lines file and back.
 
 Export reads the ledger as replay does (archived events, then the stream) and writes one line per
-event (:mod:`replay.ledger_file`), to a temporary file renamed into place once complete and
+event (:mod:`jobledger.replay.ledger_file`), to a temporary file renamed into place once complete and
 flushed to disk, so an interrupted export never leaves a half file under the name asked for.
 
 Import appends the events, with their own ids, to the stream of an empty namespace, and applies
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import redis
 
-from ledger.keys import Keys
-from ledger.scripts import sources
-from ledger.stream import id_key
-from replay.ledger_file import LedgerFileError, RawEntry, read_entries, write_entries
-from replay.progress import Callback
-from replay.rebuild import current_data, ensure_empty, prefetch
-from replay.source import read_ledger
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.scripts import sources
+from jobledger.ledger.stream import id_key
+from jobledger.replay.ledger_file import LedgerFileError, RawEntry, read_entries, write_entries
+from jobledger.replay.progress import Callback
+from jobledger.replay.rebuild import current_data, ensure_empty, prefetch
+from jobledger.replay.source import read_ledger
 
 
 def export_ledger(

@@ -25,13 +25,13 @@ from typing import Any
 
 import redis
 
-from ledger.keys import Keys
-from ledger.runner import generation_of, live_keys
-from ledger.scripts import sources
-from ledger.stream import id_key
-from replay.archive import archive_key
-from replay.progress import Callback
-from replay.rebuild import Applier, ensure_empty, fold
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import generation_of, live_keys
+from jobledger.ledger.scripts import sources
+from jobledger.ledger.stream import id_key
+from jobledger.replay.archive.records import archive_key
+from jobledger.replay.progress import Callback
+from jobledger.replay.rebuild import Applier, ensure_empty, fold
 
 CHUNK = 200
 #: (type, content): content normalised so that equal projections compare equal (see _content).

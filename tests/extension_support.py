@@ -8,8 +8,8 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger.durations import format_time
-from ledger.runner import Ledger
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.runner import Ledger
 from tests.support import assert_well_placed, at, create, events, fetch_one, job, run_tick, status, update
 
 HEARTBEAT_MESSAGE = "no heartbeat within heartbeat_timeout"

@@ -8,11 +8,11 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import launchers
-from ledger.launchers import LauncherSpec
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from projections import launchers as readers
+from jobledger.ledger import launchers
+from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import launchers as readers
+from jobledger.scheduler.loop import tick
 from tests.support import START, create, events, fetch_one, later, update
 
 

@@ -1,6 +1,6 @@
 """A real jobledger HTTP server for the client, worker and CLI tests: the app served by uvicorn in a
 background thread on a free port, on a test's namespace, with no scheduler task (tests drive the
-scheduler with ``ledger.scheduler.tick``)."""
+scheduler with ``jobledger.scheduler.loop.tick``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from api.app import create_app
-from api.config import Config
+from jobledger.runtime.config import Config
+from jobledger.server.app import create_app
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Real ``jobledger`` processes for the start-and-stop tests: started with ``python -m api.cli``,
+"""Real ``jobledger`` processes for the start-and-stop tests: started with ``python -m jobledger.cli.main``,
 stopped by PID, and the valkey-server processes working in a data directory found through /proc
 (so a test sees a server left behind even when no record of it was written)."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from api.embedded import RECORD_NAME, ServerRecord, pid_alive
+from jobledger.runtime.embedded import RECORD_NAME, ServerRecord, pid_alive
 
 REPO = Path(__file__).resolve().parents[1]
 #: The longest any process of these tests may run.
@@ -61,7 +61,7 @@ class Command:
         self.log = log
         self._out = log.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", *args],
+            [sys.executable, "-m", "jobledger.cli.main", *args],
             cwd=cwd,
             env=clean_env(**env),
             stdout=self._out,

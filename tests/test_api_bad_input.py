@@ -10,7 +10,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from api.body import MAX_DEPTH
+from jobledger.server.inputs import MAX_DEPTH
 from tests.http_support import app_client, create_job, error_of, fetch, put_queue, unchanged
 
 LIMIT = 1024

@@ -11,7 +11,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from ledger.keys import Keys
+from jobledger.ledger.keys import Keys
 from tests.http_support import app_client, put_queue
 
 

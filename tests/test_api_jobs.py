@@ -10,9 +10,9 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from api import __version__
-from ledger.runner import Ledger
-from projections.views import JOB_FIELDS
+from jobledger import __version__
+from jobledger.ledger.runner import Ledger
+from jobledger.projections.views import JOB_FIELDS
 from tests.http_support import (
     JOB_STATUSES,
     RFC3339,

@@ -11,7 +11,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from ledger.runner import Ledger
+from jobledger.ledger.runner import Ledger
 from tests.http_support import (
     RFC3339,
     app_client,

@@ -14,7 +14,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from api.app import create_app
+from jobledger.server.app import create_app
 from tests.http_support import (
     app_client,
     create_job,

@@ -10,7 +10,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from ledger.runner import Ledger
+from jobledger.ledger.runner import Ledger
 from tests.http_support import (
     DEFAULT_SETTINGS,
     JOB_STATUSES,

@@ -12,18 +12,24 @@ import redis
 import redis.asyncio
 from starlette.testclient import TestClient
 
-from ledger.events import Event, decode_entry
-from ledger.keys import Keys
-from ledger.runner import AsyncLedger, Ledger
-from ledger.scheduler import CHECKS
-from ledger.scheduler import run as run_scheduler
-from replay.archive import ArchiveError, ArchiveRecord, events_by_id, load_record, read_manifest
-from replay.archive_feed import job_history
-from replay.archiver import SEGMENT_EVENTS, ArchiveSettings, write_segment
-from replay.compare import compare
-from replay.rebuild import rebuild
-from replay.source import read_ledger, xrange
-from replay.transfer import export_ledger, import_ledger
+from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.replay.archive.feed import job_history
+from jobledger.replay.archive.records import (
+    ArchiveError,
+    ArchiveRecord,
+    events_by_id,
+    load_record,
+    read_manifest,
+)
+from jobledger.replay.archive.writer import SEGMENT_EVENTS, ArchiveSettings, write_segment
+from jobledger.replay.compare import compare
+from jobledger.replay.rebuild import rebuild
+from jobledger.replay.source import read_ledger, xrange
+from jobledger.replay.transfer import export_ledger, import_ledger
+from jobledger.scheduler.loop import CHECKS
+from jobledger.scheduler.loop import run as run_scheduler
 from tests.http_support import app_client
 from tests.replay_support import archive as archive_round
 from tests.replay_support import stream_entries, stream_ids, workload

@@ -65,6 +65,6 @@ def test_the_harness_imports_itself_relatively_so_it_installs_as_jobledger_bench
         if line.lstrip().startswith(("from tests.", "import tests."))
     ]
     assert absolute == []
-    from api.cli import _bench_app
+    from jobledger.cli.main import _bench_app
 
     assert _bench_app() is not None

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import build_app
-from api.client import Client, NotFound
+from jobledger.cli.main import build_app
+from jobledger.client import Client, NotFound
 from tests.live_server import live_server
 
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_URL": None}

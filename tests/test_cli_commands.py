@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import build_app
-from api.client import Client
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from projections.views import JOB_STATUSES
+from jobledger.cli.main import build_app
+from jobledger.client import Client
+from jobledger.ledger.runner import Ledger
+from jobledger.projections.views import JOB_STATUSES
+from jobledger.scheduler.loop import tick
 from tests.http_support import DEFAULT_SETTINGS
 from tests.live_server import live_server
 
@@ -211,7 +211,7 @@ def test_a_real_terminal_gets_tables_and_colours(world: World) -> None:
     """Detection without any variable: stdout is a pseudo-terminal."""
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR", "NO_COLOR")}
-    with subprocess.Popen([sys.executable, "-m", "api.cli", "queues", "--url", world.url], cwd=REPO,
+    with subprocess.Popen([sys.executable, "-m", "jobledger.cli.main", "queues", "--url", world.url], cwd=REPO,
                           stdout=follower, stderr=subprocess.PIPE, env=env) as proc:  # fmt: skip
         os.close(follower)
         shown = _read_all(leader)

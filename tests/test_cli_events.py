@@ -18,11 +18,11 @@ import pytest
 import redis
 from typer.testing import CliRunner, Result
 
-from api.cli import build_app
-from api.cli_output import event_details, when
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from replay.compare import compare
+from jobledger.cli.main import build_app
+from jobledger.cli.output import event_details, when
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.compare import compare
 from tests.live_server import live_server
 from tests.replay_support import stream_entries, stream_ids, workload
 from tests.support import create, fetch_one, put_queue, update
@@ -88,7 +88,7 @@ def test_tail_prints_each_event_as_it_happens_and_stops_cleanly(
     first = create(ledger, "q", input="before")
     after = stream_ids(client, namespace)[0]  # the queue's creation
     env = {k: v for k, v in os.environ.items() if k not in PIPED}
-    command = [sys.executable, "-m", "api.cli", "events", "tail", "--url", server, "--json", "--after", after,
+    command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", server, "--json", "--after", after,
                "--type", "job_created"]  # fmt: skip
     lines: list[str] = []
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -117,7 +117,7 @@ def _read_lines(stream: object, n: int) -> list[str]:
 
 def _tail(server: str, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in PIPED}
-    command = [sys.executable, "-m", "api.cli", "events", "tail", "--url", server, *args]
+    command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", server, *args]
     return subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -15,15 +15,15 @@ import pytest
 import redis
 from typer.testing import CliRunner, Result
 
-from api.cli import build_app
-from ledger import commands
-from ledger.durations import format_time
-from ledger.keys import Keys
-from ledger.requests import JobOptions
-from ledger.runner import Ledger
-from projections.readers import job as readers_job
-from replay.compare import compare
-from replay.rebuild import rebuild
+from jobledger.cli.main import build_app
+from jobledger.ledger import commands
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions
+from jobledger.ledger.runner import Ledger
+from jobledger.projections.readers import job as readers_job
+from jobledger.replay.compare import compare
+from jobledger.replay.rebuild import rebuild
 from tests.live_server import eventually, live_server
 from tests.replay_support import stream_ids
 from tests.support import START_MS, create, fetch, put_queue, update
@@ -145,7 +145,7 @@ def test_an_interrupted_rebuild_exits_130_and_leaves_nothing(
     put_queue(ledger, "mail")
     ledger.run_many(commands.create_job("mail", JobOptions(input=n)) for n in range(3000))
     target = namespace + "-partial"
-    command = [sys.executable, "-m", "api.cli", "replay", "rebuild", "--into", target, "--batch", "1",
+    command = [sys.executable, "-m", "jobledger.cli.main", "replay", "rebuild", "--into", target, "--batch", "1",
                "--redis-url", redis_url, "--namespace", namespace]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in PIPED}
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.client import (
+from jobledger.client import (
     AsyncClient,
     BadRequest,
     Client,
@@ -28,8 +28,8 @@ from api.client import (
     WaitTimeout,
     calls,
 )
-from ledger.runner import Ledger
-from ledger.scheduler import tick
+from jobledger.ledger.runner import Ledger
+from jobledger.scheduler.loop import tick
 from tests.live_server import live_server
 
 FAST = Retry(attempts=3, base=0.01, cap=0.02)

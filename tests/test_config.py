@@ -1,4 +1,4 @@
-"""api.config: defaults, the TOML file, interpolation, precedence and error messages."""
+"""jobledger.runtime.config: defaults, the TOML file, interpolation, precedence and error messages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from api.config import ENV_VARS, Config, ConfigError, load_config, parse_size
+from jobledger.runtime.config import ENV_VARS, Config, ConfigError, load_config, parse_size
 
 
 def write(tmp_path: Path, text: str) -> Path:

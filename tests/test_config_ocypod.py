@@ -1,4 +1,4 @@
-"""api.config reads an Ocypod deployment's file as Ocypod does: ``${VAR}`` interpolated on the text
+"""jobledger.runtime.config reads an Ocypod deployment's file as Ocypod does: ``${VAR}`` interpolated on the text
 before TOML parsing (so it works outside quotes, in table names, and inside strings whatever the
 value), keys it does not know named in a warning and ignored, and ``key_namespace = ""``."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from api.config import ConfigError, interpolate, load_config
-from ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.runtime.config import ConfigError, interpolate, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from ledger.runner import Ledger
-from ledger.scheduler import WAKE_THROTTLE
+from jobledger.ledger.runner import Ledger
+from jobledger.scheduler.loop import WAKE_THROTTLE
 from tests.deadline_support import SCENARIOS, lateness_ms, scheduler_running
 from tests.private_redis import PrivateServer
 from tests.support import create, put_queue

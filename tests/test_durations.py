@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.durations import format_ms, format_time, parse_ms, parse_time
+from jobledger.ledger.durations import format_ms, format_time, parse_ms, parse_time
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""api.embedded, api.connection and the `jobledger` command, against real valkey-server processes."""
+"""jobledger.runtime.embedded, jobledger.runtime.locate and the `jobledger` command, against real valkey-server processes."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ import httpx
 import pytest
 import redis
 
-from api.config import load_config
-from api.connection import NoLedgerHere, redis_url_for
-from api.embedded import (
+from jobledger.runtime.config import load_config
+from jobledger.runtime.embedded import (
     LOCK_NAME,
     RECORD_NAME,
     EmbeddedServer,
@@ -29,6 +28,7 @@ from api.embedded import (
     free_port,
     pid_alive,
 )
+from jobledger.runtime.locate import NoLedgerHere, redis_url_for
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE = 30.0
@@ -151,7 +151,7 @@ def test_server_left_behind_by_a_killed_owner_is_replaced_without_loss(tmp_path:
     owner_code = (
         "import sys, redis\n"
         "from pathlib import Path\n"
-        "from api.embedded import EmbeddedServer\n"
+        "from jobledger.runtime.embedded import EmbeddedServer\n"
         "server = EmbeddedServer(Path(sys.argv[1]))\n"
         "server.start()\n"
         "client = redis.Redis.from_url(server.url)\n"
@@ -229,7 +229,7 @@ def test_redis_url_for_embedded_and_external(tmp_path: Path) -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "jobledger.cli.main", *args],
         cwd=REPO,
         env=clean_env(),
         capture_output=True,
@@ -262,7 +262,7 @@ def healthy(base: str) -> bool:
 def test_serve_answers_health_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     data_dir, port = tmp_path / "data", free_port()
     log = (tmp_path / "serve.log").open("wb")
-    command = [sys.executable, "-m", "api.cli", "serve", "--data-dir", str(data_dir)]
+    command = [sys.executable, "-m", "jobledger.cli.main", "serve", "--data-dir", str(data_dir)]
     serve = subprocess.Popen(
         [*command, "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO,

@@ -11,10 +11,10 @@ import pytest
 import redis.asyncio
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands, launchers
-from ledger.durations import format_time
-from ledger.runner import AsyncLedger, Ledger
-from ledger.scheduler import tick
+from jobledger.ledger import commands, launchers
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.scheduler.loop import tick
 from tests.launcher_support import (
     advance_to,
     complete_job,

@@ -13,14 +13,14 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger.events import JobTimedOut, decode_entry, upcast
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from projections import readers
-from replay.compare import compare
-from replay.placement import misplaced
-from replay.rebuild import rebuild
+from jobledger.ledger.events import JobTimedOut, decode_entry, upcast
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
+from jobledger.replay.compare import compare
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
+from jobledger.scheduler.loop import tick
 from tests.extension_support import HEARTBEAT_MESSAGE, TIMEOUT_MESSAGE, error
 from tests.http_support import app_client
 from tests.support import at, create, events, fetch_one, frozen_clock, put_queue, raw_job

@@ -9,12 +9,12 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.stream import EventFilter, scan
-from replay.source import xrange
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.stream import EventFilter, scan
+from jobledger.replay.source import xrange
 from tests.http_support import app_client
 
 

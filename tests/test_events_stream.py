@@ -15,8 +15,8 @@ import httpx
 import pytest
 import redis
 
-from api.client import AsyncClient, Client, Event
-from ledger.runner import Ledger
+from jobledger.client import AsyncClient, Client, Event
+from jobledger.ledger.runner import Ledger
 from tests.live_server import eventually, live_server
 from tests.replay_support import archive, stream_ids, workload
 from tests.support import START_MS, create, put_queue

@@ -11,13 +11,13 @@ import pytest
 from freezegun.api import FrozenDateTimeFactory
 from pydantic import ValidationError
 
-from ledger import commands
-from ledger.commands import Created
-from ledger.durations import format_time
-from ledger.errors import Conflict, NotFound
-from ledger.requests import JobOptions, JobUpdate
-from ledger.runner import Ledger
-from projections import readers
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Created
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.requests import JobOptions, JobUpdate
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
 from tests.extension_support import when
 from tests.support import (
     assert_well_placed,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.runner import Ledger
-from projections import readers
+from jobledger.ledger import commands
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
 from tests.extension_support import (
     fail_and_retry,
     retried_exactly_after,

@@ -11,11 +11,11 @@ import pytest
 from freezegun.api import FrozenDateTimeFactory
 from pydantic import ValidationError
 
-from ledger import commands
-from ledger.errors import Conflict
-from ledger.requests import JobUpdate
-from ledger.runner import Ledger
-from projections import readers
+from jobledger.ledger import commands
+from jobledger.ledger.errors import Conflict
+from jobledger.ledger.requests import JobUpdate
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
 from tests.extension_support import (
     HEARTBEAT_MESSAGE,
     QUEUED_MESSAGE,

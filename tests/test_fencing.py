@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.commands import Call
-from ledger.errors import Conflict
-from ledger.requests import JobUpdate
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.errors import Conflict
+from jobledger.ledger.requests import JobUpdate
+from jobledger.ledger.runner import Ledger
 from tests.support import (
     assert_well_placed,
     create,

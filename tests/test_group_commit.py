@@ -8,10 +8,10 @@ import asyncio
 
 import redis
 
-from api.client.errors import Conflict, NotFound
-from api.worker_transports import Assignment, Failure, RedisTransport
-from ledger.runner import Ledger
-from replay.placement import misplaced
+from jobledger.client.errors import Conflict, NotFound
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.placement import misplaced
+from jobledger.worker.transports import Assignment, Failure, RedisTransport
 from tests.support import create, event_types, fetch, job, put_queue, status, stream_length
 
 

@@ -13,17 +13,17 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands, launchers
-from ledger.commands import Call
-from ledger.durations import format_time
-from ledger.errors import Conflict, NotFound
-from ledger.launchers import LauncherSpec
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from replay.compare import compare
-from replay.placement import misplaced
-from replay.rebuild import rebuild
+from jobledger.ledger import commands, launchers
+from jobledger.ledger.commands import Call
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.compare import compare
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
+from jobledger.scheduler.loop import tick
 from tests.support import events, frozen_clock
 
 QUEUES = ("A", "B")

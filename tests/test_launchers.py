@@ -1,4 +1,4 @@
-"""Timed launchers on the ledger: cron, interval and at launchers fired by ``ledger.scheduler.tick``
+"""Timed launchers on the ledger: cron, interval and at launchers fired by ``jobledger.scheduler.loop.tick``
 on a frozen clock; catch-up after downtime, max_pending and the other skips, deletion, the
 commands' own checks, two schedulers racing; and the pending sets and firing times kept where
 placement expects them.  (Event launchers: ``test_event_launchers.py``.)"""
@@ -14,13 +14,13 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.durations import format_time
-from ledger.errors import BadRequest, NotFound
-from ledger.launchers import catch_up, first_at, parse_cron
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from replay.placement import misplaced
+from jobledger.ledger import commands
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.errors import BadRequest, NotFound
+from jobledger.ledger.launchers import catch_up, first_at, parse_cron
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.placement import misplaced
+from jobledger.scheduler.loop import tick
 from tests.launcher_support import (
     advance_to,
     complete_job,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.ledger_file import LedgerFileError, entry_line, parse_line, read_entries, write_entries
+from jobledger.replay.ledger_file import LedgerFileError, entry_line, parse_line, read_entries, write_entries
 
 ENTRY = (
     b"1795322898701-3",

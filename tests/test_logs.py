@@ -1,4 +1,4 @@
-"""api.logs: timestamped, levelled lines or JSON objects; a repeated warning written once per minute
+"""jobledger.runtime.logs: timestamped, levelled lines or JSON objects; a repeated warning written once per minute
 with its count (the clock injected); idle polls and long-polls moved to debug."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.logs import JsonFormatter, QuietPolls, RepeatFilter, TextFormatter, configure
+from jobledger.runtime.logs import JsonFormatter, QuietPolls, RepeatFilter, TextFormatter, configure
 
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 

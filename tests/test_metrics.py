@@ -14,8 +14,8 @@ from freezegun import freeze_time
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from api.metrics import DEADLINE_SETS
-from ledger.keys import Keys
+from jobledger.ledger.keys import Keys
+from jobledger.server.metrics import DEADLINE_SETS
 from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

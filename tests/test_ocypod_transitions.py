@@ -13,11 +13,11 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.events import JobRequeued, decode_entry
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from replay.rebuild import rebuild
+from jobledger.ledger import commands
+from jobledger.ledger.events import JobRequeued, decode_entry
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.rebuild import rebuild
 from tests.support import (
     assert_well_placed,
     at,

@@ -16,10 +16,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from api.app import ROUTES, create_app
-from api.openapi import openapi_path
-from api.openapi_paths import OPERATIONS
-from ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.server.app import ROUTES, create_app
+from jobledger.server.openapi import openapi_path
+from jobledger.server.openapi_paths import OPERATIONS
 from tests.http_support import app_client, create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]

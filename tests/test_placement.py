@@ -1,4 +1,4 @@
-"""replay.placement.misplaced: silent on a sound ledger, and names each kind of damage.
+"""jobledger.replay.placement.misplaced: silent on a sound ledger, and names each kind of damage.
 
 The damage is done by writing to the projections directly (never done by jobledger itself), to show
 that the checker the other tests rely on does see what it claims to see."""
@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.runner import Ledger
-from replay.placement import misplaced
+from jobledger.ledger import commands
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.placement import misplaced
 from tests.support import at, create, fetch_one, frozen_clock, put_queue, run_tick, update
 
 Damage = Callable[[Ledger, dict[str, int]], None]

@@ -12,8 +12,8 @@ from typing import Any
 import redis
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from ledger.runner import Ledger
+from jobledger.ledger.runner import Ledger
+from jobledger.server.app import create_app
 from tests.deadline_support import SCENARIOS, lateness_ms
 from tests.http_support import error_of, make_config
 from tests.private_redis import PrivateServer, wait_until

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.client import AsyncClient, Client, Event, Job
-from ledger.runner import Ledger
+from jobledger.client import AsyncClient, Client, Event, Job
+from jobledger.ledger.runner import Ledger
 from tests.live_server import live_server
 from tests.support import create, fetch_one, put_queue, update
 

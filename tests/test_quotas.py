@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import redis
 
-from ledger import commands
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from projections import readers
-from replay.compare import compare
-from replay.placement import misplaced
-from replay.rebuild import rebuild
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
+from jobledger.replay.compare import compare
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
 from tests.benchmarks.server import bundled_server
 
 

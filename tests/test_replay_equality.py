@@ -32,19 +32,19 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ledger import commands
-from ledger.commands import Call, Created, Fetched
-from ledger.durations import format_time
-from ledger.errors import Conflict, NotFound
-from ledger.keys import Keys
-from ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from projections import readers
-from projections.views import decode_hash
-from replay.compare import compare
-from replay.placement import misplaced
-from replay.rebuild import rebuild
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call, Created, Fetched
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
+from jobledger.projections.views import decode_hash
+from jobledger.replay.compare import compare
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
+from jobledger.scheduler.loop import tick
 from tests.support import START, stream_length
 
 QUEUES = ("alpha", "beta", "gamma")

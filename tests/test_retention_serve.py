@@ -10,10 +10,10 @@ from pathlib import Path
 import redis
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.config import Config
-from ledger.keys import Keys
-from replay.archive import load_record
+from jobledger.ledger.keys import Keys
+from jobledger.replay.archive.records import load_record
+from jobledger.runtime.config import Config
+from jobledger.server.app import create_app
 from tests.test_api_unavailable import wait_until
 
 

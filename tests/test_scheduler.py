@@ -13,11 +13,11 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.commands import Call
-from ledger.requests import JobOptions, JobUpdate
-from ledger.runner import Ledger
-from ledger.scheduler import CHECKS, check, tick
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.requests import JobOptions, JobUpdate
+from jobledger.ledger.runner import Ledger
+from jobledger.scheduler.loop import CHECKS, check, tick
 from tests.support import assert_well_placed, events, fetch, frozen_clock, put_queue, run_tick, unchanged
 
 JOBS = 300

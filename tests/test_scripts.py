@@ -7,10 +7,10 @@ import re
 
 import redis
 
-from ledger.events import EVENT_TYPES
-from ledger.keys import TEMPLATES, Keys, lua_prelude
-from ledger.scripts import _ROOT, INCLUDES, sources
-from projections.appliers import APPLIERS
+from jobledger.ledger.events import EVENT_TYPES
+from jobledger.ledger.keys import TEMPLATES, Keys, lua_prelude
+from jobledger.ledger.scripts import _ROOT, INCLUDES, sources
+from jobledger.projections.appliers import APPLIERS
 
 
 def test_every_event_type_has_an_applier_and_no_applier_is_orphaned() -> None:

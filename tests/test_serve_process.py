@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.embedded import RECORD_NAME, EmbeddedServer, free_port, pid_alive
+from jobledger.runtime.embedded import RECORD_NAME, EmbeddedServer, free_port, pid_alive
 from tests.private_redis import PrivateServer
 from tests.process_support import (
     jobledger,

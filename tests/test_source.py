@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from ledger.durations import format_time
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from replay.source import UntilError, ledger_length, newest_id, resolve_until
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.source import UntilError, ledger_length, newest_id, resolve_until
 from tests.replay_support import archive, stream_ids, workload
 from tests.support import START_MS
 

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 import redis
 
-import replay.swap
-from ledger import commands
-from ledger.errors import JobLedgerError
-from ledger.keys import Keys
-from ledger.runner import Ledger, live_keys
-from replay.compare import compare, snapshot
-from replay.placement import misplaced
-from replay.rebuild import rebuild
-from replay.swap import SwapConflict, swap
-from replay.verify import verify
+import jobledger.replay.swap
+from jobledger.ledger import commands
+from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger, live_keys
+from jobledger.replay.compare import compare, snapshot
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
+from jobledger.replay.swap import SwapConflict, swap
+from jobledger.replay.verify import verify
 from tests.replay_support import workload
 from tests.support import create, fetch, job, put_queue, update
 
@@ -141,14 +141,14 @@ def test_a_swap_that_finds_the_pointer_moved_drops_its_work(
 ) -> None:
     ledger = Ledger(client, namespace)
     workload(ledger)
-    real_fold = replay.swap.fold
+    real_fold = jobledger.replay.swap.fold
 
     def fold_then_another_swap_wins(*args: Any, **kwargs: Any) -> Any:
         folded = real_fold(*args, **kwargs)
         client.set(Keys(namespace).build("generation"), 7)
         return folded
 
-    monkeypatch.setattr(replay.swap, "fold", fold_then_another_swap_wins)
+    monkeypatch.setattr(jobledger.replay.swap, "fold", fold_then_another_swap_wins)
     with pytest.raises(SwapConflict, match="generation 7"):
         swap(client, namespace)
     assert keys_of_generation(client, Keys(namespace, 1)) == []
@@ -165,7 +165,7 @@ def test_an_interrupted_swap_leaves_the_live_projections_alone(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(replay.swap.Applier, "apply", interrupted)
+    monkeypatch.setattr(jobledger.replay.swap.Applier, "apply", interrupted)
     with pytest.raises(KeyboardInterrupt):
         swap(client, namespace)
     assert client.get(Keys(namespace).build("generation")) is None

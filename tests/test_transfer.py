@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from replay.compare import compare
-from replay.ledger_file import LedgerFileError, count_lines
-from replay.rebuild import NamespaceNotEmpty
-from replay.transfer import export_ledger, import_ledger
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.compare import compare
+from jobledger.replay.ledger_file import LedgerFileError, count_lines
+from jobledger.replay.rebuild import NamespaceNotEmpty
+from jobledger.replay.transfer import export_ledger, import_ledger
 from tests.replay_support import stream_entries, stream_ids, workload
 
 

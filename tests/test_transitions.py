@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.commands import Call
-from ledger.errors import Conflict, NotFound
-from ledger.requests import JobOptions, JobUpdate
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.requests import JobOptions, JobUpdate
+from jobledger.ledger.runner import Ledger
 from tests.support import (
     STATES,
     assert_well_placed,

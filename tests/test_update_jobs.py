@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import redis
 
-from ledger import commands
-from ledger.errors import Conflict, NotFound
-from ledger.requests import ErrorReport, JobUpdate
-from ledger.runner import Ledger
-from replay.compare import compare
-from replay.placement import misplaced
-from replay.rebuild import rebuild
+from jobledger.ledger import commands
+from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.requests import ErrorReport, JobUpdate
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.compare import compare
+from jobledger.replay.placement import misplaced
+from jobledger.replay.rebuild import rebuild
 from tests.support import create, event_types, fetch, put_queue, status, stream_length
 
 DISK = ErrorReport(kind="io", message="disk")

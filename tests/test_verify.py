@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from replay.rebuild import UnknownEventType
-from replay.verify import verify
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.rebuild import UnknownEventType
+from jobledger.replay.verify import verify
 from tests.replay_support import workload
 from tests.support import create, fetch, put_queue, update
 

@@ -9,10 +9,10 @@ import time
 
 import redis.asyncio
 
-from ledger import commands
-from ledger.requests import JobOptions, QueueSettings
-from ledger.runner import AsyncLedger
-from ledger.watch import ANY, LedgerWatch, job_topic, queue_topic
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.watch import ANY, LedgerWatch, job_topic, queue_topic
 
 
 async def _ledger(redis_url: str, namespace: str, socket_timeout: float | None) -> AsyncLedger:

@@ -15,13 +15,13 @@ import httpx
 import pytest
 import redis
 
-from api.client import Client
-from api.worker import JobContext
-from api.worker_transports import tail
-from ledger import commands
-from ledger.requests import JobOptions, QueueSettings
-from ledger.runner import Ledger
-from ledger.scheduler import tick
+from jobledger.client import Client
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.scheduler.loop import tick
+from jobledger.worker.transports import tail
+from jobledger.worker.worker import JobContext
 from tests.benchmarks.server import bundled_server
 from tests.live_server import eventually, live_server
 from tests.support import stream_length

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from api.client import Client
-from api.worker import JobContext
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from replay.placement import misplaced
+from jobledger.client import Client
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.placement import misplaced
+from jobledger.scheduler.loop import tick
+from jobledger.worker.worker import JobContext
 from tests.live_server import eventually, live_server
 from tests.worker_support import TRANSPORTS, make_worker, types, working
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.client import Client, Conflict
-from api.worker import JobContext
-from ledger.runner import Ledger
-from replay.placement import misplaced
+from jobledger.client import Client, Conflict
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.placement import misplaced
+from jobledger.worker.worker import JobContext
 from tests.live_server import eventually, live_server
 from tests.worker_support import (
     TRANSPORTS,

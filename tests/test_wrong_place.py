@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from api.embedded import AOF_DIR, EmbeddedServer
+from jobledger.runtime.embedded import AOF_DIR, EmbeddedServer
 from tests.process_support import DEADLINE, clean_env, no_server_left, valkeys_in
 
 HANDLER = "tests.worker_handlers:wait_for_release"
@@ -26,7 +26,7 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "api.cli", *args], cwd=cwd, env=clean_env(),
+    return subprocess.run([sys.executable, "-m", "jobledger.cli.main", *args], cwd=cwd, env=clean_env(),
                           capture_output=True, text=True, timeout=DEADLINE)  # fmt: skip
 
 

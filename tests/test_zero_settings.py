@@ -8,13 +8,13 @@ import json
 
 import redis
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.requests import JobUpdate
-from ledger.runner import Ledger
-from projections import readers
-from replay.rebuild import rebuild
-from replay.verify import drop_namespace
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobUpdate
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
+from jobledger.replay.rebuild import rebuild
+from jobledger.replay.verify import drop_namespace
 from tests.support import create, events, fetch_one, job, put_queue, raw_job, status
 
 ZEROS = ("heartbeat_timeout", "retries", "priority", "max_queued_time")

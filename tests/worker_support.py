@@ -14,8 +14,8 @@ from typing import Any
 
 import redis
 
-from api.client import Client
-from api.worker import Worker
+from jobledger.client import Client
+from jobledger.worker.worker import Worker
 
 TRANSPORTS = ["http", "redis"]
 REPO = Path(__file__).resolve().parent.parent
@@ -66,9 +66,9 @@ def wait_for(gate: threading.Event) -> None:
 def cli_worker(
     *args: str, handler: str = "tests.worker_handlers:wait_for_release"
 ) -> Iterator[subprocess.Popen[str]]:
-    """``jobledger worker HANDLER ARGS`` as a process (``python -m api.cli``), killed after the
+    """``jobledger worker HANDLER ARGS`` as a process (``python -m jobledger.cli.main``), killed after the
     block if it is still running."""
-    command = [sys.executable, "-m", "api.cli", "worker", handler, *args]
+    command = [sys.executable, "-m", "jobledger.cli.main", "worker", handler, *args]
     with subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True) as proc:
         try:
             yield proc

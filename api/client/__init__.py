@@ -1,13 +1,13 @@
 """The Python client of jobledger's HTTP API: :class:`Client` (sync) and :class:`AsyncClient`.
 
-Requests are built and parsed once, in :mod:`api.client.calls`; the two clients only send them.
-Errors are the :mod:`api.client.errors` tree, each carrying the server's message.
+Requests are built and parsed once, in :mod:`jobledger.client.calls`; the two clients only send them.
+Errors are the :mod:`jobledger.client.errors` tree, each carrying the server's message.
 """
 
-from api.client import calls
-from api.client.aio import AsyncClient
-from api.client.calls import DEFAULT_URL
-from api.client.errors import (
+from jobledger.client import calls
+from jobledger.client.aio import AsyncClient
+from jobledger.client.calls import DEFAULT_URL
+from jobledger.client.errors import (
     BadRequest,
     ClientError,
     Conflict,
@@ -17,9 +17,9 @@ from api.client.errors import (
     Unavailable,
     WaitTimeout,
 )
-from api.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sync import Client
+from jobledger.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.policy import Retry
+from jobledger.client.sync import Client
 
 __all__ = [
     "DEFAULT_URL",

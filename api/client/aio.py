@@ -1,4 +1,4 @@
-"""The asynchronous client: the same calls as :class:`api.client.sync.Client`, awaited."""
+"""The asynchronous client: the same calls as :class:`jobledger.client.sync.Client`, awaited."""
 
 from __future__ import annotations
 
@@ -9,21 +9,21 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
-from api.client import calls
-from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from api.client.errors import WaitTimeout
-from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client import calls
+from jobledger.client.calls import UNSET, ApiCall, resolve_url, unreachable
+from jobledger.client.errors import WaitTimeout
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.policy import Retry
+from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
 
 R = TypeVar("R")
 
 
 class AsyncClient:
-    """A jobledger server over HTTP, for asyncio: the methods of :class:`~api.client.sync.Client`, awaited.
+    """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`, awaited.
 
     ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`api.client.errors` tree with the server's message.  Transient failures are retried as
+    :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
     ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
     Extra keyword arguments go to ``httpx.AsyncClient`` (headers, auth, event hooks...).
     """
@@ -151,7 +151,7 @@ class AsyncClient:
         **extra: Any,
     ) -> None:
         """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
-        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        ``extra``: progress, message, error (see :func:`jobledger.client.calls.update_job`)."""
         await self.send(calls.update_job(job_id, status, output, attempt, **extra))
 
     async def progress(
@@ -226,9 +226,9 @@ class AsyncClient:
         await self.send(calls.delete_launcher(launcher_id))
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
-        """The job once it has ended; :class:`~api.client.errors.WaitTimeout` after ``timeout``
+        """The job once it has ended; :class:`~jobledger.client.errors.WaitTimeout` after ``timeout``
         seconds (None: no limit).  One GET first, then the event feed filtered by the job, as
-        :meth:`api.client.sync.Client.wait` does."""
+        :meth:`jobledger.client.sync.Client.wait` does."""
         job = await self.get(job_id)
         if job.ended:
             return job
@@ -277,7 +277,7 @@ class AsyncClient:
         job: int | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The events matching the filters as they are appended, without end (``async for``);
-        reconnects and resumes after the last event seen, as :meth:`api.client.sync.Client.follow`."""
+        reconnects and resumes after the last event seen, as :meth:`jobledger.client.sync.Client.follow`."""
         async for event in self._follow(after, filter_params(type, queue, job), Deadline(None), None):
             yield event
 
@@ -288,7 +288,7 @@ class AsyncClient:
         deadline: Deadline,
         on_open: Callable[[], Awaitable[bool]] | None,
     ) -> AsyncGenerator[Event, None]:
-        """The feed, reconnecting as :attr:`retry` allows, as :meth:`api.client.sync.Client._follow`."""
+        """The feed, reconnecting as :attr:`retry` allows, as :meth:`jobledger.client.sync.Client._follow`."""
         feed = Feed(self.url, after, filters, self.retry, deadline)
         while True:
             try:

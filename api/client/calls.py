@@ -17,8 +17,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from api.client.errors import Unavailable, error_for
-from api.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
+from jobledger.client.errors import Unavailable, error_for
+from jobledger.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from api.client.calls import ApiCall
+from jobledger.client.calls import ApiCall
 
 #: Failures where the request never reached the server: resending any request is harmless.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

@@ -6,7 +6,7 @@ the last event block it saw, including the blocks the server sends without data 
 position, and its position at each keep-alive), so a follower that reconnects with
 ``Last-Event-ID`` resumes exactly where it stopped, without receiving an event twice or missing one.
 A block ``event: error`` (data ``{"error": ..., "status": ...}``) is the server saying why it ends the
-feed: it becomes the matching :class:`~api.client.errors.ClientError`, never an event.
+feed: it becomes the matching :class:`~jobledger.client.errors.ClientError`, never an event.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pydantic
 
-from api.client import calls
-from api.client.errors import ClientError, ServerError, Unavailable, error_for
-from api.client.models import Event
-from api.client.policy import Retry
+from jobledger.client import calls
+from jobledger.client.errors import ClientError, ServerError, Unavailable, error_for
+from jobledger.client.models import Event
+from jobledger.client.policy import Retry
 
 STREAM_PATH = "/events/stream"
 #: The server sends a keep-alive every 15 s at most; a read that waits longer has lost the server.

@@ -1,4 +1,4 @@
-"""The synchronous client: each method sends one call built in :mod:`api.client.calls`."""
+"""The synchronous client: each method sends one call built in :mod:`jobledger.client.calls`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
-from api.client import calls
-from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from api.client.errors import WaitTimeout
-from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client import calls
+from jobledger.client.calls import UNSET, ApiCall, resolve_url, unreachable
+from jobledger.client.errors import WaitTimeout
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.policy import Retry
+from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
 
 R = TypeVar("R")
 
@@ -23,7 +23,7 @@ class Client:
     """A jobledger server over HTTP.
 
     ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`api.client.errors` tree with the server's message.  Transient failures are retried as
+    :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
     ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
     Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).
     """
@@ -150,7 +150,7 @@ class Client:
         **extra: Any,
     ) -> None:
         """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
-        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        ``extra``: progress, message, error (see :func:`jobledger.client.calls.update_job`)."""
         self.send(calls.update_job(job_id, status, output, attempt, **extra))
 
     def progress(
@@ -224,13 +224,13 @@ class Client:
 
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it has ended (completed, cancelled, or failed / timed out with no retry
-        left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
+        left); :class:`~jobledger.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
 
         One ``GET /job/{id}`` first, so a job that has already ended returns at once; then it
         follows the event feed filtered by the job, and returns the job when an event ends it.
         Each time the feed is (re)connected the job is read once more, which closes the gap
         between the first read and the feed's starting point.  A job deleted or expired meanwhile
-        raises :class:`~api.client.errors.NotFound`, as :meth:`get` does.
+        raises :class:`~jobledger.client.errors.NotFound`, as :meth:`get` does.
         """
         job = self.get(job_id)
         if job.ended:
@@ -290,7 +290,7 @@ class Client:
         deadline: Deadline,
         on_open: Callable[[], bool] | None,
     ) -> Iterator[Event]:
-        """The feed, reconnecting as :attr:`retry` allows (see :class:`~api.client.sse.Feed`); stops
+        """The feed, reconnecting as :attr:`retry` allows (see :class:`~jobledger.client.sse.Feed`); stops
         when ``on_open`` (called each time the feed is connected) returns True; raises
         :class:`FeedTimeout` at the deadline, and the server's error when it gives up."""
         feed = Feed(self.url, after, filters, self.retry, deadline)

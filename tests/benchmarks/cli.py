@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(execute(args.quick, args.only, args.json, args.jobs, args.redis_url, command.strip(), args.save))
 
 
-#: ``jobledger bench``, joined to the jobledger command line by ``api.cli.build_app``.
+#: ``jobledger bench``, joined to the jobledger command line by ``jobledger.cli.main.build_app``.
 app = typer.Typer()
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import redis
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
 
 from .server import bundled_server
 

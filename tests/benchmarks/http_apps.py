@@ -1,6 +1,6 @@
 """The two applications the HTTP figure compares, as uvicorn factories (``--factory``).
 
-- :func:`ours`: jobledger's own app (``api.app.create_app``), no scheduler task.
+- :func:`ours`: jobledger's own app (``jobledger.server.app.create_app``), no scheduler task.
 - :func:`bare`: a bare Starlette app on the same paths, each endpoint reading its body and making
   exactly one Redis call (INCR) before answering what ours answers (201 + id, a fetched job, 204).
 
@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from api.app import create_app
-from api.config import Config
+from jobledger.runtime.config import Config
+from jobledger.server.app import create_app
 
 
 def _env() -> tuple[str, str]:

@@ -16,9 +16,9 @@ from typing import Any
 
 import redis
 
-from ledger import commands
-from ledger.requests import JobOptions, JobUpdate
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, JobUpdate
+from jobledger.ledger.runner import Ledger
 
 from . import figures as F
 from .figures import Figure, Results, Settings

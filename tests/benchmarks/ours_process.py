@@ -7,7 +7,7 @@ fetched (a single job is completed with ``update_job``), until the queue is empt
 (K, C, B) is tried on a quarter of the jobs; the best is measured again on all of them (median of
 the repeats), and so is the simplest worker: 1 x 1, batch 1.
 
-A second row runs the real :class:`api.worker.Worker` (``transport="redis"``, an async no-op
+A second row runs the real :class:`jobledger.worker.worker.Worker` (``transport="redis"``, an async no-op
 handler) the same way, for what a user of the worker class gets.
 """
 
@@ -23,11 +23,11 @@ from typing import Any
 
 import redis
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.scripts import sources
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.scripts import sources
 
 from . import figures as F
 from .figures import Figure, Results, Settings
@@ -140,8 +140,8 @@ def ledger_worker(
 
 
 def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, conc: int) -> None:
-    """A worker process running :class:`api.worker.Worker` with an async no-op handler."""
-    from api.worker import Worker
+    """A worker process running :class:`jobledger.worker.worker.Worker` with an async no-op handler."""
+    from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
         return None

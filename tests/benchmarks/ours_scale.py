@@ -3,7 +3,7 @@
 - Memory: jobs kept forever (``expires_after`` 0s) created, fetched and completed; ``used_memory``
   after, less before, per job: the job hash, its history list, its index entries and its three
   events in the stream, all included.  The detail splits it by kind of key (``MEMORY USAGE``).
-- Scheduler: the timeout check as the scheduler runs it (``ledger.scheduler.check``: one read of the
+- Scheduler: the timeout check as the scheduler runs it (``jobledger.scheduler.loop.check``: one read of the
   deadline set, then ``check_timeouts(500)`` only if something is due) timed with 10 and with 100,000
   running jobs, none due (median of many, and the server's own µs per check from commandstats; the
   detail also gives the script's own server µs, had it run).
@@ -11,7 +11,7 @@
   (``max_running_per_key`` 1, the key's one slot taken).  When fetch does not honour quotas yet,
   the figure says so instead of timing something else.
 - Replay: a ledger of at least 1,000,000 events (create, start, complete: three per job, built
-  with pipelined commands) rebuilt into an empty namespace by :func:`replay.rebuild.rebuild`.
+  with pipelined commands) rebuilt into an empty namespace by :func:`jobledger.replay.rebuild.rebuild`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Any
 
 import redis
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.scheduler import check as scheduler_check
-from replay.rebuild import rebuild
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.rebuild import rebuild
+from jobledger.scheduler.loop import check as scheduler_check
 
 from . import figures as F
 from .figures import Figure, Results, Settings

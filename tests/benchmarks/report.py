@@ -19,7 +19,7 @@ from .figures import Figure, Results
 ROWS: list[tuple[str, str, str]] = [
     (F.PROCESS_BEST, "processing, best configuration (jobs/s)", "higher"),
     (F.PROCESS_1X1, "processing, 1 worker x concurrency 1 (jobs/s)", "higher"),
-    (F.PROCESS_WORKER, "processing, api.worker.Worker over redis (jobs/s)", "higher"),
+    (F.PROCESS_WORKER, "processing, jobledger.worker.worker.Worker over redis (jobs/s)", "higher"),
     (F.CPU_PROCESS, "server CPU per job, processing (us)", "lower"),
     (F.CPU_LIFECYCLE, "server CPU per job, enqueue + processing (us)", "lower"),
     (F.CALLS_LIFECYCLE, "Redis commands per job, enqueue + processing", "lower"),

@@ -1,4 +1,4 @@
-"""The :class:`api.worker.Worker`'s latency, one job at a time, at its default settings.
+"""The :class:`jobledger.worker.worker.Worker`'s latency, one job at a time, at its default settings.
 
 ``python -m tests.benchmarks.worker_latency [--samples N] [--gap S] [--transport redis|http|both]``
 ``python -m tests.benchmarks.worker_latency --idle S``: instead, what an idle worker costs the server
@@ -21,9 +21,9 @@ import socket
 import time
 from typing import Any
 
-from ledger import commands
-from ledger.requests import JobOptions
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions
+from jobledger.ledger.runner import Ledger
 
 from . import figures as F
 from .ours_client import WARMUP, _last_id, _wait_completed
@@ -44,8 +44,8 @@ def server_process(ready: Any, go: Any, stop: Any, index: int, url: str, namespa
 
     import uvicorn
 
-    from api.app import create_app
-    from api.config import Config
+    from jobledger.runtime.config import Config
+    from jobledger.server.app import create_app
 
     config = Config.model_validate({"redis": {"key_namespace": namespace}})
     app = create_app(config, url, run_scheduler=False)
@@ -68,7 +68,7 @@ def worker_process(
     """The Worker class at its defaults, over HTTP when ``http_url`` is given, else over Redis."""
     import redis
 
-    from api.worker import Worker
+    from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
         return None

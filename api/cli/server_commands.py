@@ -1,0 +1,131 @@
+"""``jobledger serve``, ``jobledger scheduler`` and ``jobledger version``."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import ExitStack
+from typing import Annotated
+
+import typer
+
+from jobledger import __version__
+from jobledger.cli.common import (
+    ConfigOption,
+    DataDirOption,
+    ExpiryCheckOption,
+    LogFormatOption,
+    NamespaceOption,
+    RedisUrlOption,
+    RetryCheckOption,
+    SignalStop,
+    TimeoutCheckOption,
+    fail,
+    make_config,
+    open_redis,
+    setup_logging,
+)
+from jobledger.runtime.config import Config
+
+
+async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:
+    """Run the scheduler until a signal stops it."""
+    from jobledger.ledger.tasks import cancel_and_wait
+    from jobledger.scheduler.loop import run_forever
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(run_forever(config, redis_url))
+    stopping = asyncio.Event()
+    with stop.redirect(lambda: loop.call_soon_threadsafe(stopping.set)):
+        signalled = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait([task, signalled], return_when=asyncio.FIRST_COMPLETED)
+        await cancel_and_wait([task, signalled])  # a plain cancel can be lost (see jobledger.ledger.tasks)
+    if not stop.fired:
+        task.result()  # the scheduler ended by itself: its error
+
+
+def serve(
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8023).")] = None,
+    read_only: Annotated[
+        bool | None, typer.Option("--read-only/--read-write", help="Refuse every write.")
+    ] = None,
+    strict: Annotated[
+        bool | None,
+        typer.Option("--strict/--lenient", help="Refuse unknown body keys (400) rather than ignore them."),
+    ] = None,
+    run_checks: Annotated[
+        bool | None,
+        typer.Option("--scheduler/--no-scheduler", help="Run the scheduler's checks here (default) or not."),
+    ] = None,
+    appendfsync: Annotated[
+        str | None, typer.Option(help="Embedded server's fsync: everysec (default) or always.")
+    ] = None,
+    max_body_size: Annotated[str | None, typer.Option(help="Largest request body, e.g. 256KiB.")] = None,
+    shutdown_timeout: Annotated[str | None, typer.Option(help="Graceful shutdown limit, e.g. 30s.")] = None,
+    next_job_delay: Annotated[str | None, typer.Option(help="Ocypod's next_job_delay, e.g. 0s.")] = None,
+    timeout_check_interval: TimeoutCheckOption = None,
+    retry_check_interval: RetryCheckOption = None,
+    expiry_check_interval: ExpiryCheckOption = None,
+    log_level: Annotated[str | None, typer.Option(help="error, warning, info, debug or trace.")] = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured).
+
+    The address is taken first: if it is in use, nothing starts (exit 3).  SIGTERM / SIGINT stop
+    the server within shutdown_timeout; a second signal stops it at once."""
+    config = make_config(config_path, data_dir, redis_url, namespace, {
+        "server.host": host, "server.port": port, "server.read_only": read_only,
+        "server.strict": strict, "server.scheduler": run_checks,
+        "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
+        "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
+        "server.timeout_check_interval": timeout_check_interval,
+        "server.retry_check_interval": retry_check_interval,
+        "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
+        "server.log_format": log_format,
+    })  # fmt: skip
+    setup_logging(config)
+    from jobledger.server.app import create_app  # imported only when serving
+    from jobledger.server.serving import ListenError, listen, run_http
+
+    try:
+        sockets = listen(config.server.host, config.server.port)
+    except ListenError as exc:
+        fail(str(exc), code=3)
+    with ExitStack() as stack:
+        for sock in sockets:
+            stack.callback(sock.close)
+        with SignalStop() as stop, open_redis(config, stop, create=True) as url:
+            started = run_http(create_app(config, url), config, sockets)
+            stop.fired = True  # the server has stopped: a late signal must not cut short the rest
+            if not started:
+                fail("the HTTP server did not start (see the messages above)", code=3)
+
+
+def scheduler(
+    config_path: ConfigOption = None,
+    data_dir: DataDirOption = None,
+    redis_url: RedisUrlOption = None,
+    namespace: NamespaceOption = None,
+    timeout_check_interval: TimeoutCheckOption = None,
+    retry_check_interval: RetryCheckOption = None,
+    expiry_check_interval: ExpiryCheckOption = None,
+    log_format: LogFormatOption = None,
+) -> None:
+    """Run the scheduler alone (timeouts, retries, expiry, releases, launchers) until stopped."""
+    config = make_config(config_path, data_dir, redis_url, namespace, {
+        "server.timeout_check_interval": timeout_check_interval,
+        "server.retry_check_interval": retry_check_interval,
+        "server.expiry_check_interval": expiry_check_interval, "server.log_format": log_format,
+    })  # fmt: skip
+    setup_logging(config)
+    with SignalStop() as stop, open_redis(config, stop) as url:
+        asyncio.run(run_scheduler(config, url, stop))
+
+
+def version() -> None:
+    """Print jobledger's version."""
+    typer.echo(__version__)
