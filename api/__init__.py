@@ -8,23 +8,15 @@ importing any subpackage does not load the client.
 
 from __future__ import annotations
 
-from importlib import import_module, metadata
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from jobledger.runtime.version import __version__
 
 if TYPE_CHECKING:
     from jobledger.client import AsyncClient, Client
     from jobledger.worker import Worker
 
-
-def _version() -> str:
-    """The installed distribution's version; the source tree's when not installed."""
-    try:
-        return metadata.version("jobledger")
-    except metadata.PackageNotFoundError:
-        return "0.1.0"
-
-
-__version__ = _version()
 
 _FACE = {"Client": "jobledger.client", "AsyncClient": "jobledger.client", "Worker": "jobledger.worker"}
 

@@ -2,7 +2,8 @@
 
 Each command is one Lua script run with EVALSHA: it checks state, appends its event(s) and applies
 them, atomically, in one round trip.  A :class:`Call` is pure data, so the same command runs through
-the sync :class:`jobledger.ledger.runner.Ledger` or the async :class:`jobledger.ledger.runner.AsyncLedger`, one at a time
+the sync :class:`jobledger.ledger.runner.Ledger` or the async
+:class:`jobledger.ledger.runner.AsyncLedger`, one at a time
 or many in a pipeline.  ``now`` is not an argument here: the runner adds it from its clock.
 """
 

@@ -211,7 +211,8 @@ def test_a_real_terminal_gets_tables_and_colours(world: World) -> None:
     """Detection without any variable: stdout is a pseudo-terminal."""
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR", "NO_COLOR")}
-    with subprocess.Popen([sys.executable, "-m", "jobledger.cli.main", "queues", "--url", world.url], cwd=REPO,
+    with subprocess.Popen([sys.executable, "-m", "jobledger.cli.main", "queues", "--url",
+               world.url], cwd=REPO,
                           stdout=follower, stderr=subprocess.PIPE, env=env) as proc:  # fmt: skip
         os.close(follower)
         shown = _read_all(leader)

@@ -88,7 +88,8 @@ def test_tail_prints_each_event_as_it_happens_and_stops_cleanly(
     first = create(ledger, "q", input="before")
     after = stream_ids(client, namespace)[0]  # the queue's creation
     env = {k: v for k, v in os.environ.items() if k not in PIPED}
-    command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", server, "--json", "--after", after,
+    command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", server,
+               "--json", "--after", after,
                "--type", "job_created"]  # fmt: skip
     lines: list[str] = []
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

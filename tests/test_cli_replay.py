@@ -145,7 +145,8 @@ def test_an_interrupted_rebuild_exits_130_and_leaves_nothing(
     put_queue(ledger, "mail")
     ledger.run_many(commands.create_job("mail", JobOptions(input=n)) for n in range(3000))
     target = namespace + "-partial"
-    command = [sys.executable, "-m", "jobledger.cli.main", "replay", "rebuild", "--into", target, "--batch", "1",
+    command = [sys.executable, "-m", "jobledger.cli.main", "replay", "rebuild", "--into", target,
+               "--batch", "1",
                "--redis-url", redis_url, "--namespace", namespace]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in PIPED}
     with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

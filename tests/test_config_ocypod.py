@@ -1,4 +1,5 @@
-"""jobledger.runtime.config reads an Ocypod deployment's file as Ocypod does: ``${VAR}`` interpolated on the text
+"""jobledger.runtime.config reads an Ocypod deployment's file as Ocypod does: ``${VAR}`` interpolated on
+the text
 before TOML parsing (so it works outside quotes, in table names, and inside strings whatever the
 value), keys it does not know named in a warning and ignored, and ``key_namespace = ""``."""
 

@@ -1,4 +1,5 @@
-"""jobledger.runtime.embedded, jobledger.runtime.locate and the `jobledger` command, against real valkey-server processes."""
+"""jobledger.runtime.embedded, jobledger.runtime.locate and the `jobledger` command, against real
+valkey-server processes."""
 
 from __future__ import annotations
 

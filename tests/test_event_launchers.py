@@ -11,9 +11,10 @@ import pytest
 import redis.asyncio
 from freezegun.api import FrozenDateTimeFactory
 
-from jobledger.ledger import commands, launchers
+from jobledger.ledger import commands
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.scheduler import launchers as launcher_checks
 from jobledger.scheduler.loop import tick
 from tests.launcher_support import (
     advance_to,
@@ -120,13 +121,13 @@ def test_the_follower_remembers_how_far_it_read(ledger: Ledger) -> None:
     put_queue(ledger, "B")
     first = new_launcher(ledger, "@event", {"type": "job_completed", "queue": "A"}, queue="B")
     positions: dict[int, str] = {}
-    assert launchers.follow_event_launchers(ledger, positions) == []
+    assert launcher_checks.follow_event_launchers(ledger, positions) == []
     assert positions == {first: events(ledger.client, ledger.keys.namespace)[-1]["id"]}
     second = new_launcher(ledger, "@event", {"type": "job_completed"}, queue="B")  # after that position
     complete_job(ledger, "A")
-    assert sorted(launchers.follow_event_launchers(ledger, positions, batch=2)) == [first, second]
+    assert sorted(launcher_checks.follow_event_launchers(ledger, positions, batch=2)) == [first, second]
     ledger.run(commands.delete_launcher(first))
-    assert launchers.follow_event_launchers(ledger, positions) == []
+    assert launcher_checks.follow_event_launchers(ledger, positions) == []
     assert list(positions) == [second]
 
 
@@ -142,7 +143,7 @@ def test_the_async_checks_follow_events_then_fire(
     async def check() -> int:
         client = redis.asyncio.Redis.from_url(redis_url)
         try:
-            return await launchers.check_launchers(AsyncLedger(client, namespace), positions)
+            return await launcher_checks.check_launchers(AsyncLedger(client, namespace), positions)
         finally:
             await client.aclose()
 

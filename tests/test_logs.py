@@ -1,4 +1,5 @@
-"""jobledger.runtime.logs: timestamped, levelled lines or JSON objects; a repeated warning written once per minute
+"""jobledger.runtime.logs: timestamped, levelled lines or JSON objects; a repeated warning written once
+per minute
 with its count (the clock injected); idle polls and long-polls moved to debug."""
 
 from __future__ import annotations

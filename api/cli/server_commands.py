@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from jobledger import __version__
 from jobledger.cli.common import (
     ConfigOption,
     DataDirOption,
@@ -25,6 +24,7 @@ from jobledger.cli.common import (
     setup_logging,
 )
 from jobledger.runtime.config import Config
+from jobledger.runtime.version import __version__
 
 
 async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:

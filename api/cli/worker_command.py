@@ -1,4 +1,5 @@
-"""``jobledger worker module:function --queue Q``: run a :class:`jobledger.worker.worker.Worker` until SIGTERM/SIGINT.
+"""``jobledger worker module:function --queue Q``: run a :class:`jobledger.worker.worker.Worker` until
+SIGTERM/SIGINT.
 
 Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
 finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,

@@ -20,7 +20,8 @@ R = TypeVar("R")
 
 
 class AsyncClient:
-    """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`, awaited.
+    """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
+    awaited.
 
     ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
     :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jobledger.ledger import commands, launchers
+from jobledger.ledger import commands
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.reads import Read
@@ -35,6 +35,7 @@ from jobledger.ledger.runner import AsyncLedger, Ledger, connect_async
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import ANY, LedgerWatch
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
+from jobledger.scheduler import launchers as launcher_checks
 
 if TYPE_CHECKING:
     from jobledger.runtime.config import Config
@@ -120,8 +121,8 @@ def check(ledger: Ledger, name: str, batch: int = BATCH) -> list[int]:
 def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
     """Run every check once, to the end of what is due now; the ids each check handled."""
     out = {name: check(ledger, name, batch) for name in CHECKS}
-    out["events"] = launchers.follow_event_launchers(ledger, batch=batch)
-    out["launchers"] = launchers.fire_due_launchers(ledger, batch=batch)
+    out["events"] = launcher_checks.follow_event_launchers(ledger, batch=batch)
+    out["launchers"] = launcher_checks.fire_due_launchers(ledger, batch=batch)
     return out
 
 
@@ -196,7 +197,7 @@ class _Deadlines:
         ran = False
         if self.follow or self._due("launchers", heads["launchers"], now):
             self.follow = False
-            acted = await launchers.check_launchers(self.ledger, self.positions)
+            acted = await launcher_checks.check_launchers(self.ledger, self.positions)
             if acted:
                 log.info("launcher checks acted on %d launchers", acted)
             ran = self._ran("launchers", heads["launchers"], now, acted) or ran

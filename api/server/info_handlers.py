@@ -6,9 +6,9 @@ import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from jobledger import __version__
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import readers
+from jobledger.runtime.version import __version__
 from jobledger.scheduler.loop import SchedulerState
 from jobledger.server.errors import error_response
 

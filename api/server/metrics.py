@@ -32,7 +32,8 @@ LATENCY_BUCKETS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 )  # fmt: skip
 
-#: Scheduler check (as named in ``jobledger.scheduler.loop``) -> the deadline set (``jobledger.ledger.keys``) it works
+#: Scheduler check (as named in ``jobledger.scheduler.loop``) -> the deadline set
+#: (``jobledger.ledger.keys``) it works
 #: through; a set that this build's keys do not define is left out.
 DEADLINE_SETS = {
     check: key

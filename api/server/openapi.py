@@ -1,7 +1,8 @@
 """``GET /openapi.json``: an OpenAPI 3.1 description of every route the app serves.
 
 Built at request time from the app's routes (``jobledger.server.app.ROUTES``), so a route added later appears
-without editing a list: described by its entry in :data:`jobledger.server.openapi_paths.OPERATIONS`, or, without
+without editing a list: described by its entry in :data:`jobledger.server.openapi_paths.OPERATIONS`, or,
+without
 one, by its path parameters and a generic answer.  Request body schemas come from the pydantic
 models of ``jobledger.ledger.requests``; their nested models are collected into ``components.schemas``.
 """
@@ -20,10 +21,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from jobledger import __version__
 from jobledger.ledger import requests
 from jobledger.ledger.durations import MAX_MS, parse_ms
 from jobledger.projections.views import JOB_FIELDS
+from jobledger.runtime.version import __version__
 from jobledger.server.openapi_paths import (
     JSON,
     OPERATIONS,

@@ -2,7 +2,8 @@
 archived events first, then the stream, as if retention had never moved them.
 
 Everything here reads files: from the server's event loop, call it in a thread
-(``asyncio.to_thread``).  The record (:func:`jobledger.replay.archive.records.record`) is read from Redis first and
+(``asyncio.to_thread``).  The record (:func:`jobledger.replay.archive.records.record`) is read from Redis
+first and
 passed in.
 """
 

@@ -1,6 +1,7 @@
 """The archive: events trimmed from the stream, kept in JSON-lines segment files.
 
-Retention moves the oldest events of a ledger into segment files (``jobledger.replay.archive.writer``) and trims
+Retention moves the oldest events of a ledger into segment files (``jobledger.replay.archive.writer``)
+and trims
 them from the stream.  What was archived is recorded in two places, written in this order:
 
 - on disk, in the ledger's archive directory (``<archive_dir>/<namespace>/``): the segment files,

@@ -1,0 +1,140 @@
+"""The scheduler's two launcher checks: fire the launchers whose time has come, and trigger the
+@event launchers on the events that match them.
+
+Times are computed here (Lua cannot run croniter) and passed to the scripts, which decide: a
+``fire_launcher`` acts only while the launcher's ``next_at`` is still the time it was computed from,
+and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
+schedulers may run these checks side by side.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any, TypeVar
+
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.launchers import catch_up
+from jobledger.ledger.reads import Read
+from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.ledger.stream import id_key, newest
+from jobledger.projections import launchers as readers
+from jobledger.projections.launchers import DueLauncher, EventLauncher
+
+T = TypeVar("T")
+
+BATCH = 500
+
+Op = Read[Any] | Call[Any] | list[Call[Any]]
+Steps = Generator[Op, Any, T]
+
+
+def _fire_steps(now: int, batch: int) -> Steps[list[int]]:
+    """Fire (or skip) every launcher due by ``now``; the ids of those that fired or skipped."""
+    handled: list[int] = []
+    while True:
+        due: list[DueLauncher] = yield readers.due_launchers(now, batch)
+        calls = [commands.fire_launcher(d.id, d.due_at, *catch_up(d.type, d.arguments, d.due_at, now))
+                 for d in due]  # fmt: skip
+        results: list[int] = (yield calls) if calls else []
+        handled += [d.id for d, done in zip(due, results, strict=True) if done]
+        if len(due) < batch or not any(results):
+            return handled
+
+
+def matches(launcher: EventLauncher, fields: dict[str, str]) -> bool:
+    """Whether a stream entry matches an @event launcher (the script checks again): its filter's type
+    and queue; never a launcher event, nor the creation of a job the launcher made itself."""
+    type_ = fields.get("type", "")
+    if type_ != launcher.filter.get("type") or type_.startswith("launcher_"):
+        return False
+    if "queue" in launcher.filter and fields.get("queue") != launcher.filter["queue"]:
+        return False
+    return not (
+        type_ == "job_created" and json.loads(fields.get("data") or "{}").get("launcher") == str(launcher.id)
+    )
+
+
+def _later(a: str, b: str) -> str:
+    return a if id_key(a) >= id_key(b) else b
+
+
+def _follow_steps(positions: dict[int, str], batch: int) -> Steps[list[int]]:
+    """Trigger @event launchers on the events after their last trigger, up to the end of the stream as
+    it is now, in batches.  ``positions`` (launcher id -> last event id read for it) carries what was
+    read from one call to the next, so a launcher that rarely matches is not read for again."""
+    launchers: list[EventLauncher] = yield readers.event_launchers()
+    for gone in set(positions) - {launcher.id for launcher in launchers}:
+        del positions[gone]
+    if not launchers:
+        return []
+    end: str = yield newest()
+    starts = {lr.id: _later(lr.last_trigger, positions.get(lr.id, "0-0")) for lr in launchers}
+    cursor, triggered = min(starts.values(), key=id_key), []
+    while id_key(cursor) < id_key(end):
+        entries: list[tuple[str, dict[str, str]]] = yield readers.stream_page(cursor, end, batch)
+        if not entries:
+            break
+        found = [(lr.id, event_id) for event_id, fields in entries for lr in launchers
+                 if id_key(event_id) > id_key(starts[lr.id]) and matches(lr, fields)]  # fmt: skip
+        results: list[int] = (yield [commands.trigger_launcher(*f) for f in found]) if found else []
+        triggered += [launcher_id for (launcher_id, _), done in zip(found, results, strict=True) if done]
+        cursor = entries[-1][0]
+    positions.update({lr.id: _later(starts[lr.id], end) for lr in launchers})
+    return triggered
+
+
+def _run(ledger: Ledger, steps: Steps[T]) -> T:
+    try:
+        op = next(steps)
+        while True:
+            if isinstance(op, Read):
+                reply = ledger.read(op)
+            elif isinstance(op, Call):
+                reply = ledger.run(op)
+            else:
+                reply = ledger.run_many(op)
+                for outcome in reply:
+                    if isinstance(outcome, Exception):
+                        raise outcome
+            op = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def _run_async(ledger: AsyncLedger, steps: Steps[T]) -> T:
+    try:
+        op = next(steps)
+        while True:
+            if isinstance(op, Read):
+                reply = await ledger.read(op)
+            elif isinstance(op, Call):
+                reply = await ledger.run(op)
+            else:
+                reply = [await ledger.run(call) for call in op]
+            op = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def fire_due_launchers(ledger: Ledger, now: int | None = None, batch: int = BATCH) -> list[int]:
+    """The launcher check: fire (or skip) every launcher whose time has come by ``now`` (default: the
+    ledger's clock); the ids of the launchers that fired or skipped."""
+    return _run(ledger, _fire_steps(ledger.clock() if now is None else now, batch))
+
+
+def follow_event_launchers(
+    ledger: Ledger, positions: dict[int, str] | None = None, batch: int = BATCH
+) -> list[int]:
+    """The event check: trigger @event launchers on the events that match them; the id of the
+    launcher of each trigger that did something (fired, skipped or moved its firing time)."""
+    return _run(ledger, _follow_steps({} if positions is None else positions, batch))
+
+
+async def check_launchers(ledger: AsyncLedger, positions: dict[int, str], batch: int = BATCH) -> int:
+    """Both checks once, on the async runner (events first, so an undebounced match fires now);
+    how many launchers they acted on."""
+    triggered = await _run_async(ledger, _follow_steps(positions, batch))
+    fired = await _run_async(ledger, _fire_steps(ledger.clock(), batch))
+    return len(triggered) + len(fired)
