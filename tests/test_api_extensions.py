@@ -1,4 +1,4 @@
-"""jobledger's extensions over HTTP (SPEC §5): the new job options on create (201, or 200 with the
+"""jobledger's extensions over HTTP: the new job options on create (201, or 200 with the
 holder's id for a held unique_key), the job fields as the API writes them, PATCH with progress,
 message and error, pause / resume, and a 400 naming the field for each bad new field."""
 

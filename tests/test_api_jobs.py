@@ -1,5 +1,5 @@
 """Ocypod's ``/job``, ``/tag``, ``/info`` and ``/health`` endpoints over HTTP, and the fencing surface
-(``?attempt=N`` / ``{"attempt": N}``): every status code of SPEC §5, bodies checked."""
+(``?attempt=N`` / ``{"attempt": N}``): every status code the API documents, bodies checked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Ocypod's ``/queue`` endpoints over HTTP: every path and status code of SPEC §5, bodies checked."""
+"""Ocypod's ``/queue`` endpoints over HTTP: every path and status code the API
+documents (docs/http-api.md), bodies checked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Event versions (issue 3, point 6): an event written at an older version of its type is read and
+"""Event versions: an event written at an older version of its type is read and
 replayed as the current version.  ``job_timed_out`` v1 named its cause in ``reason``; v2 records it
 as an error.  Here a ledger holds a v1 ``job_timed_out`` exactly as the first version wrote it (XADD
 straight to the stream, not applied), and the reads and a rebuild must see it as v2: the same job

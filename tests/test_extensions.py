@@ -1,4 +1,4 @@
-"""jobledger's job extensions through the ledger (SPEC §3, §5): priority, scheduled jobs (run_at,
+"""jobledger's job extensions through the ledger: priority, scheduled jobs (run_at,
 delay), unique keys, pausing a queue.  Progress, errors and retry by kind are in
 ``test_extensions_runs.py``; backoff, max_queued_time and retry_at in ``test_extensions_retry.py``."""
 

@@ -1,4 +1,4 @@
-"""Waiting and retrying, through the ledger (SPEC §3, §5): exponential retry_backoff beside
+"""Waiting and retrying, through the ledger: exponential retry_backoff beside
 retry_delays, max_queued_time (queued_timeout), and retry_at while a job waits to retry."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""During and after a run, through the ledger (SPEC §3, §5): progress and message, the errors
+"""During and after a run, through the ledger: progress and message, the errors
 recorded from failures and timeouts, and retry decided by error kind (retry_on / no_retry_on).
 Backoff, max_queued_time and retry_at are in ``test_extensions_retry.py``."""
 

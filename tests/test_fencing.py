@@ -1,4 +1,4 @@
-"""Fencing: an update that names an attempt acts only for the running attempt (SPEC §3).
+"""Fencing: an update that names an attempt acts only for the running attempt.
 
 The story: a job is fetched (attempt 1), times out, is retried and fetched again (attempt 2).  The
 worker of attempt 1 can then neither heartbeat, set output, nor finish the job; the worker of

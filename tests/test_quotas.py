@@ -1,4 +1,4 @@
-"""Quotas: max_running per queue, max_running_per_key per quota_key (the seed's per-user quota).
+"""Quotas: max_running per queue, max_running_per_key per quota_key (a per-user quota, say).
 
 Jobs with a quota_key wait in their key's lane; a fetch only sees the heads of lanes whose key is
 under its quota, so held-back jobs are never looked at and keep their place in the order.

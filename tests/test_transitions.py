@@ -1,5 +1,5 @@
-"""Every transition of SPEC §3's table through the ledger, and every transition it does not list
-refused with Conflict while appending nothing and changing nothing."""
+"""Every transition of the status table (docs/http-api.md) through the ledger, and every
+transition it does not list refused with Conflict while appending nothing and changing nothing."""
 
 from __future__ import annotations
 

@@ -69,8 +69,8 @@ def stream_error(text: str) -> ClientError:
 
 @dataclass
 class SseDecoder:
-    """Server-Sent Events, fed one line at a time (the spec's parsing, for the fields the feed uses).
-    ``blocks`` counts the blocks completed, events or not."""
+    """Server-Sent Events, fed one line at a time (parsed as the HTML standard's event-stream format
+    says, for the fields the feed uses).  ``blocks`` counts the blocks completed, events or not."""
 
     last_id: str | None = None
     blocks: int = 0
