@@ -1,4 +1,4 @@
-"""``jobledger launcher create|list|show|delete``: launchers over HTTP (see the README's Launchers).
+"""``jobledger launcher create|list|show|delete``: launchers over HTTP (see Launchers in docs/http-api.md).
 
 ``create`` takes the launcher's parts as options: ``--type`` (``@cron``, ``@interval``, ``@at``,
 ``@event``; the ``@`` may be left out), ``--arguments`` (a cron expression of five or six fields, a

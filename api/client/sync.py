@@ -207,7 +207,7 @@ class Client:
         return self.send(calls.tagged(tag))
 
     def create_launcher(self, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any) -> int:
-        """A launcher creating jobs on ``queue`` (see the README's Launchers): ``type`` ``@cron``,
+        """A launcher creating jobs on ``queue`` (see Launchers in docs/http-api.md): ``type`` ``@cron``,
         ``@interval``, ``@at`` or ``@event``; ``spec``: ``template``, ``max_pending``, ``debounce``."""
         return self.send(calls.create_launcher(type, arguments, queue, **spec))
 

@@ -1,6 +1,6 @@
 """The Starlette application: routes, error mapping, and the lifespan that owns the resources.
 
-How a request becomes an event: a handler (``api/*_handlers.py``) validates the body into a
+How a request becomes an event: a handler (``jobledger.server.*_handlers``) validates the body into a
 ``jobledger.ledger.requests`` model, builds a command (``jobledger.ledger.commands``) and runs it through the
 ``AsyncLedger`` (``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with
 EVALSHA; the script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
