@@ -5,6 +5,10 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
 -- returns the ids timed out
+--- @include "ledger/lua/lib/due.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "ledger/lua/lib/retry_decision.lua"
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local done = {}
 for _, id in ipairs(due(K.due_run, now, limit)) do
