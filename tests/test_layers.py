@@ -31,12 +31,6 @@ LAYERS = {
     "jobledger.cli": 4,
     "jobledger.bench": 4,
 }
-#: Imports up a layer still to be removed (each names the reason it is still here).
-UPWARD_TO_REMOVE = {
-    # The script composer reads the applier table of the projections; the Lua files are to declare it.
-    ("jobledger.ledger.scripts", "jobledger.projections.appliers"),
-}
-
 #: The package's own face (``from jobledger import Client, Worker``) sits above everything.
 FACE = "jobledger"
 
@@ -86,10 +80,7 @@ def layer(module: str) -> int:
 
 def graph() -> dict[str, set[str]]:
     found = modules()
-    edges = {name: set(imports(name, path, set(found))) for name, path in found.items()}
-    for name, target in UPWARD_TO_REMOVE:
-        edges[name].discard(target)
-    return edges
+    return {name: set(imports(name, path, set(found))) for name, path in found.items()}
 
 
 def test_every_module_belongs_to_a_layer() -> None:

@@ -6,5 +6,7 @@
 -- ARGV[3] options JSON (only the fields given; durations in ms, run_at in ms since the epoch)
 -- ARGV[4] input JSON text, '' for none   ARGV[5] launcher id, '' for none
 -- returns {id, 1 created | 0 existing}; NOT_FOUND when there is no such queue
+--- @include "ledger/lua/lib/new_job.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local id, created = new_job(tonumber(ARGV[1]), ARGV[2], require_queue(ARGV[2]), cjson.decode(ARGV[3]), ARGV[4], ARGV[5])
 return {id, created and 1 or 0}

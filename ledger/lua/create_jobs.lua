@@ -4,6 +4,8 @@
 -- ARGV[3..] two values per job: options JSON, input JSON text ('' none)
 -- returns a list of {id, 1 created | 0 existing}; NOT_FOUND when there is no such queue (and then
 -- nothing is created: the queue is checked before the first job)
+--- @include "ledger/lua/lib/new_job.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local now, name = tonumber(ARGV[1]), ARGV[2]
 local queue = require_queue(name)  -- read once: creating jobs does not change a queue's settings
 local made = {}

@@ -4,6 +4,8 @@
 -- ARGV[1] now (ms)   ARGV[2] queue name
 -- ARGV[3] launcher_created data JSON, without the launcher id
 -- returns the launcher's id; NOT_FOUND when there is no such queue
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local now, name = tonumber(ARGV[1]), ARGV[2]
 require_queue(name)
 local data = cjson.decode(ARGV[3])

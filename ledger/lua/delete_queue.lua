@@ -3,6 +3,8 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name
 -- returns the number of queued jobs deleted; NOT_FOUND when there is no such queue
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local now, name = tonumber(ARGV[1]), ARGV[2]
 require_queue(name)
 local ids = redis.call('ZRANGE', K.queue_jobs(name), 0, -1)

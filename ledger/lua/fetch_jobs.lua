@@ -5,6 +5,9 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] count   ARGV[4] worker id, '' for none
 -- returns a list of {id, attempt, input JSON text or false}; NOT_FOUND when there is no such queue
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local now, name, count, worker = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local queue = require_queue(name)
 if queue.paused then return {} end

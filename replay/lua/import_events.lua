@@ -5,6 +5,7 @@
 -- ARGV    eight values per event: id, type, v, at, job ('' none), queue ('' none), data as stored,
 --         data at the current version of its type ('' when the stored data is current)
 -- returns the number of events imported
+--- @include "projections/lua/apply.lua"
 for i = 1, #ARGV, 8 do
   local id, kind, v, at, job, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local data, current = ARGV[i + 6], ARGV[i + 7]

@@ -1,5 +1,6 @@
 -- emit(now, kind, job, queue, data): append one event to the ledger and apply it at once.
 -- data is a table (encoded here) or a JSON string; job and queue may be nil.  Returns the event id.
+--- @include "projections/lua/apply.lua"
 local function emit(now, kind, job, queue, data)
   local json = data
   if type(data) == 'table' then json = cjson.encode(data) end

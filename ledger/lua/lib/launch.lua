@@ -3,6 +3,9 @@
 -- (0: no limit), or when a live job holds the template's unique_key; else it creates a job from
 -- its template (job_created) and records the firing (launcher_fired).  Both move it on to next_at
 -- (nil: none).  Returns 1 fired, 2 skipped.
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/load_queue.lua"
+--- @include "ledger/lua/lib/new_job.lua"
 local function launch(now, id, launcher, due_at, next_at, missed, trigger)
   local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger}
   local max_pending = tonumber(launcher.max_pending or 0)

@@ -4,6 +4,8 @@
 -- JSON text ('' none) and launcher id ('' none).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/present.lua"
 local function new_job(now, name, queue, options, input, launcher)
   if present(options.unique_key) then
     local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)

@@ -3,6 +3,12 @@
 -- output need a running job.  Every check comes before the first event, so a refused update appends
 -- nothing.  Arguments as update_job's ARGV[2..7]; returns the number of events appended, or refuses
 -- (NOT_FOUND, CONFLICT, BAD_REQUEST)
+--- @include "ledger/lua/lib/check_attempt.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/refuse.lua"
+--- @include "ledger/lua/lib/require_job.lua"
+--- @include "ledger/lua/lib/require_status.lua"
+--- @include "ledger/lua/lib/retry_decision.lua"
 local function update(now, id, status, output, attempt, progress, err)
   local job = require_job(id)
   check_attempt(id, job, attempt)

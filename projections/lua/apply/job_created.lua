@@ -3,6 +3,10 @@
 -- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are
 -- handed out in order by the command that appends job_created, so the ids of these events only
 -- grow along the stream: job_id is simply the latest.
+--- @include "projections/lua/lib/enter_queue.lua"
+--- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/set_fields.lua"
+--- @include "projections/lua/lib/track_pending.lua"
 local function apply_job_created(e)
   local d, id = e.data, e.job
   redis.call('SET', K.job_id, id)

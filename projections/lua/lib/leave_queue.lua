@@ -1,4 +1,5 @@
 -- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane)
+--- @include "projections/lua/lib/refresh_head.lua"
 local function leave_queue(id, job)
   if job.quota_key then
     local lane = K.queue_lane(job.queue, job.quota_key)

@@ -1,7 +1,12 @@
--- apply_job_stopped(e, status, ended, retry_at, stat): the shared step of completed, failed,
+-- stop_run(e, status, ended, retry_at, stat): the shared step of completed, failed,
 -- timed_out and cancelled: leave the current place, record the end of the run (and its error),
 -- enter the next place
-local function apply_job_stopped(e, status, ended, retry_at, stat)
+--- @include "projections/lua/lib/enter_stopped.lua"
+--- @include "projections/lua/lib/leave_place.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/with_error.lua"
+local function stop_run(e, status, ended, retry_at, stat)
   local id = e.job
   local job = load_job(id)
   leave_place(id, job)

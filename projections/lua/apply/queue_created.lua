@@ -1,5 +1,8 @@
--- apply_queue_settings(e): replace the queue's settings with the event's (queue_created, queue_updated)
-local function apply_queue_settings(e)
+-- apply_queue_created(e): replace the queue's settings with the event's (queue_created, queue_updated)
+--- @applies "queue_updated"
+--- @include "projections/lua/lib/refresh_head.lua"
+--- @include "projections/lua/lib/set_fields.lua"
+local function apply_queue_created(e)
   local key = K.queue(e.queue)
   redis.call('DEL', key)
   redis.call('HSET', key, 'timeout', e.data.timeout, 'heartbeat_timeout', e.data.heartbeat_timeout,
