@@ -1,6 +1,6 @@
 """Core figures of the ledger through the Python library, on one connection.
 
-    python -m tests.benchmarks.core [--redis-url URL] [--jobs N] [--json]
+    python -m jobledger.bench.core [--redis-url URL] [--jobs N] [--json]
 
 Measures, on a fresh namespace: create, fetch and complete one command at a time (one round trip
 each) and pipelined in batches; then the Redis memory retained per ended job, its events included,
