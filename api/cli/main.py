@@ -3,11 +3,9 @@ command groups of the other ``jobledger.cli`` modules, assembled into one typer 
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-
 import typer
 
+from jobledger.bench import cli as bench_cli
 from jobledger.cli import (
     event_commands,
     job_commands,
@@ -32,20 +30,8 @@ def build_app() -> typer.Typer:
     app.add_typer(worker_command.app)
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
-    bench_app = _bench_app()
-    if bench_app is not None:
-        app.add_typer(bench_app)
+    app.add_typer(bench_cli.app)
     return app
-
-
-def _bench_app() -> typer.Typer | None:
-    """``jobledger bench``: tests/benchmarks, installed as jobledger_bench (the peers it measures
-    beside ours are not installed), or imported from a source checkout run without installing."""
-    for module in ("jobledger_bench.cli", "tests.benchmarks.cli"):
-        with contextlib.suppress(ImportError):
-            bench: typer.Typer = importlib.import_module(module).app
-            return bench
-    return None
 
 
 def main() -> None:

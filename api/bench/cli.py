@@ -1,10 +1,10 @@
 """The benchmark's command lines.
 
-``python -m tests.benchmarks [--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL]``
-measures ours and the peers, each measurement on a fresh bundled Valkey (``--save ''
---appendonly no``), and prints the table (or JSON).  ``jobledger bench`` is the same harness for
-users measuring their own deployment: ours only, against their server when ``--redis-url`` names
-one (each measurement in a namespace of its own, removed after).
+``jobledger bench [--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL]`` measures
+jobledger here, each measurement on a fresh bundled Valkey (``--save '' --appendonly no``), or
+against the user's server when ``--redis-url`` names one (each measurement in a namespace of its
+own, removed after), and prints the table (or JSON).  :func:`main` is the same harness as a plain
+command line that also measures the peers it is given (a comparison run with other job queues).
 
 Progress goes to stderr; the report to stdout.  The exit code is 1 when a part of ours failed.
 This module imports the harness only when a benchmark runs, so ``jobledger`` starts as fast as ever.
@@ -15,11 +15,16 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import Annotated
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .figures import CALIBRATION, OURS_PARTS, PEER_NAMES, Settings
+from .figures import CALIBRATION, OURS_PARTS, Settings
+
+if TYPE_CHECKING:
+    from .run import Peer
 
 
 def settings_for(quick: bool, jobs: int | None) -> Settings:
@@ -29,17 +34,24 @@ def settings_for(quick: bool, jobs: int | None) -> Settings:
 
 
 def execute(quick: bool, only: str | None, as_json: bool, jobs: int | None, redis_url: str | None,
-            command: str, save: str | None = None) -> int:  # fmt: skip
-    """Run the benchmark and print its report (and save its JSON to ``save``); the exit code."""
+            command: str, save: str | None = None, peers: Mapping[str, Peer] | None = None,
+            checkout: Path | None = None) -> int:  # fmt: skip
+    """Run the benchmark and print its report (and save its JSON to ``save``); the exit code.
+    ``peers`` are measured beside ours; ``checkout`` is the source tree measured (default: jobledger's
+    own, when it runs from one)."""
     from . import report, run
     from .server import Servers
 
+    peers = peers or {}
     try:
-        chosen = run.parts(only)
+        chosen = run.parts(only, list(peers))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = run.run(Servers(redis_url), settings_for(quick, jobs), chosen, command, run.stderr_log)
+    result = run.run(
+        Servers(redis_url), settings_for(quick, jobs), chosen, command, run.stderr_log,
+        peers=peers, checkout=checkout or run.CHECKOUT,
+    )  # fmt: skip
     if save:
         with open(save, "w") as out:
             out.write(report.as_json(result))
@@ -49,23 +61,29 @@ def execute(quick: bool, only: str | None, as_json: bool, jobs: int | None, redi
     return 1 if result["errors"] else 0
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(
+    argv: list[str] | None = None, *, prog: str, description: str | None = None,
+    peers: Mapping[str, Peer] | None = None, checkout: Path | None = None,
+) -> None:  # fmt: skip
+    """``prog [--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL] [--save FILE]``:
+    ours and ``peers`` measured, the report printed, the process ended with :func:`execute`'s code."""
+    peers = peers or {}
     parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+        prog=prog, description=description or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="a small, fast smoke run (tiny N, one repeat)")
+    groups = ("ours", "peers") if peers else ("ours",)
     parser.add_argument(
-        "--only",
-        help=f"comma-separated parts: ours, peers, {', '.join((*OURS_PARTS, CALIBRATION, *PEER_NAMES))}",
+        "--only", help=f"comma-separated parts: {', '.join((*groups, *OURS_PARTS, CALIBRATION, *peers))}"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--jobs", type=int, help="jobs per run (default 20,000; 200 with --quick)")
     parser.add_argument("--redis-url", help="measure ours against this server (peers need fresh servers)")
     parser.add_argument("--save", metavar="FILE", help="also write the run as JSON to FILE")
     args = parser.parse_args(argv)
-    command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
-    sys.exit(execute(args.quick, args.only, args.json, args.jobs, args.redis_url, command.strip(), args.save))
+    command = f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    sys.exit(execute(args.quick, args.only, args.json, args.jobs, args.redis_url, command.strip(), args.save,
+                     peers, checkout))  # fmt: skip
 
 
 #: ``jobledger bench``, joined to the jobledger command line by ``jobledger.cli.main.build_app``.
@@ -85,8 +103,6 @@ def bench(
 ) -> None:
     """Benchmark jobledger here: throughput, latency, HTTP cost, memory, scheduler, replay."""
     chosen = only or "ours"
-    if any(p.strip() in PEER_NAMES or p.strip() == "peers" for p in chosen.split(",")):
-        raise typer.BadParameter("measures ours only; python -m tests.benchmarks measures the peers")
     command = (
         "jobledger bench" + (f" --redis-url {redis_url}" if redis_url else "") + (" --quick" if quick else "")
     )

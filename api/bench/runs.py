@@ -5,16 +5,13 @@ Start-up (imports, connections, script loading) is outside the timed part: each 
 reports ready and waits for "go".  The parent then polls one cheap read (the count of finished
 jobs) every :data:`POLL` seconds until it reaches the number enqueued; those probes are counted
 and taken off the server's command counts.  Python workers are ``multiprocessing`` children
-(spawned, so nothing is inherited); Node workers are subprocesses speaking a line protocol on
-stdin / stdout (``ready`` out; ``go``, then end of input, in).
+(spawned, so nothing is inherited); any other :class:`Workers` will do (a peer's own processes).
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import queue
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -141,44 +138,3 @@ class PyWorkers:
             if proc.is_alive():
                 proc.kill()
                 proc.join()
-
-
-class NodeWorkers:
-    """``procs`` Node processes of ``command``; each prints ``ready``, waits for ``go`` on stdin,
-    and works until its stdin closes."""
-
-    def __init__(self, command: Sequence[str], procs: int, cwd: str) -> None:
-        self.procs = [
-            subprocess.Popen(list(command), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(procs)
-        ]
-
-    def wait_ready(self) -> None:
-        for proc in self.procs:
-            assert proc.stdout is not None
-            line = proc.stdout.readline().strip()
-            if line != "ready":
-                raise RunFailed(f"node worker did not start (said {line!r}, exit {proc.poll()})")
-
-    def go(self) -> None:
-        for proc in self.procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-
-    def alive(self) -> bool:
-        return all(p.poll() is None for p in self.procs)
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.stdin is not None and not proc.stdin.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    proc.stdin.close()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()

@@ -1,7 +1,7 @@
 """Ours over HTTP: a job's lifecycle through the app, beside bare Starlette requests, in one run.
 
 Both apps run under the same uvicorn command (a subprocess; ``--workers`` 1 and 2 are tried), on
-the same fresh server, driven by the same load generator (:mod:`tests.benchmarks.http_load`) with
+the same fresh server, driven by the same load generator (:mod:`jobledger.bench.http_load`) with
 the same three requests per job.  The figure is the cost ratio: time per job through ours over
 time per three bare requests (each one Redis call).  The ``--workers`` count that gives ours its
 best rate is the one reported.
@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,12 +27,8 @@ from .figures import Figure, Results, Settings
 from .ours_process import QUEUE, ledger_on
 from .server import Servers
 
-#: This package's name: tests.benchmarks in a checkout, jobledger_bench where jobledger is installed.
-PACKAGE = __package__ or "tests.benchmarks"
-#: The directory it imports from (the checkout's root, or site-packages), for the app's server.
-ROOT = Path(__file__).resolve().parents[PACKAGE.count(".") + 1]
 WORKER_COUNTS = (1, 2)
-APPS = {name: f"{PACKAGE}.http_apps:{name}" for name in ("ours", "bare")}
+APPS = {name: f"jobledger.bench.http_apps:{name}" for name in ("ours", "bare")}
 
 
 def _free_port() -> int:
@@ -54,11 +49,10 @@ def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[
     """Run ``app`` under uvicorn with ``workers`` processes; yield its port once it answers."""
     port = _free_port()
     env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_NAMESPACE": namespace}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", APPS[app], "--factory", "--host", "127.0.0.1",
          "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
-        env=env, cwd=ROOT,
+        env=env,
     )  # fmt: skip
     try:
         _wait_answering(port, proc)

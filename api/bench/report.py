@@ -1,5 +1,4 @@
-"""The report: every figure of ours beside each peer's, as a ratio, and the bars the
-project holds itself to (each a ratio measured in the same run).
+"""The report: every figure of ours beside each peer's, as a ratio, and the bars jobledger sets itself.
 
 A ratio is always ours / theirs, so read it with the row's direction: for "higher is better" rows
 a ratio above 1 means ours leads, for "lower is better" rows a ratio below 1 does.
@@ -44,7 +43,7 @@ ROWS: list[tuple[str, str, str]] = [
 
 @dataclass(frozen=True)
 class Target:
-    """One bar: a ratio measured in the run against a limit."""
+    """One bar jobledger sets itself: a ratio measured in the run against a limit."""
 
     name: str
     ratio: float | None
@@ -84,7 +83,7 @@ def _peer_extreme(
 
 
 def targets(systems: dict[str, Results]) -> list[Target]:
-    """The bars, each as a ratio measured in this run."""
+    """The bars, each as a ratio measured in this run (a bar against a peer not measured: None)."""
 
     def ours(key: str) -> float | None:
         return _value(systems, "ours", key)
@@ -187,7 +186,7 @@ def render(run: dict[str, Any]) -> str:
         "",
         table(systems),
         "",
-        "SPEC section 7 bars:",
+        "jobledger's bars:",
         *target_lines(targets(systems)),
     ]
     if run.get("unavailable"):
