@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Generator, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio
@@ -55,7 +55,7 @@ def live_keys(client: redis.Redis, namespace: str) -> Keys:
     return keys.with_generation(generation_of(client.get(keys.build("generation"))))
 
 
-Op = Read[Any] | Call[Any] | list[Call[Any]]
+Op: TypeAlias = Read[Any] | Call[Any] | list[Call[Any]]
 #: A driver of several round trips, written once for both runners: a generator that yields Ops and
 #: is sent each one's result (a Read's value, a Call's result, a batch's list of results); its return
 #: value is what :meth:`Ledger.drive` / :meth:`AsyncLedger.drive` give.
@@ -121,6 +121,7 @@ class _Base:
 
     def _driving(self, steps: Steps[T]) -> Generator[Any, Any, T]:
         refused: list[Exception] = []
+        reply: Any
         try:
             op = next(steps)
             while True:

@@ -128,9 +128,6 @@ class Applier:
         if args:
             self.script(keys=[self.prefix], args=args)
 
-    def apply_entries(self, entries: Iterable[RawEntry]) -> None:
-        self.apply(flatten(entries))
-
 
 @dataclass(frozen=True)
 class Folded:

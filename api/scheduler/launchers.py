@@ -94,12 +94,6 @@ def launcher_steps(
     return triggered, fired
 
 
-def fire_due_launchers(ledger: Ledger, now: int | None = None, batch: int = BATCH) -> list[int]:
-    """The launcher check: fire (or skip) every launcher whose time has come by ``now`` (default: the
-    ledger's clock); the ids of the launchers that fired or skipped."""
-    return ledger.drive(_fire_steps(ledger.clock() if now is None else now, batch))
-
-
 def follow_event_launchers(
     ledger: Ledger, positions: dict[int, str] | None = None, batch: int = BATCH
 ) -> list[int]:
