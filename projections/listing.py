@@ -14,7 +14,8 @@ from typing import Any
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.reads import Read
-from jobledger.projections.views import JOB_STATUSES, decode_hash, job_view
+from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.projections.views import decode_hash, job_view
 
 SUMMARY = ("id", "queue", "status", "priority", "tags", "quota_key", "created_at", "started_at",
            "ended_at", "attempt", "worker", "progress", "message", "ended")  # fmt: skip

@@ -9,8 +9,8 @@ from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.ledger.requests import QueueSettings
-from jobledger.projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
+from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
+from jobledger.projections.views import JOB_FIELDS, decode_hash, job_view, queue_settings
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ from typing import Any
 import redis
 
 from jobledger.ledger.keys import TEMPLATES
+from jobledger.ledger.requests import JOB_STATUSES
 from jobledger.ledger.runner import live_keys
 
-STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
 _LAUNCHER_KINDS = {(2, ""): "launcher", (3, "pending"): "pending"}
 _LAUNCHER_SETS = (TEMPLATES["launchers"], TEMPLATES["event_launchers"])
 DEADLINES = {
@@ -73,7 +73,7 @@ def _kind(rel: str) -> str | None:
             return "unique"
         if parts[2] in QUOTA_INDEXES:
             return None  # derived from the lanes and running jobs; checked by replay equality
-        return "zset" if parts[2] == "jobs" or parts[2] in STATUSES[1:] else "unknown"
+        return "zset" if parts[2] == "jobs" or parts[2] in JOB_STATUSES[1:] else "unknown"
     return "zset" if rel in DEADLINES else None
 
 
@@ -168,7 +168,7 @@ def deadline(job: dict[str, str]) -> Entry | None:
 def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
     """Fields without which the job has no defined place."""
     problems = [f"job {job_id} has no {name}" for name in ("queue", "status") if name not in job]
-    if job.get("status", "queued") not in STATUSES:
+    if job.get("status", "queued") not in JOB_STATUSES:
         problems.append(f"job {job_id} has unknown status {job['status']!r}")
     if job.get("status") == "running" and "started_at" not in job:
         problems.append(f"job {job_id} is running but has no started_at")
