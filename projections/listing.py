@@ -35,7 +35,7 @@ def _plan(queue: str, status: str | None, tag: str | None, cursor: int, limit: i
     plan: Plan = []
     for s in [status] if status else JOB_STATUSES:
         if s == "queued":
-            plan.append(("ids", lambda k: ("ZRANGE", k.queue_jobs(queue), 0, -1)))
+            plan.append(("ids", lambda k: ("ZRANGE", k.queued_ids(queue), 0, -1)))
             plan.append(("lanes", lambda k: ("SMEMBERS", k.build("queue_lanes", name=queue))))
         else:
             plan.append(

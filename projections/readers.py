@@ -50,7 +50,7 @@ def queue_size(name: str) -> Read[int]:
 
 def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
     """Two replies that add up to the queued jobs: plain ones, and those waiting in quota lanes."""
-    return [("ZCARD", k.queue_jobs(name)), ("GET", k.build("queue_laned", name=name))]
+    return [("ZCARD", k.queued_ids(name)), ("GET", k.build("queue_laned", name=name))]
 
 
 def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
@@ -65,7 +65,7 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
         out: list[tuple[Any, ...]] = [
             ("EXISTS", k.queue(name)),
             ("SMEMBERS", k.build("queue_lanes", name=name)),
-            ("ZRANGE", k.queue_jobs(name), 0, -1, "WITHSCORES"),
+            ("ZRANGE", k.queued_ids(name), 0, -1, "WITHSCORES"),
         ]
         return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 

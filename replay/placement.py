@@ -73,7 +73,7 @@ def _kind(rel: str) -> str | None:
             return "unique"
         if parts[2] in QUOTA_INDEXES:
             return None  # derived from the lanes and running jobs; checked by replay equality
-        return "zset" if parts[2] == "jobs" or parts[2] in JOB_STATUSES[1:] else "unknown"
+        return "zset" if parts[2] in JOB_STATUSES else "unknown"
     return "zset" if rel in DEADLINES else None
 
 
@@ -129,7 +129,7 @@ def place(job: dict[str, str]) -> str:
     if status == "queued" and "quota_key" in job:
         return TEMPLATES["queue_lane"].format(name=queue, key=job["quota_key"])
     if status == "queued":
-        return TEMPLATES["queue_jobs"].format(name=queue)
+        return TEMPLATES["queued_ids"].format(name=queue)
     return TEMPLATES["queue_status"].format(name=queue, status=status)
 
 
@@ -184,7 +184,7 @@ def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
 
 def _score_problems(job_id: str, job: dict[str, str], rel: str, score: float) -> list[str]:
     """Scores a place or deadline must have whatever the schedule: id, priority band, retry >= end."""
-    if rel.startswith("queue:") and (rel.endswith(":jobs") or rel.split(":")[2] == "lane"):
+    if rel.startswith("queue:") and (rel.endswith(":queued") or rel.split(":")[2] == "lane"):
         band = 100 - int(job.get("priority", 0))
         if not band * PRIORITY_UNIT < score < (band + 1) * PRIORITY_UNIT:
             return [f"job {job_id} has score {score} in {rel}, outside priority band {band}"]
