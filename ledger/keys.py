@@ -39,11 +39,11 @@ TEMPLATES: dict[str, str] = {
     "job": "job:{id}",  # the job's fields (hash)
     "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
     "queue": "queue:{name}",  # the queue's settings (hash)
-    "queue_jobs": "queue:{name}:jobs",  # queued job ids by priority then FIFO (zset)
+    "queued_ids": "queue:{name}:queued",  # the queue's queued job ids by priority then FIFO (zset)
     "queue_status": "queue:{name}:{status}",  # job ids of the queue with this status (zset, score id)
     "queue_unique": "queue:{name}:unique",  # unique_key -> id of the live job holding it (hash)
-    # quotas: queued jobs with a quota_key wait in their key's lane, not in queue_jobs
-    "queue_lane": "queue:{name}:lane:{key}",  # queued job ids with this quota_key (zset, like queue_jobs)
+    # quotas: queued jobs with a quota_key wait in their key's lane, not in queued_ids
+    "queue_lane": "queue:{name}:lane:{key}",  # queued job ids with this quota_key (zset, like queued_ids)
     "queue_lanes": "queue:{name}:lanes",  # quota keys whose lane is not empty (set)
     "queue_laned": "queue:{name}:laned",  # how many queued jobs wait in lanes (string)
     "queue_heads": "queue:{name}:heads",  # key -> score of its lane's head, for keys under quota (zset)
@@ -62,6 +62,32 @@ TEMPLATES: dict[str, str] = {
 LEDGER = frozenset({"events", "generation", "archive", "archive_lock"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
 _GENERATION_KEY = re.compile(r"^g\d+:")
+
+#: Templates of earlier layouts -> the name in :data:`TEMPLATES` of the key that holds their data now.
+#: Projections built before a rename keep the old keys until they are rebuilt (``jobledger replay
+#: rebuild --swap`` builds a new generation under the current names); ``replay verify`` names them.
+FORMER: dict[str, str] = {"queue:{name}:jobs": "queued_ids"}
+
+
+def _matcher(template: str) -> re.Pattern[str]:
+    parts = [
+        re.escape(literal) + ("[^:]+" if field else "")
+        for literal, field, _, _ in string.Formatter().parse(template)
+    ]
+    return re.compile("^" + "".join(parts) + "$")
+
+
+_FORMER = [(_matcher(old), new) for old, new in FORMER.items()]
+
+
+def former_key(relative: str) -> str | None:
+    """For a key (prefix removed) named as an earlier layout named it, the current template it moved
+    to (e.g. ``queue:{name}:queued``); None for any other key."""
+    for pattern, new in _FORMER:
+        if pattern.match(relative):
+            return TEMPLATES[new]
+    return None
+
 
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,255}$")
 
@@ -121,8 +147,8 @@ class Keys:
     def queue(self, name: str) -> str:
         return self.build("queue", name=name)
 
-    def queue_jobs(self, name: str) -> str:
-        return self.build("queue_jobs", name=name)
+    def queued_ids(self, name: str) -> str:
+        return self.build("queued_ids", name=name)
 
     def queue_status(self, name: str, status: str) -> str:
         return self.build("queue_status", name=name, status=status)

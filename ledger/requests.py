@@ -46,6 +46,7 @@ def _time(value: Any) -> int:
 Time = Annotated[int, BeforeValidator(_time)]
 #: Ocypod's six statuses and jobledger's scheduled
 Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled"]
+JOB_STATUSES: tuple[Status, ...] = get_args(Status)
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from jobledger.ledger.errors import NotFound
-from jobledger.ledger.events import decode_entry
+from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.ledger.requests import QueueSettings
-from jobledger.projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
+from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
+from jobledger.projections.views import JOB_FIELDS, decode_hash, job_view, queue_settings
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ def queue_size(name: str) -> Read[int]:
 
 def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
     """Two replies that add up to the queued jobs: plain ones, and those waiting in quota lanes."""
-    return [("ZCARD", k.queue_jobs(name)), ("GET", k.build("queue_laned", name=name))]
+    return [("ZCARD", k.queued_ids(name)), ("GET", k.build("queue_laned", name=name))]
 
 
 def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
@@ -65,7 +65,7 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
         out: list[tuple[Any, ...]] = [
             ("EXISTS", k.queue(name)),
             ("SMEMBERS", k.build("queue_lanes", name=name)),
-            ("ZRANGE", k.queue_jobs(name), 0, -1, "WITHSCORES"),
+            ("ZRANGE", k.queued_ids(name), 0, -1, "WITHSCORES"),
         ]
         return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 
@@ -126,24 +126,42 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
     return Read(lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse)
 
 
+def _history_ids(job_id: int, r: list[Any]) -> list[str]:
+    if not r[0]:
+        raise NotFound(f"job {job_id} does not exist and never did")
+    return [_str(i) for i in r[0]]
+
+
+def _history_command(job_id: int) -> Any:
+    return lambda k: [("LRANGE", k.history(job_id), 0, -1)]
+
+
+def history_ids(job_id: int) -> Read[list[str]]:
+    """The ids of the job's events, oldest first (its event index); NotFound for an id never used."""
+    return Read(_history_command(job_id), lambda r: _history_ids(job_id, r))
+
+
+def _stream_events(ids: list[str], r: list[Any]) -> dict[str, Event]:
+    return {i: decode_entry(*entry[0]) for i, entry in zip(ids, r, strict=True) if entry}
+
+
+def stream_events(ids: list[str]) -> Read[dict[str, Event]]:
+    """The events of ``ids`` the stream still holds (retention may have archived the others), by id."""
+    return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], lambda r: _stream_events(ids, r))
+
+
 def history(job_id: int) -> Read[list[dict[str, Any]]]:
-    """Every event of the job, oldest first, as API event items; NotFound for an id never used.
+    """Every event of the job the stream holds, oldest first, as API event items; NotFound for an id
+    never used.  ``GET /job/{id}/history`` adds the archived ones
+    (:func:`jobledger.replay.archive.feed.job_history`)."""
 
-    Reads the job's event index, then each event by id (one pipelined round trip each step).
-    """
+    def events(r: list[Any]) -> Read[list[dict[str, Any]]]:
+        ids = _history_ids(job_id, r)
+        return Read(
+            stream_events(ids).commands, lambda r: [e.item() for e in _stream_events(ids, r).values()]
+        )
 
-    def events(ids: list[Any]) -> Read[list[dict[str, Any]]]:
-        def parse(r: list[Any]) -> list[dict[str, Any]]:
-            return [decode_entry(*entry[0]).item() for entry in r if entry]
-
-        return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], parse)
-
-    def parse(r: list[Any]) -> Read[list[dict[str, Any]]]:
-        if not r[0]:
-            raise NotFound(f"job {job_id} does not exist and never did")
-        return events(r[0])
-
-    return Read(lambda k: [("LRANGE", k.history(job_id), 0, -1)], parse)
+    return Read(_history_command(job_id), events)
 
 
 def tagged(tag: str) -> Read[list[int]]:

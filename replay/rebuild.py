@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,9 +25,9 @@ from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import sources
 from jobledger.replay.ledger_file import RawEntry
+from jobledger.replay.progress import Callback
 from jobledger.replay.source import read_ledger
 
-Progress = Callable[[int], None]
 T = TypeVar("T")
 
 #: How many batches the reader thread may run ahead of the applier.
@@ -128,9 +128,6 @@ class Applier:
         if args:
             self.script(keys=[self.prefix], args=args)
 
-    def apply_entries(self, entries: Iterable[RawEntry]) -> None:
-        self.apply(flatten(entries))
-
 
 @dataclass(frozen=True)
 class Folded:
@@ -147,7 +144,7 @@ def fold(
     after: str | None = None,
     until: str | None = None,
     batch: int = 2000,
-    progress: Progress | None = None,
+    progress: Callback | None = None,
 ) -> Folded:
     """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional)."""
     batches = (
@@ -170,7 +167,7 @@ def rebuild(
     target: str,
     until: str | None = None,
     batch: int = 2000,
-    progress: Progress | None = None,
+    progress: Callback | None = None,
 ) -> int:
     """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
     empty namespace ``target``; the number of events applied.  The target receives projections

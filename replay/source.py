@@ -87,15 +87,6 @@ def ledger_length(client: redis.Redis, keys: Keys) -> int:
     return int(client.xlen(keys.events)) + (rec.count if rec else 0)
 
 
-def newest_id(client: redis.Redis, keys: Keys) -> str | None:
-    """The id of the newest event (archived, if the stream is empty); None for an empty ledger."""
-    newest = xrevrange(client, keys.events, count=1)
-    if newest:
-        return _s(newest[0][0])
-    rec = load_record(client, keys)
-    return rec.last_id if rec else None
-
-
 def _last_archived(rec: ArchiveRecord, until_key: tuple[int, int]) -> str | None:
     """The id of the newest archived event at or before ``until_key``."""
     found = None

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from jobledger.cli.main import build_app
 from jobledger.client import Client
+from jobledger.ledger.requests import JOB_STATUSES
 from jobledger.ledger.runner import Ledger
-from jobledger.projections.views import JOB_STATUSES
 from jobledger.scheduler.loop import tick
 from tests.http_support import DEFAULT_SETTINGS
 from tests.live_server import live_server
@@ -70,15 +70,12 @@ def lines(text: str) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines()]
 
 
-STATUSES = JOB_STATUSES
-
-
 # queues
 
 
 def test_queues(world: World) -> None:
     emails = ["emails", "1", "0", "0", "1", "0", "0", "0"]
-    assert lines(run(world, "queues")) == [["queue", *STATUSES], emails]
+    assert lines(run(world, "queues")) == [["queue", *JOB_STATUSES], emails]
     shown = run(world, "queues", terminal=True)
     assert ANSI in shown and "┃ queue  ┃ queued ┃" in visible(shown) and "│ emails │ 1" in visible(shown)
     counts = {"queued": 1, "running": 0, "failed": 0, "completed": 1, "cancelled": 0, "timed_out": 0,

@@ -172,3 +172,19 @@ def test_rebuild_swap_replaces_the_live_projections_online(
     assert jobledger(redis_url, namespace, "replay", "verify").exit_code == 0
     err = jobledger(redis_url, namespace, "replay", "rebuild", "--swap", "--into", "x", code=2).stderr
     assert "--swap rebuilds the live projections" in err
+
+
+def test_verify_names_keys_of_the_old_layout_and_rebuild_swap_moves_them(
+    client: redis.Redis, redis_url: str, namespace: str, history: list[str]
+) -> None:
+    create(Ledger(client, namespace), "mail", input="waiting")  # a queued job, in queue:mail:queued
+    keys = Keys(namespace)
+    client.rename(keys.queued_ids("mail"), keys.prefix + "queue:mail:jobs")  # as an earlier version named it
+    out = jobledger(redis_url, namespace, "replay", "verify", code=1).stdout
+    assert "queue:mail:jobs (as of event" in out and "queue:mail:queued (as of event" in out, out
+    assert "named as an earlier jobledger named them (e.g. queue:mail:jobs, now queue:{name}:queued)" in out
+    assert "`jobledger replay rebuild --swap` rebuilds them under the new layout" in out
+    jobledger(redis_url, namespace, "replay", "rebuild", "--swap")
+    out = jobledger(redis_url, namespace, "replay", "verify").stdout
+    assert "no difference" in out and "earlier jobledger" not in out, out
+    assert not list(client.scan_iter(match=keys.prefix + "*queue:mail:jobs"))

@@ -309,5 +309,5 @@ def test_two_schedulers_fire_each_due_time_once(
         fired = Counter((d["launcher"], d["due_at"]) for d in data_of(ledger, "launcher_fired"))
         assert all(count == 1 for count in fired.values()), fired
         assert {lid for lid, due in fired if due == at(second)} == set(timed) | set(chained)
-    assert ledger.client.zcard(ledger.keys.queue_jobs("q")) == 2 * (len(timed) + len(chained))
+    assert ledger.client.zcard(ledger.keys.queued_ids("q")) == 2 * (len(timed) + len(chained))
     assert_well_placed(ledger)

@@ -49,7 +49,7 @@ def _key(ledger: Ledger, key: str, /, **params: object) -> str:
 
 DAMAGE: dict[str, tuple[Damage, str]] = {
     "queued job out of its queue": (
-        lambda lg, j: lg.client.zrem(_key(lg, "queue_jobs", name="q"), j["queued"]),
+        lambda lg, j: lg.client.zrem(_key(lg, "queued_ids", name="q"), j["queued"]),
         "job 4 (queued) is in []",
     ),
     "job in two places": (
@@ -85,7 +85,7 @@ DAMAGE: dict[str, tuple[Damage, str]] = {
         "expected its id",
     ),
     "queued score outside its priority band": (
-        lambda lg, j: lg.client.zadd(_key(lg, "queue_jobs", name="q"), {j["queued"]: 5}),
+        lambda lg, j: lg.client.zadd(_key(lg, "queued_ids", name="q"), {j["queued"]: 5}),
         "outside priority band 100",
     ),
     "gone job left in a deadline set": (

@@ -3,21 +3,24 @@ moment time out, retry and expire each job exactly once; a check with nothing du
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
-from jobledger.ledger import commands
-from jobledger.ledger.commands import Call
-from jobledger.ledger.requests import JobOptions, JobUpdate
-from jobledger.ledger.runner import Ledger
-from jobledger.scheduler.loop import CHECKS, check, tick
+from jobledger.ledger import commands, errors
+from jobledger.ledger.clock import Clock, now_ms
+from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
+from jobledger.projections import readers
+from jobledger.scheduler.loop import BATCH, CHECKS, _tick_steps, check, tick
 from tests.support import assert_well_placed, events, fetch, frozen_clock, put_queue, run_tick, unchanged
 
 JOBS = 300
@@ -122,25 +125,81 @@ def test_an_empty_ledger_check_appends_nothing(ledger: Ledger) -> None:
 T = TypeVar("T")
 
 
-class CountingLedger(Ledger):
-    """A real Ledger that counts the commands (scripts) it runs."""
-
-    scripts: Counter[str]
-
-    def run(self, call: Call[T]) -> T:
-        self.scripts[call.script] += 1
-        return super().run(call)
-
-
 def test_an_idle_check_reads_its_deadline_set_and_runs_no_script(
     client: redis.Redis, namespace: str, frozen: FrozenDateTimeFactory
 ) -> None:
-    ledger = CountingLedger(client, namespace)
-    ledger.scripts = Counter()
+    ledger = Ledger(client, namespace)
     start_jobs(ledger, 5)  # running, none due for a while
-    ledger.scripts.clear()
+    scripts: Counter[str] = Counter()
+    ledger.observe = lambda script, _seconds: scripts.update([script])  # every command the runner runs
     assert all(check(ledger, name) == [] for name in CHECKS)
-    assert ledger.scripts == Counter(), "nothing due: no check script ran"
+    assert scripts == Counter(), "nothing due: no check script ran"
     frozen.tick(3600)
     assert len(check(ledger, "timeouts")) == 5
-    assert ledger.scripts == Counter({"check_timeouts": 1})
+    assert scripts == Counter({"check_timeouts": 1})
+
+
+def _batch_with_a_refusal() -> Steps[tuple[list[object], int]]:
+    """A batch of four creations, the third on a queue that does not exist, then a read."""
+    created = yield [commands.create_job("q" if n != 2 else "nowhere", JobOptions(input=n)) for n in range(4)]
+    size = yield readers.queue_size("q")
+    return [c.id if c is not None else None for c in created], size
+
+
+def _drive_both(
+    redis_url: str, namespace: str, steps: Callable[[], Steps[T]], clock: Clock = now_ms
+) -> tuple[Any, Any]:
+    """What ``steps`` gives (or raises) on the sync runner in one namespace and on the async runner
+    in another, both fresh with queue "q" (timeout 10s)."""
+
+    def outcome(run: Callable[[], T]) -> Any:
+        try:
+            return run()
+        except errors.JobLedgerError as exc:
+            return exc
+
+    with redis.Redis.from_url(redis_url) as client:
+        sync = Ledger(client, f"{namespace}-sync", clock)
+        put_queue(sync, "q", timeout="10s")
+        by_sync = outcome(lambda: sync.drive(steps()))
+
+    async def on_async() -> Any:
+        aio = AsyncLedger(async_client(redis_url), f"{namespace}-async", clock)
+        try:
+            await aio.run(commands.put_queue("q", QueueSettings(timeout="10s")))
+            try:
+                return await aio.drive(steps())
+            except errors.JobLedgerError as exc:
+                return exc
+        finally:
+            await aio.client.aclose()
+
+    return by_sync, asyncio.run(on_async())
+
+
+def test_a_refused_command_of_a_batch_neither_stops_the_others_nor_is_lost(
+    redis_url: str, namespace: str
+) -> None:
+    by_sync, by_async = _drive_both(redis_url, namespace, _batch_with_a_refusal)
+    for refused in (by_sync, by_async):
+        assert isinstance(refused, errors.Refused)
+        assert [type(r) for r in refused.refusals] == [errors.NotFound]
+        assert refused.result == ([1, 2, None, 3], 3), "the others ran, and the steps went on to the read"
+    assert str(by_sync) == str(by_async)
+
+
+def test_the_checks_give_the_same_on_both_runners(redis_url: str, namespace: str) -> None:
+    moment = [1_700_000_000_000]
+
+    def checks() -> Steps[tuple[list[int], dict[str, list[int]]]]:
+        moment[0] = 1_700_000_000_000
+        yield [commands.create_job("q", JobOptions(input=n)) for n in range(5)]
+        started = yield commands.fetch_jobs("q", 3)
+        moment[0] += 11_000  # past the running jobs' timeout
+        return [f.id for f in started], (yield from _tick_steps(lambda: moment[0], BATCH))
+
+    by_sync, by_async = _drive_both(redis_url, namespace, checks, lambda: moment[0])
+    assert by_sync == by_async
+    started, handled = by_sync
+    assert sorted(handled.pop("timeouts")) == sorted(started) and len(started) == 3
+    assert handled == {name: [] for name in [*CHECKS, "events", "launchers"] if name != "timeouts"}

@@ -18,12 +18,10 @@ from jobledger.cli import launcher_commands as cli_launchers
 from jobledger.cli.http import AsJson, UrlOption, connected, done, parse_json
 from jobledger.cli.output import EVENT_STYLES, STATUS_STYLES, Cell, Output, cell, status_cell, when
 from jobledger.client import Event
-from jobledger.projections.views import JOB_STATUSES
+from jobledger.ledger.requests import JOB_STATUSES
 
 app = typer.Typer()
 app.add_typer(cli_launchers.app, name="launcher")
-
-STATUSES = JOB_STATUSES
 
 
 def _duration(help: str) -> Any:
@@ -42,8 +40,8 @@ def queues(url: UrlOption = None, as_json: AsJson = False) -> None:
         counts: dict[str, dict[str, int]] = client.info()["queues"]
     if out.is_json:
         return out.json(counts)
-    rows = [[cell(name), *(cell(str(c.get(s, 0))) for s in STATUSES)] for name, c in counts.items()]
-    out.table("queues", ["queue", *STATUSES], rows)
+    rows = [[cell(name), *(cell(str(c.get(s, 0))) for s in JOB_STATUSES)] for name, c in counts.items()]
+    out.table("queues", ["queue", *JOB_STATUSES], rows)
 
 
 @app.command()
@@ -58,7 +56,7 @@ def queue(
     if out.is_json:
         return out.json({"name": name, "settings": settings, "counts": counts})
     out.record(f"queue {name}", [(k, cell(v)) for k, v in settings.items()])
-    out.record("jobs", [(s, count_cell(s, counts.get(s, 0))) for s in STATUSES])
+    out.record("jobs", [(s, count_cell(s, counts.get(s, 0))) for s in JOB_STATUSES])
 
 
 @app.command()

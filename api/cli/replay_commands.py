@@ -231,6 +231,8 @@ def verify_command(
             typer.echo(f"verified {where}: no difference")
             return
         typer.echo(f"{len(result.differences)} of {result.keys:,} keys differ in {where}")
+        if (hint := result.outdated_layout()) is not None:
+            typer.echo(hint)
     if stop.fired:
         fail("interrupted; the scratch namespace was removed", code=130)
     raise typer.Exit(1)

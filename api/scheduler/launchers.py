@@ -5,19 +5,21 @@ Times are computed here (Lua cannot run croniter) and passed to the scripts, whi
 ``fire_launcher`` acts only while the launcher's ``next_at`` is still the time it was computed from,
 and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
 schedulers may run these checks side by side.
+
+Each check is written once, as steps (:data:`jobledger.ledger.runner.Steps`) that the sync and the
+async runner both drive: the fire and trigger commands of a batch go in one pipeline, and a launcher
+the ledger refuses does not keep the others from firing (see :meth:`jobledger.ledger.runner.Ledger.drive`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from jobledger.ledger import commands
-from jobledger.ledger.commands import Call
+from jobledger.ledger.clock import Clock
 from jobledger.ledger.launchers import catch_up
-from jobledger.ledger.reads import Read
-from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.ledger.stream import id_key, newest
 from jobledger.projections import launchers as readers
 from jobledger.projections.launchers import DueLauncher, EventLauncher
@@ -25,9 +27,6 @@ from jobledger.projections.launchers import DueLauncher, EventLauncher
 T = TypeVar("T")
 
 BATCH = 500
-
-Op = Read[Any] | Call[Any] | list[Call[Any]]
-Steps = Generator[Op, Any, T]
 
 
 def _fire_steps(now: int, batch: int) -> Steps[list[int]]:
@@ -85,43 +84,14 @@ def _follow_steps(positions: dict[int, str], batch: int) -> Steps[list[int]]:
     return triggered
 
 
-def _run(ledger: Ledger, steps: Steps[T]) -> T:
-    try:
-        op = next(steps)
-        while True:
-            if isinstance(op, Read):
-                reply = ledger.read(op)
-            elif isinstance(op, Call):
-                reply = ledger.run(op)
-            else:
-                reply = ledger.run_many(op)
-                for outcome in reply:
-                    if isinstance(outcome, Exception):
-                        raise outcome
-            op = steps.send(reply)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-async def _run_async(ledger: AsyncLedger, steps: Steps[T]) -> T:
-    try:
-        op = next(steps)
-        while True:
-            if isinstance(op, Read):
-                reply = await ledger.read(op)
-            elif isinstance(op, Call):
-                reply = await ledger.run(op)
-            else:
-                reply = [await ledger.run(call) for call in op]
-            op = steps.send(reply)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-def fire_due_launchers(ledger: Ledger, now: int | None = None, batch: int = BATCH) -> list[int]:
-    """The launcher check: fire (or skip) every launcher whose time has come by ``now`` (default: the
-    ledger's clock); the ids of the launchers that fired or skipped."""
-    return _run(ledger, _fire_steps(ledger.clock() if now is None else now, batch))
+def launcher_steps(
+    positions: dict[int, str], clock: Clock, batch: int = BATCH
+) -> Steps[tuple[list[int], list[int]]]:
+    """Both checks once, events first (so an undebounced match fires now): the launchers triggered,
+    and those fired or skipped (by the time on ``clock`` once the events are followed)."""
+    triggered = yield from _follow_steps(positions, batch)
+    fired = yield from _fire_steps(clock(), batch)
+    return triggered, fired
 
 
 def follow_event_launchers(
@@ -129,12 +99,10 @@ def follow_event_launchers(
 ) -> list[int]:
     """The event check: trigger @event launchers on the events that match them; the id of the
     launcher of each trigger that did something (fired, skipped or moved its firing time)."""
-    return _run(ledger, _follow_steps({} if positions is None else positions, batch))
+    return ledger.drive(_follow_steps({} if positions is None else positions, batch))
 
 
 async def check_launchers(ledger: AsyncLedger, positions: dict[int, str], batch: int = BATCH) -> int:
-    """Both checks once, on the async runner (events first, so an undebounced match fires now);
-    how many launchers they acted on."""
-    triggered = await _run_async(ledger, _follow_steps(positions, batch))
-    fired = await _run_async(ledger, _fire_steps(ledger.clock(), batch))
+    """:func:`launcher_steps` on the async runner; how many launchers they acted on."""
+    triggered, fired = await ledger.drive(launcher_steps(positions, ledger.clock, batch))
     return len(triggered) + len(fired)

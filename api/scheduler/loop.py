@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobledger.ledger import commands
+from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.ledger.runner import AsyncLedger, Ledger, connect_async
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, connect_async
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import ANY, LedgerWatch
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
@@ -106,34 +107,36 @@ def due_heads() -> Read[dict[str, Head | None]]:
     return Read(lambda k: [("ZRANGE", k.build(HEADS[n]), 0, 0, "WITHSCORES") for n in names], parse)
 
 
-def check(ledger: Ledger, name: str, batch: int = BATCH) -> list[int]:
-    """One check, to the end of what is due now; the ids it handled."""
+def _drain_steps(name: str, batch: int) -> Steps[list[int]]:
+    """The check ``name`` in batches until less than a full batch was due; the ids it handled."""
     done: list[int] = []
-    if not ledger.read(anything_due(name, ledger.clock())):
-        return done
     while True:
-        ids = ledger.run(CHECKS[name](batch))
+        ids: list[int] = yield CHECKS[name](batch)
         done += ids
         if len(ids) < batch:
             return done
 
 
-def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
-    """Run every check once, to the end of what is due now; the ids each check handled."""
-    out = {name: check(ledger, name, batch) for name in CHECKS}
-    out["events"] = launcher_checks.follow_event_launchers(ledger, batch=batch)
-    out["launchers"] = launcher_checks.fire_due_launchers(ledger, batch=batch)
+def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, list[int]]]:
+    out: dict[str, list[int]] = {}
+    for name in CHECKS:
+        due = yield anything_due(name, clock())
+        out[name] = (yield from _drain_steps(name, batch)) if due else []
+    out["events"], out["launchers"] = yield from launcher_checks.launcher_steps({}, clock, batch)
     return out
 
 
-async def _drain(ledger: AsyncLedger, name: str, batch: int = BATCH) -> int:
-    """Run the check ``name`` in batches until less than a full batch was due; how many it handled."""
-    total = 0
-    while True:
-        ids = await ledger.run(CHECKS[name](batch))
-        total += len(ids)
-        if len(ids) < batch:
-            return total
+def check(ledger: Ledger, name: str, batch: int = BATCH) -> list[int]:
+    """One check, to the end of what is due now; the ids it handled."""
+    if not ledger.read(anything_due(name, ledger.clock())):
+        return []
+    return ledger.drive(_drain_steps(name, batch))
+
+
+def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
+    """Run every check once, to the end of what is due now; the ids each check handled.  The same
+    steps as a round of :func:`run` (which reads every due set's head instead of asking each)."""
+    return ledger.drive(_tick_steps(ledger.clock, batch))
 
 
 @dataclass
@@ -203,7 +206,7 @@ class _Deadlines:
             ran = self._ran("launchers", heads["launchers"], now, acted) or ran
         for name in CHECKS:
             if self._due(name, heads[name], now):
-                handled = await _drain(self.ledger, name)
+                handled = len(await self.ledger.drive(_drain_steps(name, BATCH)))
                 if handled:
                     log.info("%s check handled %d jobs", name, handled)
                 ran = self._ran(name, heads[name], now, handled) or ran

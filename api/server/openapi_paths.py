@@ -16,8 +16,8 @@ from pydantic import BaseModel
 
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
-from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
-from jobledger.projections.views import JOB_FIELDS, JOB_STATUSES
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
+from jobledger.projections.views import JOB_FIELDS
 
 REF = "#/components/schemas/{model}"
 

@@ -10,11 +10,10 @@ from starlette.responses import JSONResponse, Response
 from jobledger.ledger import commands
 from jobledger.ledger.durations import format_ms, parse_ms
 from jobledger.ledger.errors import BadRequest
-from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import queue_topic
 from jobledger.projections import listing, readers
-from jobledger.projections.views import JOB_STATUSES
 from jobledger.server.inputs import checked_tag, parse_model, positive_int, queue_name, read_json, read_model
 from jobledger.server.long_poll import long_poll
 

@@ -28,11 +28,11 @@ if count < 1 then return started end
 if redis.call('EXISTS', K.queue_heads(name)) == 0 then
   -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
   -- starting a job without a quota_key changes no lane, so one read gives every job to start
-  for _, id in ipairs(redis.call('ZRANGE', K.queue_jobs(name), 0, count - 1)) do start(id) end
+  for _, id in ipairs(redis.call('ZRANGE', K.queued_ids(name), 0, count - 1)) do start(id) end
   return started
 end
 for _ = 1, count do
-  local plain = redis.call('ZRANGE', K.queue_jobs(name), 0, 0, 'WITHSCORES')
+  local plain = redis.call('ZRANGE', K.queued_ids(name), 0, 0, 'WITHSCORES')
   local lane = redis.call('ZRANGE', K.queue_heads(name), 0, 0, 'WITHSCORES')
   local id = plain[1]
   if lane[1] and (not id or tonumber(lane[2]) < tonumber(plain[2])) then

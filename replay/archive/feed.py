@@ -13,10 +13,9 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
-from jobledger.ledger.reads import Read
 from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key
+from jobledger.projections.readers import history_ids, stream_events
 from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
 
 if TYPE_CHECKING:
@@ -65,29 +64,11 @@ def archived_after(rec: ArchiveRecord, after: str | None, limit: int = 500) -> l
     return []
 
 
-def _s(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _history_ids(job_id: int) -> Read[list[str]]:
-    return Read(lambda k: [("LRANGE", k.history(job_id), 0, -1)], lambda r: [_s(i) for i in r[0]])
-
-
-def _stream_events(ids: list[str]) -> Read[dict[str, Event]]:
-    def parse(r: list[Any]) -> dict[str, Event]:
-        return {i: decode_entry(*entry[0]) for i, entry in zip(ids, r, strict=True) if entry}
-
-    return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], parse)
-
-
 async def job_history(ledger: AsyncLedger, job_id: int) -> list[dict[str, Any]]:
     """Every event of the job, oldest first, as API event items, archived ones included;
-    NotFound for an id never used.  A drop-in for ``jobledger.projections.readers.history``, which reads the
-    stream only: ``GET /job/{id}/history`` can call this instead."""
-    ids = await ledger.read(_history_ids(job_id))
-    if not ids:
-        raise NotFound(f"job {job_id} does not exist and never did")
-    found = await ledger.read(_stream_events(ids))
+    NotFound for an id never used (``GET /job/{id}/history``)."""
+    ids = await ledger.read(history_ids(job_id))
+    found = await ledger.read(stream_events(ids))
     missing = [i for i in ids if i not in found]
     if missing and (rec := await ledger.read(record())) is not None:
         found.update(await asyncio.to_thread(events_by_id, rec, missing))

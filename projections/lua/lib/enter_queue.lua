@@ -13,7 +13,7 @@ local function enter_queue(id, job, at, status_written)
     redis.call('INCR', K.queue_laned(job.queue))
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZADD', K.queue_jobs(job.queue), score, id)
+    redis.call('ZADD', K.queued_ids(job.queue), score, id)
   end
   if job.max_queued_time then redis.call('ZADD', K.due_queued, at + tonumber(job.max_queued_time), id) end
 end

@@ -8,7 +8,7 @@ local function leave_queue(id, job)
     if redis.call('EXISTS', lane) == 0 then redis.call('SREM', K.queue_lanes(job.queue), job.quota_key) end
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZREM', K.queue_jobs(job.queue), id)
+    redis.call('ZREM', K.queued_ids(job.queue), id)
   end
   if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
 end
