@@ -70,7 +70,9 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
         return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 
     def parse(r: list[Any]) -> Read[dict[str, list[int]]]:
-        others = {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)}
+        others: dict[str, list[int]] = {
+            status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)
+        }
         if not r[0] and not any(others.values()):
             raise NotFound(f"queue '{name}' does not exist, and no job of it is left")
         return _queued_in_order(name, [_str(key) for key in r[1]], r[2], others)

@@ -166,7 +166,7 @@ def _drive_both(
     async def on_async() -> Any:
         aio = AsyncLedger(async_client(redis_url), f"{namespace}-async", clock)
         try:
-            await aio.run(commands.put_queue("q", QueueSettings(timeout="10s")))
+            await aio.run(commands.put_queue("q", QueueSettings.model_validate({"timeout": "10s"})))
             try:
                 return await aio.drive(steps())
             except errors.JobLedgerError as exc:
