@@ -29,7 +29,7 @@ from jobledger.ledger.runner import Ledger
 from tests.live_server import eventually, live_server
 from tests.support import create, put_queue
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAST = Retry(attempts=3, base=0.05, cap=0.1)
 
 

@@ -112,7 +112,7 @@ def test_patch_with_an_empty_body_is_400(api: TestClient, client: redis.Redis, n
     assert "empty" in refused(api, client, namespace, "PATCH", "/job/1", 400, content=b"  ")
 
 
-# Wrong types, bad values: the message names the field (unknown fields: tests/test_api_ocypod.py)
+# Wrong types, bad values: the message names the field (unknown fields: tests/server/test_api_ocypod.py)
 
 FIELD_ERRORS: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = [
     ("PUT", "/queue/q", {"retries": "3"}, ("retries", "integer")),

@@ -16,7 +16,7 @@ from jobledger.ledger.durations import format_time
 from jobledger.ledger.runner import AsyncLedger, Ledger
 from jobledger.scheduler import launchers as launcher_checks
 from jobledger.scheduler.loop import tick
-from tests.launcher_support import (
+from tests.scheduler.launcher_support import (
     advance_to,
     complete_job,
     data_of,

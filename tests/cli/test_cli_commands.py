@@ -25,7 +25,7 @@ from jobledger.scheduler.loop import tick
 from tests.http_support import DEFAULT_SETTINGS
 from tests.live_server import live_server
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ANSI = "\x1b["
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_URL": None}
 TERMINAL = {**PIPED, "TTY_COMPATIBLE": "1", "COLUMNS": "160"}

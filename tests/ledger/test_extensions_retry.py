@@ -12,7 +12,7 @@ from freezegun.api import FrozenDateTimeFactory
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
-from tests.extension_support import (
+from tests.ledger.extension_support import (
     fail_and_retry,
     retried_exactly_after,
     time_out,

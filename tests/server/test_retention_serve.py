@@ -14,7 +14,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.replay.archive.records import load_record
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
-from tests.test_api_unavailable import wait_until
+from tests.server.test_api_unavailable import wait_until
 
 
 def test_serve_archives_and_a_history_keeps_every_event(

@@ -18,7 +18,7 @@ from jobledger.ledger.errors import Conflict, NotFound
 from jobledger.ledger.requests import JobOptions, JobUpdate
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
-from tests.extension_support import when
+from tests.ledger.extension_support import when
 from tests.support import (
     assert_well_placed,
     at,

@@ -20,7 +20,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.worker.worker import JobContext
 from tests.live_server import eventually, live_server
-from tests.worker_support import (
+from tests.worker.worker_support import (
     TRANSPORTS,
     cli_transport_args,
     cli_worker,

@@ -19,8 +19,7 @@ import httpx
 import pytest
 
 from jobledger.runtime.embedded import RECORD_NAME, EmbeddedServer, free_port, pid_alive
-from tests.private_redis import PrivateServer
-from tests.process_support import (
+from tests.cli.process_support import (
     jobledger,
     no_server_left,
     record_pid,
@@ -29,6 +28,7 @@ from tests.process_support import (
     wait_for,
     wait_serving,
 )
+from tests.private_redis import PrivateServer
 
 #: Seconds a process may take beyond what it promises (the machine is shared and loaded).
 SLACK = 2.0

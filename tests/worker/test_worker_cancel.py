@@ -18,7 +18,7 @@ from jobledger.replay.placement import misplaced
 from jobledger.scheduler.loop import tick
 from jobledger.worker.worker import JobContext
 from tests.live_server import eventually, live_server
-from tests.worker_support import TRANSPORTS, make_worker, types, working
+from tests.worker.worker_support import TRANSPORTS, make_worker, types, working
 
 #: How soon a handler must learn of its cancellation (about a second, with a margin for a busy machine).
 PROMPTLY = 1.5

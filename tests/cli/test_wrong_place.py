@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobledger.runtime.embedded import AOF_DIR, EmbeddedServer
-from tests.process_support import DEADLINE, clean_env, no_server_left, valkeys_in
+from tests.cli.process_support import DEADLINE, clean_env, no_server_left, valkeys_in
 
 HANDLER = "tests.worker_handlers:wait_for_release"
 #: One command of each kind that finds Redis through the data directory.

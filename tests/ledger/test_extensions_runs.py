@@ -16,7 +16,7 @@ from jobledger.ledger.errors import Conflict
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
-from tests.extension_support import (
+from tests.ledger.extension_support import (
     HEARTBEAT_MESSAGE,
     QUEUED_MESSAGE,
     TIMEOUT_MESSAGE,

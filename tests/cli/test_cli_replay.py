@@ -29,7 +29,7 @@ from tests.replay_support import stream_ids
 from tests.support import START_MS, create, fetch, put_queue, update
 
 #: Nothing of the surroundings leaks in: no colours, and no ledger but the one on the command line.
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PIPED: dict[str, str | None] = dict.fromkeys(
     [
         "TTY_COMPATIBLE",

@@ -17,7 +17,7 @@ import httpx
 
 from jobledger.runtime.embedded import RECORD_NAME, ServerRecord, pid_alive
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: The longest any process of these tests may run.
 DEADLINE = 30.0
 

@@ -31,7 +31,7 @@ from jobledger.runtime.embedded import (
 )
 from jobledger.runtime.locate import NoLedgerHere, redis_url_for
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 30.0
 
 

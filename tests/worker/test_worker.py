@@ -25,7 +25,7 @@ from jobledger.worker.worker import JobContext
 from tests.benchmarks.server import bundled_server
 from tests.live_server import eventually, live_server
 from tests.support import stream_length
-from tests.worker_support import (
+from tests.worker.worker_support import (
     TRANSPORTS,
     command_counts,
     make_worker,

@@ -21,7 +21,7 @@ from jobledger.ledger.launchers import catch_up, first_at, parse_cron
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.scheduler.loop import tick
-from tests.launcher_support import (
+from tests.scheduler.launcher_support import (
     advance_to,
     complete_job,
     data_of,

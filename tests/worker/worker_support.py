@@ -18,7 +18,7 @@ from jobledger.client import Client
 from jobledger.worker.worker import Worker
 
 TRANSPORTS = ["http", "redis"]
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_worker(transport: str, handler: Any, queues: Any, server: str, redis_url: str, namespace: str,

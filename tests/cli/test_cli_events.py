@@ -27,7 +27,7 @@ from tests.live_server import live_server
 from tests.replay_support import stream_entries, stream_ids, workload
 from tests.support import create, fetch_one, put_queue, update
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_REDIS_URL": None,
          "JOBLEDGER_NAMESPACE": None, "JOBLEDGER_CONFIG": None, "JOBLEDGER_URL": None}  # fmt: skip
 
