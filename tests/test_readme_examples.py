@@ -9,12 +9,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-from tests.live_server import live_server
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = re.compile(r"<!-- example: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
@@ -23,12 +18,6 @@ EXAMPLE = re.compile(r"<!-- example: (\w+) -->\s*```python\n(.*?)```", re.DOTALL
 def examples() -> dict[str, str]:
     """The code blocks marked ``<!-- example: NAME -->`` in README.md, by name."""
     return dict(EXAMPLE.findall((REPO / "README.md").read_text()))
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
 
 
 def test_the_readme_has_both_examples() -> None:

@@ -23,7 +23,6 @@ from jobledger.cli.output import event_details, when
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
-from tests.live_server import live_server
 from tests.replay_support import stream_entries, stream_ids, workload
 from tests.support import create, fetch_one, put_queue, update
 
@@ -73,12 +72,6 @@ def test_export_until_and_a_bad_file_on_import(
     out = jobledger("events", "import", str(bad), "--redis-url", redis_url, "--namespace", copy, code=3)
     assert f"{bad}:6" in out.stderr
     assert list(client.scan_iter(match=Keys(copy).pattern())) == []  # nothing half-imported is left
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
 
 
 def test_tail_prints_each_event_as_it_happens_and_stops_cleanly(

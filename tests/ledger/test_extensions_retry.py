@@ -3,7 +3,6 @@ retry_delays, max_queued_time (queued_timeout), and retry_at while a job waits t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,26 +22,12 @@ from tests.support import (
     create,
     event_types,
     fetch_one,
-    frozen_clock,
     job,
     put_queue,
     run_tick,
     status,
     update,
 )
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
-
-@pytest.fixture
-def queue(ledger: Ledger) -> str:
-    put_queue(ledger, "q", timeout="10s", expires_after="1h")
-    return "q"
-
 
 # --- retry_backoff ------------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ Backoff, max_queued_time and retry_at are in ``test_extensions_retry.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,7 +30,6 @@ from tests.support import (
     create,
     event_types,
     fetch_one,
-    frozen_clock,
     job,
     job_in_state,
     put_queue,
@@ -40,19 +38,6 @@ from tests.support import (
     status,
     update,
 )
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
-
-@pytest.fixture
-def queue(ledger: Ledger) -> str:
-    put_queue(ledger, "q", timeout="10s", expires_after="1h")
-    return "q"
-
 
 # --- progress and message -----------------------------------------------------------------------
 

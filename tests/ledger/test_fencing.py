@@ -7,7 +7,7 @@ attempt 2 can.  Updates that name no attempt behave as in Ocypod: they act on wh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +23,6 @@ from tests.support import (
     create,
     event_types,
     fetch_one,
-    frozen_clock,
     job,
     put_queue,
     refused,
@@ -56,12 +55,6 @@ OUTCOME = {
     "cancel": ("cancelled", "job_cancelled"),
     "complete_with_output": ("completed", "job_completed"),
 }
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ were applied."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -24,28 +23,14 @@ from tests.support import (
     create,
     event_types,
     fetch_one,
-    frozen_clock,
     job,
     job_in_state,
-    put_queue,
     raw_job,
     run_tick,
     update,
 )
 
 RUN_FIELDS = ("started_at", "ended_at", "last_heartbeat", "output")
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
-
-@pytest.fixture
-def queue(ledger: Ledger) -> str:
-    put_queue(ledger, "q", timeout="10s", expires_after="1h")
-    return "q"
 
 
 def stat(ledger: Ledger, name: str) -> int:

@@ -3,7 +3,7 @@ refused with Conflict while appending nothing and changing nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +23,6 @@ from tests.support import (
     events,
     fetch,
     fetch_one,
-    frozen_clock,
     job,
     job_in_state,
     put_queue,
@@ -89,18 +88,6 @@ ALLOWED: dict[str, dict[str, tuple[str, str]]] = {
 }
 ALLOWED_CASES = [(s, a) for s in STATES for a in ALLOWED[s]]
 REFUSED_CASES = [(s, a) for s in STATES for a in ACTIONS if a not in ALLOWED[s]]
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
-
-@pytest.fixture
-def queue(ledger: Ledger) -> str:
-    put_queue(ledger, "q", timeout="10s", expires_after="1h")
-    return "q"
 
 
 # --- the table, allowed and refused ------------------------------------------------------------

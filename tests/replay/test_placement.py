@@ -5,7 +5,7 @@ that the checker the other tests rely on does see what it claims to see."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from freezegun.api import FrozenDateTimeFactory
@@ -13,15 +13,9 @@ from freezegun.api import FrozenDateTimeFactory
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
-from tests.support import at, create, fetch_one, frozen_clock, put_queue, run_tick, update
+from tests.support import at, create, fetch_one, put_queue, run_tick, update
 
 Damage = Callable[[Ledger, dict[str, int]], None]
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ nothing between its reads, and a busy ledger wakes it at most every WAKE_THROTTL
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -39,17 +37,6 @@ def test_a_deadline_set_before_the_scheduler_starts_is_kept(
     with scheduler_running(redis_url, namespace):
         late = lateness_ms(ledger, deadline)
     assert 0 <= late <= MARGIN_MS
-
-
-@pytest.fixture
-def private(tmp_path: Path) -> Iterator[PrivateServer]:
-    """A server of this test's own, so that its command counts are the scheduler's alone."""
-    server = PrivateServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def calls(client: redis.Redis, command: str | None = None) -> int:

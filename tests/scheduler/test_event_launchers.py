@@ -5,9 +5,7 @@ launcher events, or on the jobs it created; the follower's positions; the async 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
-import pytest
 import redis.asyncio
 from freezegun.api import FrozenDateTimeFactory
 
@@ -31,18 +29,11 @@ from tests.support import (
     create,
     events,
     fetch_one,
-    frozen_clock,
     later,
     put_queue,
     raw_job,
     update,
 )
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
 
 
 def test_event_launcher_chains_a_job_when_a_job_of_a_queue_completes(

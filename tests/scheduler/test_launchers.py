@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -37,7 +36,6 @@ from tests.support import (
     at,
     events,
     fetch_one,
-    frozen_clock,
     later,
     put_queue,
     raw_job,
@@ -45,13 +43,6 @@ from tests.support import (
     unchanged,
     update,
 )
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
-
 
 # --- timed launchers ---------------------------------------------------------------------------------
 

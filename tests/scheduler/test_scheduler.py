@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -18,16 +17,10 @@ from jobledger.ledger.commands import Call
 from jobledger.ledger.requests import JobOptions, JobUpdate
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import CHECKS, check, tick
-from tests.support import assert_well_placed, events, fetch, frozen_clock, put_queue, run_tick, unchanged
+from tests.support import assert_well_placed, events, fetch, put_queue, run_tick, unchanged
 
 JOBS = 300
 SCHEDULERS = 2
-
-
-@pytest.fixture
-def frozen() -> Iterator[FrozenDateTimeFactory]:
-    with frozen_clock() as factory:
-        yield factory
 
 
 def start_jobs(ledger: Ledger, count: int = JOBS) -> list[int]:

@@ -4,7 +4,6 @@ message and error, pause / resume, and a 400 naming the field for each bad new f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +14,6 @@ from starlette.testclient import TestClient
 from jobledger.ledger.runner import Ledger
 from tests.http_support import (
     RFC3339,
-    app_client,
     create_job,
     error_of,
     fetch,
@@ -32,10 +30,10 @@ FAR_UTC = "2099-06-01T10:00:00.000000Z"
 
 
 @pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        put_queue(client)
-        yield client
+def api(api: TestClient) -> TestClient:
+    """The app, with queue ``q``."""
+    put_queue(api)
+    return api
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -16,10 +15,10 @@ from tests.http_support import app_client, put_queue
 
 
 @pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        put_queue(client)
-        yield client
+def api(api: TestClient) -> TestClient:
+    """The app, with queue ``q``."""
+    put_queue(api)
+    return api
 
 
 def test_batch_create_makes_every_job_in_one_request(api: TestClient) -> None:

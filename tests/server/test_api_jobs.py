@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -29,10 +28,10 @@ from tests.http_support import (
 
 
 @pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        put_queue(client)
-        yield client
+def api(api: TestClient) -> TestClient:
+    """The app, with queue ``q``."""
+    put_queue(api)
+    return api
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ appended; a launcher's jobs and events seen through the API."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -27,10 +26,10 @@ CRON = {"type": "@cron", "arguments": "*/5 * * * * *", "queue": "q"}
 
 
 @pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        put_queue(client, "q")
-        yield client
+def api(api: TestClient) -> TestClient:
+    """The app, with queue ``q``."""
+    put_queue(api)
+    return api
 
 
 def create(api: TestClient, **body: Any) -> int:

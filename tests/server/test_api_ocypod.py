@@ -7,7 +7,6 @@ ids of a deleted queue; ``retry_delays`` null; and body keys it does not know, i
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,10 +27,10 @@ from tests.http_support import (
 
 
 @pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        put_queue(client, "q")
-        yield client
+def api(api: TestClient) -> TestClient:
+    """The app, with queue ``q``."""
+    put_queue(api)
+    return api
 
 
 def patch(api: TestClient, job_id: int, **body: Any) -> Any:

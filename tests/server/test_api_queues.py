@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +13,6 @@ from jobledger.ledger.runner import Ledger
 from tests.http_support import (
     DEFAULT_SETTINGS,
     JOB_STATUSES,
-    app_client,
     create_job,
     error_of,
     fetch,
@@ -24,13 +22,6 @@ from tests.http_support import (
     tick_at,
     unchanged,
 )
-
-
-@pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        yield client
-
 
 # GET /queue
 

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from starlette.testclient import TestClient
 
 from tests.http_support import DEFAULT_SETTINGS, app_client, error_of, no_content
@@ -32,16 +30,6 @@ REQUESTS: list[tuple[str, str, object]] = [
 ]
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[PrivateServer]:
-    private = PrivateServer(tmp_path)
-    private.start()
-    try:
-        yield private
-    finally:
-        private.kill()
-
-
 def set_up(api: TestClient) -> None:
     """Queue "q" with job 1 queued and tagged "t"."""
     assert api.put("/queue/q").status_code == 201
@@ -59,17 +47,17 @@ def assert_unavailable(api: TestClient) -> None:
     assert "redis is unreachable" in health.json()["error"].lower()
 
 
-def test_503_while_redis_is_down_and_service_again_after_restart(server: PrivateServer) -> None:
-    with app_client(server.url, "outage") as api:
+def test_503_while_redis_is_down_and_service_again_after_restart(private: PrivateServer) -> None:
+    with app_client(private.url, "outage") as api:
         set_up(api)
         assert api.get("/health").json() == {"status": "healthy"}
         assert api.get("/job/1?fields=status,tags").json() == {"status": "queued", "tags": ["t"]}
 
-        server.kill()
+        private.kill()
         assert_unavailable(api)
         assert_unavailable(api)  # a second round: a refused reconnect does not break the client
 
-        server.start()  # same port, empty: the app must reconnect and load its scripts again
+        private.start()  # same port, empty: the app must reconnect and load its scripts again
         wait_until(lambda: api.get("/health").json() == {"status": "healthy"}, "the app to see Redis again")
         set_up(api)
         assert api.get("/queue/q/job").json() == {"id": 1, "input": 1, "attempt": 1}

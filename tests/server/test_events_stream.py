@@ -12,20 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import redis
 
 from jobledger.client import AsyncClient, Client, Event
 from jobledger.ledger.runner import Ledger
-from tests.live_server import eventually, live_server
+from tests.live_server import eventually
 from tests.replay_support import archive, stream_ids, workload
 from tests.support import START_MS, create, put_queue
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
 
 
 class Sse:

@@ -5,10 +5,8 @@ when Redis is unreachable."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
 import redis
 from freezegun import freeze_time
 from prometheus_client.parser import text_string_to_metric_families
@@ -39,12 +37,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 def names(samples: Samples) -> set[str]:
     return {name for name, _ in samples}
-
-
-@pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        yield client
 
 
 def test_jobs_by_queue_and_status(api: TestClient) -> None:

@@ -3,7 +3,6 @@ too), with request bodies from the pydantic models, and whose schemas the real a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,15 +19,9 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.server.app import ROUTES, create_app
 from jobledger.server.openapi import openapi_path
 from jobledger.server.openapi_paths import OPERATIONS
-from tests.http_support import app_client, create_job, fetch, make_config, put_queue
+from tests.http_support import create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]
-
-
-@pytest.fixture
-def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    with app_client(redis_url, namespace) as client:
-        yield client
 
 
 @pytest.fixture

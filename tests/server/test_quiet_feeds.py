@@ -27,12 +27,6 @@ QUIET = 6.5
 MARGIN = 3.0
 
 
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
-
-
 def with_query(url: str, option: str) -> str:
     return url + ("&" if "?" in url else "?") + option
 

@@ -35,27 +35,6 @@ from tests.worker.worker_support import (
     working,
 )
 
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
-
-
-@pytest.fixture
-def api(server: str) -> Iterator[Client]:
-    with Client(server) as client:
-        yield client
-
-
-@pytest.fixture
-def gate() -> Iterator[threading.Event]:
-    """Released at the end of every test, so no handler thread outlives it."""
-    event = threading.Event()
-    yield event
-    event.set()
-
-
 # End to end
 
 

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -17,23 +17,11 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.scheduler.loop import tick
 from jobledger.worker.worker import JobContext
-from tests.live_server import eventually, live_server
+from tests.live_server import eventually
 from tests.worker.worker_support import TRANSPORTS, make_worker, types, working
 
 #: How soon a handler must learn of its cancellation (about a second, with a margin for a busy machine).
 PROMPTLY = 1.5
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
-
-
-@pytest.fixture
-def api(server: str) -> Iterator[Client]:
-    with Client(server) as client:
-        yield client
 
 
 def end_it(how: str, api: Client, ledger: Ledger) -> Callable[[int], object]:

@@ -9,7 +9,6 @@ import asyncio
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ from jobledger.client import Client, Conflict
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.worker.worker import JobContext
-from tests.live_server import eventually, live_server
+from tests.live_server import eventually
 from tests.worker.worker_support import (
     TRANSPORTS,
     cli_transport_args,
@@ -30,26 +29,6 @@ from tests.worker.worker_support import (
     wait_for,
     working,
 )
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
-
-
-@pytest.fixture
-def api(server: str) -> Iterator[Client]:
-    with Client(server) as client:
-        yield client
-
-
-@pytest.fixture
-def gate() -> Iterator[threading.Event]:
-    """Released at the end of every test, so no handler thread outlives it."""
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 def assert_handed_back(api: Client, ledger: Ledger, job_id: int, worker_id: str | None = None) -> None:
