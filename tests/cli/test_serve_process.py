@@ -11,7 +11,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,23 +35,36 @@ SLACK = 2.0
 
 
 @contextmanager
-def long_poll(base: str) -> Iterator[list[object]]:
-    """A fetch waiting up to a minute for a job, in flight while the block runs; its outcome after."""
+def in_flight(request: Callable[[], object]) -> Iterator[list[object]]:
+    """``request`` running in a thread while the block runs (it has half a second to reach the server
+    first); after the block, what it returned or the HTTP error that ended it."""
     outcome: list[object] = []
 
-    def poll() -> None:
+    def run() -> None:
         try:
-            outcome.append(httpx.get(f"{base}/queue/q/job?wait=60s", timeout=90).status_code)
+            outcome.append(request())
         except httpx.HTTPError as exc:
             outcome.append(exc)
 
-    thread = threading.Thread(target=poll, daemon=True)
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     time.sleep(0.5)  # the request is in the server, waiting
     try:
         yield outcome
     finally:
         thread.join(timeout=95)
+
+
+def get(url: str) -> int:
+    return httpx.get(url, timeout=90).status_code
+
+
+def follow(url: str) -> str:
+    """Read a live feed to its end."""
+    with httpx.stream("GET", url, timeout=90) as response:
+        for _ in response.iter_lines():
+            pass
+    return "ended"
 
 
 def test_serve_on_a_taken_port_exits_at_once_naming_the_address(tmp_path: Path) -> None:
@@ -77,29 +90,6 @@ def serving(tmp_path: Path) -> Iterator[tuple[Path, str, list[str]]]:
     yield data_dir, f"http://127.0.0.1:{port}", serve_args(data_dir, port)
 
 
-@contextmanager
-def feed(base: str) -> Iterator[list[object]]:
-    """``GET /events/stream`` open while the block runs; what ended it, after."""
-    outcome: list[object] = []
-
-    def follow() -> None:
-        try:
-            with httpx.stream("GET", f"{base}/events/stream", timeout=90) as response:
-                for _ in response.iter_lines():
-                    pass
-            outcome.append("ended")
-        except httpx.HTTPError as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=follow, daemon=True)
-    thread.start()
-    time.sleep(0.5)
-    try:
-        yield outcome
-    finally:
-        thread.join(timeout=95)
-
-
 def test_sigterm_ends_long_polls_and_feeds_at_once_and_stops(
     tmp_path: Path, serving: tuple[Path, str, list[str]]
 ) -> None:
@@ -111,7 +101,10 @@ def test_sigterm_ends_long_polls_and_feeds_at_once_and_stops(
         wait_serving(serve, base)
         valkey = record_pid(data_dir)
         assert httpx.put(f"{base}/queue/q").status_code == 201
-        with long_poll(base) as polled, feed(base) as followed:
+        with (
+            in_flight(lambda: get(f"{base}/queue/q/job?wait=60s")) as polled,
+            in_flight(lambda: follow(f"{base}/events/stream")) as followed,
+        ):
             serve.signal(signal.SIGTERM)
             started = time.monotonic()
             code = serve.wait(timeout=30 + 10)
@@ -137,7 +130,7 @@ def test_a_second_signal_stops_serve_at_once(tmp_path: Path, second: int) -> Non
             wait_serving(serve, base)
             assert httpx.put(f"{base}/queue/q").status_code == 201
             redis_server.pause()
-            with request_in_flight(f"{base}/queue/q") as outcome:
+            with in_flight(lambda: get(f"{base}/queue/q")) as outcome:
                 serve.signal(signal.SIGTERM)
                 time.sleep(1.0)
                 assert serve.wait(timeout=0) is None  # still waiting for the request
@@ -151,26 +144,6 @@ def test_a_second_signal_stops_serve_at_once(tmp_path: Path, second: int) -> Non
     finally:
         redis_server.resume()
         redis_server.kill()
-
-
-@contextmanager
-def request_in_flight(url: str) -> Iterator[list[object]]:
-    """A GET of ``url`` in flight while the block runs; its outcome after."""
-    outcome: list[object] = []
-
-    def get() -> None:
-        try:
-            outcome.append(httpx.get(url, timeout=90).status_code)
-        except httpx.HTTPError as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=get, daemon=True)
-    thread.start()
-    time.sleep(0.5)
-    try:
-        yield outcome
-    finally:
-        thread.join(timeout=95)
 
 
 def test_a_killed_serve_takes_its_embedded_server_with_it(

@@ -29,11 +29,7 @@ FAR = "2099-06-01T12:00:00+02:00"  # a run_at in the future, with an offset
 FAR_UTC = "2099-06-01T10:00:00.000000Z"
 
 
-@pytest.fixture
-def api(api: TestClient) -> TestClient:
-    """The app, with queue ``q``."""
-    put_queue(api)
-    return api
+QUEUES = ("q",)  # created on the app before each test (the api fixture)
 
 
 @pytest.fixture

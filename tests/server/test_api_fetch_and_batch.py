@@ -11,14 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
-from tests.http_support import app_client, put_queue
+from tests.http_support import app_client
 
-
-@pytest.fixture
-def api(api: TestClient) -> TestClient:
-    """The app, with queue ``q``."""
-    put_queue(api)
-    return api
+QUEUES = ("q",)  # created on the app before each test (the api fixture)
 
 
 def test_batch_create_makes_every_job_in_one_request(api: TestClient) -> None:

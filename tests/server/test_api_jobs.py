@@ -26,12 +26,7 @@ from tests.http_support import (
     unchanged,
 )
 
-
-@pytest.fixture
-def api(api: TestClient) -> TestClient:
-    """The app, with queue ``q``."""
-    put_queue(api)
-    return api
+QUEUES = ("q",)  # created on the app before each test (the api fixture)
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from tests.http_support import (
     error_of,
     job_field,
     no_content,
-    put_queue,
     tick_at,
     unchanged,
 )
@@ -25,11 +24,7 @@ from tests.http_support import (
 CRON = {"type": "@cron", "arguments": "*/5 * * * * *", "queue": "q"}
 
 
-@pytest.fixture
-def api(api: TestClient) -> TestClient:
-    """The app, with queue ``q``."""
-    put_queue(api)
-    return api
+QUEUES = ("q",)  # created on the app before each test (the api fixture)
 
 
 def create(api: TestClient, **body: Any) -> int:
