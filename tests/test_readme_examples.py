@@ -10,12 +10,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-from tests.live_server import live_server
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = re.compile(r"<!-- example: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)
@@ -67,12 +62,6 @@ def test_every_relative_link_resolves() -> None:
                 broken.append(f"{doc.name}: {target} (no such heading)")
     assert not broken, broken
     assert "](docs/" in (REPO / "README.md").read_text()
-
-
-@pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    with live_server(redis_url, namespace) as url:
-        yield url
 
 
 def test_the_readme_has_both_examples() -> None:
