@@ -8,8 +8,9 @@ same :data:`TEMPLATES` table, so the naming exists once, here.
 Generations.  The ledger's own keys (:data:`LEDGER`: the stream, its ``clock`` and the ``generation``
 pointer) sit right under the prefix.  The projections sit there too in generation 0 (no ``generation``
 key), and under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`jobledger.replay.swap`) has built
-generation N beside them and switched the pointer.  Scripts resolve the live generation themselves (the prelude's one
-GET); Python reads resolve it in the same MULTI as the read (:mod:`jobledger.ledger.runner`).
+generation N beside them and switched the pointer.  Scripts resolve the live generation themselves
+(the prelude's one GET); Python reads resolve it in the same MULTI as the read
+(:mod:`jobledger.ledger.runner`).
 """
 
 from __future__ import annotations

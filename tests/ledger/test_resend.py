@@ -69,7 +69,8 @@ def test_another_status_is_not_a_resend(ledger: Ledger) -> None:
 
 def test_a_failure_resent_while_it_waits_to_retry(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:
     job_id = _running(ledger, retries=1, retry_delays=["5s"])
-    failure = JobUpdate.model_validate({"status": "failed", "attempt": 1, "error": {"kind": "E", "message": "m"}})
+    error = {"kind": "E", "message": "m"}
+    failure = JobUpdate.model_validate({"status": "failed", "attempt": 1, "error": error})
     update(ledger, job_id, **failure.model_dump(exclude_none=True))
     _resent(ledger, job_id, failure)
     assert len(job(ledger, job_id)["errors"]) == 1
