@@ -12,7 +12,6 @@ import redis
 
 from jobledger.client import Client
 from jobledger.ledger import commands
-from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.worker.jobs import JobContext
@@ -20,16 +19,12 @@ from jobledger.worker.transports import RedisTransport
 from jobledger.worker.worker import Worker
 from tests.live_server import live_server
 from tests.private_redis import PrivateServer, free_port, wait_until
+from tests.support import events
 from tests.worker.worker_support import wait_for, working
 
 
 def _completed(client: redis.Redis, namespace: str, job_id: int) -> list[str]:
-    entries = client.xrange(Keys(namespace).events)
-    return [
-        e[0].decode()
-        for e in entries  # type: ignore[union-attr]
-        if e[1][b"type"] == b"job_completed" and e[1].get(b"job") == str(job_id).encode()
-    ]
+    return [e["id"] for e in events(client, namespace, job_id) if e["type"] == "job_completed"]
 
 
 def test_a_completion_outlasts_a_stalled_redis(tmp_path: Path, gate: threading.Event) -> None:
