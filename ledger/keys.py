@@ -5,12 +5,12 @@ key of one ledger lives in one slot and every Lua script is cluster-safe.  Scrip
 as ``KEYS[1]`` and build the rest with helper functions that :func:`lua_prelude` generates from the
 same :data:`TEMPLATES` table, so the naming exists once, here.
 
-Generations.  The ledger's own keys (:data:`LEDGER`: the stream and the ``generation`` pointer) sit
-right under the prefix.  The projections sit there too in generation 0 (no ``generation`` key), and
-under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`jobledger.replay.swap`) has built generation N
-beside
-them and switched the pointer.  Scripts resolve the live generation themselves (the prelude's one
-GET); Python reads resolve it in the same MULTI as the read (:mod:`jobledger.ledger.runner`).
+Generations.  The ledger's own keys (:data:`LEDGER`: the stream, its ``clock`` and the ``generation``
+pointer) sit right under the prefix.  The projections sit there too in generation 0 (no ``generation``
+key), and under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`jobledger.replay.swap`) has built
+generation N beside them and switched the pointer.  Scripts resolve the live generation themselves
+(the prelude's one GET); Python reads resolve it in the same MULTI as the read
+(:mod:`jobledger.ledger.runner`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ TEMPLATES: dict[str, str] = {
     "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
     "archive": "archive",  # retention's record: where archived events are, up to which (hash)
     "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
+    "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
     "stats": "stats",  # global statistics counters (hash)
@@ -59,7 +60,7 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
-LEDGER = frozenset({"events", "generation", "archive", "archive_lock"})
+LEDGER = frozenset({"events", "generation", "archive", "archive_lock", "clock"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
 _GENERATION_KEY = re.compile(r"^g\d+:")
 

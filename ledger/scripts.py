@@ -22,6 +22,14 @@ itself (replay) can apply every type.  The applier of type T is ``projections/lu
 defining ``apply_T``, unless an applier's header declares that it applies T too, as
 ``projections/lua/apply/queue_created.lua`` does with ``--- @applies "queue_updated"``.
 
+The clock.  A command (an entry of ``ledger/lua``) gets its ``now`` as ``ARGV[1]``, stamped by the
+caller's clock before it was sent; a command held up on its way can arrive after one stamped later.
+So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` in the stream) once
+and raises ``ARGV[1]`` to it, as ``NOW``: everything the script computes from ``now`` (due scores,
+deadlines, the events' ``at``) uses the raised value, and ``emit`` moves the clock to each event's
+``at``.  Hence ``at`` never decreases along the stream, whatever the callers' clocks do.  Appliers
+never read it: they take ``at`` from the event.
+
 Scripts are composed once per process.
 """
 
@@ -41,6 +49,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 ENTRY_DIRS = ("ledger/lua", "replay/lua")
 APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
+COMMANDS = "ledger/lua/"
+#: The start of every command's body: ``now`` (``ARGV[1]``) raised to the ledger's clock, once.
+CLOCK = (
+    "local NOW = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', K.clock) or 0))\n"
+    "ARGV[1] = tostring(NOW)\n"
+)
 
 _INCLUDE = re.compile(r'^--- @include "([^"]*)"', re.MULTILINE)
 _APPLIES = re.compile(r'^--- @applies "([^"]*)"', re.MULTILINE)
@@ -161,6 +175,8 @@ class Library:
                 parts.append("local APPLY = {\n" + table + "\n}\n")
             parts.append(piece.text)
         code = "\n".join(parts)
+        if entry.startswith(COMMANDS):
+            code = CLOCK + code
         return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
 
     def entries(self) -> dict[str, str]:

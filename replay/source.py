@@ -129,8 +129,9 @@ def last_id_at_or_before_time(client: redis.Redis, keys: Keys, at_ms: int) -> st
     A binary search over the stream, probing by id (server milliseconds) and reading the ``at``
     (our clock) of the event found, so it takes about 40 round trips whatever the stream's length;
     then, if the point is older than the stream, the archive's manifest and one segment.  It relies
-    on ``at`` not decreasing along the stream, which holds while the writers' clocks agree; where
-    they disagree by a few ms the boundary is exact to within that skew.
+    on ``at`` not decreasing along the stream, which the commands' scripts guarantee (the ledger's
+    clock, :mod:`jobledger.ledger.scripts`): the events up to the answer are exactly those whose
+    ``at`` is ``at_ms`` or earlier, a prefix of the stream.
     """
     first = xrange(client, keys.events, count=1)
     if first and _at(first[0]) <= at_ms:

@@ -19,12 +19,15 @@ T = TypeVar("T")
 
 
 @contextmanager
-def live_server(redis_url: str, namespace: str, **server: Any) -> Iterator[str]:
-    """Serve the app on 127.0.0.1 (a port the OS picks) while the block runs; yields its base URL."""
+def live_server(redis_url: str, namespace: str, listen_port: int = 0, **server: Any) -> Iterator[str]:
+    """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
+    yields its base URL."""
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
     app = create_app(config, redis_url, run_scheduler=False)
     uv = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", access_log=False)
+        uvicorn.Config(
+            app, host="127.0.0.1", port=listen_port, lifespan="on", log_level="warning", access_log=False
+        )
     )
     thread = threading.Thread(target=uv.run, name="live-server", daemon=True)
     thread.start()

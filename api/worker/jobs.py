@@ -96,6 +96,10 @@ class Run:
         self.log = log
         self.loop = asyncio.get_running_loop()
         self.started = time.monotonic()
+        #: When the ledger last heard of this attempt (its fetch, its last heartbeat), and the job's
+        #: heartbeat_timeout once known: the attempt's deadline as this worker knows it.
+        self.alive_at = job.fetched_at or self.started
+        self.heartbeat_timeout = job.heartbeat_timeout
         self.ctx = JobContext(job, worker, self._post)
         self.done = asyncio.Event()
         self.abandoned = asyncio.Event()
@@ -116,6 +120,13 @@ class Run:
         if self.future is not None and not self.future.done():
             self.abandoned.set()
             self.future.cancel()
+
+    def deadline(self, otherwise: float) -> float:
+        """``time.monotonic()`` past which the ledger may time this attempt out (its heartbeat
+        deadline); ``otherwise`` seconds from now when the job has heartbeats off."""
+        if self.heartbeat_timeout:
+            return self.alive_at + self.heartbeat_timeout
+        return time.monotonic() + otherwise
 
     def seconds(self) -> float:
         return time.monotonic() - self.started

@@ -30,12 +30,13 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from typing import Any
 
-from jobledger.client.errors import ClientError, Conflict, NotFound
+from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
@@ -49,6 +50,12 @@ log = logging.getLogger("jobledger.worker")
 WATCH_AFTER = 0.5
 #: Seconds to wait for the updates of the jobs handed back or finished after the grace period.
 FINISH_TIMEOUT = 5.0
+#: Pause (s) before resending a completion or failure the ledger could not take, doubling up to the
+#: second figure.
+RESEND_PAUSE = (0.2, 5.0)
+#: How long (s) a completion or failure is resent when the job has heartbeats off (the worker then
+#: does not know when the attempt is timed out).
+RESEND_LIMIT = 120.0
 
 
 class Ended(Enum):
@@ -256,14 +263,15 @@ class Worker:
                 self.counts["returned"] += 1
                 log.info("%s: handed back after %.3fs (the worker is stopping)", _named(job), took)
             elif isinstance(outcome, Failure):
-                await self.transport.fail(job, outcome)
+                await self._until_recorded(run, lambda: self.transport.fail(job, outcome))
                 self.counts["failed"] += 1
                 log.warning(
                     "%s: failed after %.3fs: %s: %s", _named(job), took, outcome.kind, _short(outcome.message)
                 )
                 log.debug("%s: %s", _named(job), outcome.traceback)
             else:
-                await self.transport.complete(job, run.ctx._output if outcome is None else outcome)
+                output = run.ctx._output if outcome is None else outcome
+                await self._until_recorded(run, lambda: self.transport.complete(job, output))
                 self.counts["completed"] += 1
                 log.info("%s: completed in %.3fs", _named(job), took)
         except (Conflict, NotFound) as exc:
@@ -273,13 +281,42 @@ class Worker:
         except ClientError as exc:
             log.error("%s: not recorded (%s); its timeout will recover it", _named(job), exc)
 
+    async def _until_recorded(self, run: Run, send: Callable[[], Awaitable[None]]) -> None:
+        """Send a completion or failure, and send it again, with backoff, while the ledger cannot be
+        reached (the server or Redis down or stalled), until the attempt's deadline has passed: then
+        the ledger times the attempt out and the worker gives up (the last error is raised, logged).
+        A resend after the first took effect unseen answers as the first did (no event appended)."""
+        deadline = run.deadline(RESEND_LIMIT)
+        pause, tries = RESEND_PAUSE[0], 1
+        while True:
+            try:
+                await send()
+                if tries > 1:
+                    log.info("%s: recorded at try %d", _named(run.job), tries)
+                return
+            except (Unavailable, ServerError) as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.error(
+                        "%s: giving up after %d tries, the attempt's deadline has passed: %s",
+                        _named(run.job), tries, exc,
+                    )  # fmt: skip
+                    raise
+                if tries == 1:
+                    log.warning("%s: not recorded yet, sending again for up to %.1fs: %s",
+                                _named(run.job), left, exc)  # fmt: skip
+                await asyncio.sleep(min(pause, left))
+                pause, tries = min(pause * 2, RESEND_PAUSE[1]), tries + 1
+
     async def _heartbeats(self, run: Run) -> None:
-        interval = await self._heartbeat_interval(run.job)
+        interval = await self._heartbeat_interval(run)
         if not interval:
             return
         while not await _wait(run.done, interval):
             try:
+                sent = time.monotonic()
                 await self.transport.heartbeat(run.job)
+                run.alive_at = sent
             except (Conflict, NotFound) as exc:
                 log.info("%s: heartbeat refused: %s", _named(run.job), exc)
                 run.cancel("heartbeat refused")
@@ -287,15 +324,15 @@ class Worker:
             except ClientError as exc:
                 log.warning("%s: heartbeat not sent: %s", _named(run.job), exc)
 
-    async def _heartbeat_interval(self, job: Assignment) -> float | None:
+    async def _heartbeat_interval(self, run: Run) -> float | None:
         """Seconds between heartbeats: the configured interval, else a third of the job's
-        ``heartbeat_timeout`` (read once); None when the job has heartbeats off."""
+        ``heartbeat_timeout`` (read once, kept in ``run``); None when the job has heartbeats off."""
         if self.heartbeat_interval is not None:
             return self.heartbeat_interval
-        timeout = job.heartbeat_timeout
+        job, timeout = run.job, run.heartbeat_timeout
         if timeout is None:
             try:
-                timeout = await self.transport.heartbeat_timeout(job)
+                timeout = run.heartbeat_timeout = await self.transport.heartbeat_timeout(job)
             except ClientError as exc:
                 log.warning("%s: heartbeat_timeout not read, no heartbeats: %s", _named(job), exc)
                 return None

@@ -4,8 +4,11 @@
 -- KEYS[1] namespace prefix
 -- ARGV    eight values per event: id, type, v, at, job ('' none), queue ('' none), data as stored,
 --         data at the current version of its type ('' when the stored data is current)
+-- The ledger's clock moves to the latest `at` imported, so the commands that follow stamp no
+-- earlier time (see ledger/scripts.py).
 -- returns the number of events imported
 --- @include "projections/lua/apply.lua"
+local latest = tonumber(redis.call('GET', K.clock) or 0)
 for i = 1, #ARGV, 8 do
   local id, kind, v, at, job, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
   local data, current = ARGV[i + 6], ARGV[i + 7]
@@ -17,5 +20,7 @@ for i = 1, #ARGV, 8 do
   redis.call('XADD', K.events, id, unpack(fields))
   if current == '' then current = data end
   apply(id, kind, at, job, queue, current)
+  if tonumber(at) > latest then latest = tonumber(at) end
 end
+if #ARGV > 0 then redis.call('SET', K.clock, latest) end
 return #ARGV / 8

@@ -375,7 +375,7 @@ def test_the_async_client_does_the_same(server: str) -> None:
             with pytest.raises(NotFound, match="queue 'nope'"):
                 await api.queue("nope")
             with pytest.raises(Conflict):
-                await api.complete(job_id, attempt=1)
+                await api.complete(job_id, attempt=2)
             with pytest.raises(WaitTimeout):
                 await api.wait(await api.submit("q"), timeout=0.2)
 

@@ -31,6 +31,7 @@ from tests.support import (
     run_tick,
     status,
     stream_length,
+    unchanged,
     update,
 )
 
@@ -201,9 +202,10 @@ def test_hand_back_requeues_without_a_retry_and_fences_the_attempt(
         commands.update_job(job_id, JobUpdate(progress=5, attempt=1)),
         commands.set_output(job_id, 1, attempt=1),
         commands.heartbeat(job_id, 1),
-        commands.return_job(job_id, 1),
     ):
         refused(ledger, stale, Conflict)
+    with unchanged(ledger):  # the hand-back resent: as the first answered, nothing appended
+        assert ledger.run(commands.return_job(job_id, 1)) == 0
     assert ledger.client.zscore(ledger.keys.build("due_run"), job_id) is None
     assert_well_placed(ledger)
     # back at the end of its priority: after the jobs that were queued before it came back

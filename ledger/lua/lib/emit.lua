@@ -1,7 +1,10 @@
 -- emit(now, kind, job, queue, data): append one event to the ledger and apply it at once.
 -- data is a table (encoded here) or a JSON string; job and queue may be nil.  Returns the event id.
+-- The event's `at` is now, never less than the command's NOW (the ledger's clock, read by the
+-- prelude), and the clock moves to it: `at` never decreases along the stream.
 --- @include "projections/lua/apply.lua"
 local function emit(now, kind, job, queue, data)
+  if now < NOW then now = NOW end
   local json = data
   if type(data) == 'table' then json = cjson.encode(data) end
   local id
@@ -12,6 +15,7 @@ local function emit(now, kind, job, queue, data)
     id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind], 'at', now,
       'queue', queue, 'data', json)
   end
+  redis.call('SET', K.clock, now)
   apply(id, kind, now, job or '', queue or '', json)
   return id
 end
