@@ -80,7 +80,9 @@ def test_serve_on_a_taken_port_exits_at_once_naming_the_address(tmp_path: Path) 
             assert code is not None, f"still running after 15 s:\n{serve.output()}"
             assert code != 0
             assert f"127.0.0.1:{port}" in serve.output() and "in use" in serve.output()
-            assert took < 5, f"took {took:.1f} s"
+            # The time includes starting the interpreter and importing the command line, which on a
+            # loaded two-core machine alone can take seconds; a server that hangs never ends.
+            assert took < 10, f"took {took:.1f} s"
             assert not (data_dir / RECORD_NAME).exists()
 
 
