@@ -22,13 +22,8 @@ T = TypeVar("T")
 
 class AsyncClient(ClientBase):
     """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
-    awaited.
-
-    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
-    ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
-    Extra keyword arguments go to ``httpx.AsyncClient`` (headers, auth, event hooks...).
-    """
+    awaited, with the same ``url``, ``timeout`` and ``retry``; extra keyword arguments go to
+    ``httpx.AsyncClient``."""
 
     _HTTP = httpx.AsyncClient
     _http: httpx.AsyncClient
