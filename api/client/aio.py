@@ -14,7 +14,7 @@ from jobledger.client import calls
 from jobledger.client.calls import UNSET, ApiCall
 from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
 from jobledger.client.sse import Deadline, filter_params
-from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -237,8 +237,9 @@ class AsyncClient(ClientBase):
 
     # Running the steps of jobledger.client.steps, as the sync client does, awaited
 
-    async def _complete(self, work: Steps[T]) -> T:
-        async with AsyncExitStack() as stream:
+    async def _complete(self, work: Steps[T], stream: AsyncExitStack | None = None) -> T:
+        async with AsyncExitStack() as own:
+            stream = own if stream is None else stream
             try:
                 step = next(work)
                 while True:
@@ -251,15 +252,8 @@ class AsyncClient(ClientBase):
     async def _iterate(self, work: Steps[Any]) -> AsyncGenerator[Event, None]:
         async with AsyncExitStack() as stream:
             try:
-                step = next(work)
-                while True:
-                    if isinstance(step, Event):
-                        yield step
-                        step = next(work)
-                    else:
-                        step = advance(work, await self._do(step, stream))
-            except StopIteration:
-                return
+                while (event := await self._complete(next_event(work), stream)) is not None:
+                    yield event
             finally:
                 work.close()
 

@@ -16,7 +16,8 @@ an :class:`ApiCall`    sends it once: the response, whatever its status
                        is closed when the steps end): the response (an error answer read whole)
                        and its lines, an iterator of the client's own kind
 :class:`NextLine`      the next of those ``lines``: the line, or None once the server closed it
-an :class:`Event`      hands it to whoever iterates ``events`` / ``follow``: None
+an :class:`Event`      hands it to whoever iterates ``events`` / ``follow`` (see
+                       :func:`next_event`): None
 =====================  ===========================================================================
 """
 
@@ -65,6 +66,23 @@ def advance(work: Steps[Any], outcome: Any) -> Step:
     if isinstance(outcome, httpx.TransportError):
         return work.throw(outcome)
     return work.send(outcome)
+
+
+def next_event(work: Steps[Any]) -> Steps[Event | None]:
+    """The steps of ``work`` up to the next event it hands on: that event, or None once ``work``
+    has ended.  A client hands on the events of ``work`` by running this again and again."""
+    outcome: Any = None
+    while True:
+        try:
+            step = advance(work, outcome)
+        except StopIteration:
+            return None
+        if isinstance(step, Event):
+            return step
+        try:
+            outcome = yield step
+        except httpx.TransportError as exc:
+            outcome = exc
 
 
 class ClientBase:

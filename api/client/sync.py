@@ -14,7 +14,7 @@ from jobledger.client import calls
 from jobledger.client.calls import UNSET, ApiCall
 from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
 from jobledger.client.sse import Deadline, filter_params
-from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -242,9 +242,11 @@ class Client(ClientBase):
 
     # Running the steps of jobledger.client.steps
 
-    def _complete(self, work: Steps[T]) -> T:
-        """Run ``work`` to its end; what it returns."""
-        with ExitStack() as stream, closing(work):
+    def _complete(self, work: Steps[T], stream: ExitStack | None = None) -> T:
+        """Run ``work`` to its end; what it returns.  ``stream`` holds the stream it opens, if it
+        is to outlive this run."""
+        with ExitStack() as own, closing(work):
+            stream = own if stream is None else stream
             try:
                 step = next(work)
                 while True:
@@ -255,16 +257,8 @@ class Client(ClientBase):
     def _iterate(self, work: Steps[Any]) -> Iterator[Event]:
         """Run ``work`` to its end, handing on the events it yields."""
         with ExitStack() as stream, closing(work):
-            try:
-                step = next(work)
-                while True:
-                    if isinstance(step, Event):
-                        yield step
-                        step = next(work)
-                    else:
-                        step = advance(work, self._do(step, stream))
-            except StopIteration:
-                return
+            while (event := self._complete(next_event(work), stream)) is not None:
+                yield event
 
     def _do(self, step: Step, stream: ExitStack) -> Any:
         """The outcome of one step (see :mod:`jobledger.client.steps`), a network error included;
