@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobledger.ledger.durations import format_time
+from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -35,14 +36,6 @@ class EventData(BaseModel):
     json_text_fields: ClassVar[tuple[str, ...]] = ()
 
 
-class BackoffData(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base: int
-    factor: float
-    max: int
-
-
 class ErrorData(BaseModel):
     """An error as a job records it; ``kind`` decides retry (retry_on / no_retry_on)."""
 
@@ -53,22 +46,8 @@ class ErrorData(BaseModel):
     traceback: str | None = None  # where a worker's handler failed, its end kept (at most 8 KiB)
 
 
-class QueueSettingsData(EventData):
-    """Settings with durations in milliseconds."""
-
-    timeout: int
-    heartbeat_timeout: int
-    expires_after: int
-    retries: int
-    retry_delays: list[int] = []
-    retry_backoff: BackoffData | None = None
-    priority: int = 0
-    max_queued_time: int = 0
-    max_running: int = 0
-    max_running_per_key: int = 0
-    retry_on: list[str] = []
-    no_retry_on: list[str] = []
-    paused: bool = False
+class QueueSettingsData(EventData, QueueSettings):
+    """The queue's settings, as the request that set them validated them (durations in ms)."""
 
 
 class QueueCreated(QueueSettingsData):
@@ -101,7 +80,7 @@ class JobCreated(EventData):
     expires_after: int = 0
     retries: int = 0
     retry_delays: list[int] = []
-    retry_backoff: BackoffData | None = None
+    retry_backoff: Backoff | None = None
     tags: list[str] = []
     input: str | None = None
     priority: int = 0
@@ -399,7 +378,7 @@ def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
     f = {_text(k): _text(v) for k, v in fields.items()}
     type_ = f["type"]
     raw = json.loads(f.get("data") or "{}")
-    data = EVENT_TYPES[type_].model_validate(upcast(type_, int(f.get("v", "1")), raw))
+    data = EVENT_TYPES[type_].model_validate(upcast(type_, int(f.get("v", "1")), raw), context=LEDGER_UNITS)
     job = f.get("job")
     return Event(
         id=_text(entry_id),

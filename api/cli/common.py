@@ -1,21 +1,25 @@
 """What every ``jobledger`` command shares: the options, stopping on signals, the configuration,
 finding Redis, logging.
 
-Every command takes the same ``--config``, ``--data-dir``, ``--redis-url`` and ``--namespace``
-options (each also read from its ``JOBLEDGER_*`` variable by
-:func:`jobledger.runtime.config.load_config`), builds its :class:`~jobledger.runtime.config.Config`
-with :func:`make_config`, and finds Redis with :func:`open_redis` (which refuses a data directory
+Every command that reaches the ledger takes the same ``--config``, ``--data-dir``, ``--redis-url``
+and ``--namespace`` options (each also read from its ``JOBLEDGER_*`` variable by
+:func:`jobledger.runtime.config.load_config`) as one :class:`LedgerOptions` parameter (see
+:func:`ledger_options`), builds its :class:`~jobledger.runtime.config.Config` with
+:meth:`LedgerOptions.config`, and finds Redis with :func:`open_redis` (which refuses a data directory
 that holds no ledger, but for ``serve`` and ``events import``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Annotated, NoReturn, Self
+from typing import Annotated, Any, NoReturn, Self, TypeVar
 
 import typer
 
@@ -23,6 +27,8 @@ from jobledger.runtime import logs
 from jobledger.runtime.config import Config, ConfigError, load_config
 from jobledger.runtime.embedded import EmbeddedServerError
 from jobledger.runtime.locate import NoLedgerHere, redis_url_for
+
+R = TypeVar("R")
 
 # The options every command shares.  Their environment variables are applied by load_config.
 ConfigOption = Annotated[
@@ -141,24 +147,63 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def make_config(
-    config_path: Path | None,
-    data_dir: Path | None,
-    redis_url: str | None,
-    namespace: str | None,
-    flags: Mapping[str, object] | None = None,
-) -> Config:
-    """The configuration from the shared options plus a command's own ``flags`` (dotted keys)."""
-    overrides = {
-        "embedded.data_dir": data_dir,
-        "redis.url": redis_url,
-        "redis.key_namespace": namespace,
-        **(flags or {}),
-    }
-    try:
-        return load_config(config_path, overrides)
-    except ConfigError as exc:
-        fail(str(exc), code=2)
+@dataclass(frozen=True)
+class LedgerOptions:
+    """The options that say where the ledger is; a command takes them as one parameter of this type,
+    which :func:`ledger_options` shows typer as the four options."""
+
+    config_path: Path | None = None
+    data_dir: Path | None = None
+    redis_url: str | None = None
+    namespace: str | None = None
+
+    def config(self, flags: Mapping[str, object] | None = None) -> Config:
+        """The configuration from these options plus a command's own ``flags`` (dotted keys)."""
+        overrides = {
+            "embedded.data_dir": self.data_dir,
+            "redis.url": self.redis_url,
+            "redis.key_namespace": self.namespace,
+            **(flags or {}),
+        }
+        try:
+            return load_config(self.config_path, overrides)
+        except ConfigError as exc:
+            fail(str(exc), code=2)
+
+
+#: A command's LedgerOptions parameter defaults to this: no option given.
+LEDGER_DEFAULTS = LedgerOptions()
+
+_LEDGER_OPTIONS = (
+    ("config_path", ConfigOption),
+    ("data_dir", DataDirOption),
+    ("redis_url", RedisUrlOption),
+    ("namespace", NamespaceOption),
+)
+
+
+def ledger_options(command: Callable[..., R]) -> Callable[..., R]:
+    """``command`` as typer should see it: its :class:`LedgerOptions` parameter is shown as the four
+    options, in its place, and the command is called with them gathered into one LedgerOptions."""
+    signature = inspect.signature(command, eval_str=True)
+    (name,) = (p.name for p in signature.parameters.values() if p.annotation is LedgerOptions)
+    shown: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name == name:
+            shown += (
+                parameter.replace(name=option, default=None, annotation=annotation)
+                for option, annotation in _LEDGER_OPTIONS
+            )
+        else:
+            shown.append(parameter)
+
+    @functools.wraps(command)
+    def gathering(**given: Any) -> R:
+        options = LedgerOptions(*(given.pop(option) for option, _ in _LEDGER_OPTIONS))
+        return command(**given, **{name: options})
+
+    gathering.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
+    return gathering
 
 
 @contextmanager

@@ -24,13 +24,11 @@ import typer
 from rich.text import Text
 
 from jobledger.cli.common import (
-    ConfigOption,
-    DataDirOption,
-    NamespaceOption,
-    RedisUrlOption,
+    LEDGER_DEFAULTS,
+    LedgerOptions,
     SignalStop,
     fail,
-    make_config,
+    ledger_options,
 )
 from jobledger.cli.job_commands import UrlOption, connected
 from jobledger.cli.output import EVENT_STYLES, JsonOption, Output, event_details, when
@@ -51,18 +49,16 @@ FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, LedgerFileError, 
 
 
 @app.command("export")
+@ledger_options
 def export_command(
     to: Annotated[Path, typer.Option("--to", dir_okay=False, help="The JSON-lines file to write.")],
     until: Annotated[
         str | None, typer.Option(metavar="ID|TIME", help="Last event id to export (or an RFC 3339 time).")
     ] = None,
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Write the ledger to a file, one JSON event per line (archived events included)."""
-    config = make_config(config_path, data_dir, redis_url, namespace)
+    config = ledger.config()
     ns = config.redis.key_namespace
     with SignalStop() as stop, ledger_client(config, stop) as client:
         last = until_id(client, Keys(ns), until)
@@ -77,15 +73,13 @@ def export_command(
 
 
 @app.command("import")
+@ledger_options
 def import_command(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file of events export.")],
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Load an exported ledger into an empty namespace: same ids, events applied."""
-    config = make_config(config_path, data_dir, redis_url, namespace)
+    config = ledger.config()
     ns = config.redis.key_namespace
     with SignalStop() as stop, ledger_client(config, stop, create=True) as client:
         try:

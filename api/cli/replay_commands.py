@@ -21,13 +21,11 @@ import redis
 import typer
 
 from jobledger.cli.common import (
-    ConfigOption,
-    DataDirOption,
-    NamespaceOption,
-    RedisUrlOption,
+    LEDGER_DEFAULTS,
+    LedgerOptions,
     SignalStop,
     fail,
-    make_config,
+    ledger_options,
     open_redis,
 )
 from jobledger.ledger.durations import format_time
@@ -97,10 +95,10 @@ def serve_hint(config: Config, namespace: str, reach: list[str]) -> str:
     return f"jobledger serve {options}"
 
 
-def reach_options(config_path: object, data_dir: object, redis_url: str | None) -> list[str]:
+def reach_options(ledger: LedgerOptions) -> list[str]:
     """The shared options given to this command that say where Redis is, to repeat them."""
-    given = (("--config", config_path), ("--data-dir", data_dir), ("--redis-url", redis_url))
-    return [f"{flag} {value}" for flag, value in given if value]
+    given = {"--config": ledger.config_path, "--data-dir": ledger.data_dir, "--redis-url": ledger.redis_url}
+    return [f"{flag} {value}" for flag, value in given.items() if value]
 
 
 def _event_at(client: redis.Redis, keys: Keys, event_id: str | None) -> str:
@@ -112,11 +110,9 @@ def _event_at(client: redis.Redis, keys: Keys, event_id: str | None) -> str:
 
 
 @app.command("rebuild")
+@ledger_options
 def rebuild_command(
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
     until: UntilOption = None,
     into: Annotated[
         str | None,
@@ -136,7 +132,7 @@ def rebuild_command(
 
     With --until, a view of the whole system as of that point, to serve read-only.  With --swap,
     the live projections themselves are rebuilt while the server runs."""
-    config = make_config(config_path, data_dir, redis_url, namespace)
+    config = ledger.config()
     source = config.redis.key_namespace
     if swap_live:
         if until is not None or into is not None:
@@ -162,7 +158,7 @@ def rebuild_command(
         if last is not None:
             typer.echo(f"as of event {last}{_event_at(client, keys, last)}")
         typer.echo("serve it read-only with:")
-        typer.echo("  " + serve_hint(config, target, reach_options(config_path, data_dir, redis_url)))
+        typer.echo("  " + serve_hint(config, target, reach_options(ledger)))
     if stop.fired:
         fail("interrupted; the partial rebuild was removed", code=130)
 
@@ -204,18 +200,16 @@ def removed_unless_done(client: redis.Redis, namespace: str) -> Iterator[None]:
 
 
 @app.command("verify")
+@ledger_options
 def verify_command(
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
     batch: BatchOption = 2000,
     chunk: Annotated[int, typer.Option(min=1, max=10_000, help="Keys compared per atomic read.")] = 200,
 ) -> None:
     """Compare the live projections with a rebuild, key by key; exit 1 on any difference.
 
     The rebuild goes into a scratch namespace, removed afterwards; the server may keep running."""
-    config = make_config(config_path, data_dir, redis_url, namespace)
+    config = ledger.config()
     ns = config.redis.key_namespace
     with SignalStop() as stop, ledger_client(config, stop) as client:
         with Meter("verify", ledger_length(client, Keys(ns))) as meter:

@@ -9,17 +9,15 @@ from typing import Annotated
 import typer
 
 from jobledger.cli.common import (
-    ConfigOption,
-    DataDirOption,
+    LEDGER_DEFAULTS,
     ExpiryCheckOption,
+    LedgerOptions,
     LogFormatOption,
-    NamespaceOption,
-    RedisUrlOption,
     RetryCheckOption,
     SignalStop,
     TimeoutCheckOption,
     fail,
-    make_config,
+    ledger_options,
     open_redis,
     setup_logging,
 )
@@ -43,11 +41,9 @@ async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> Non
         task.result()  # the scheduler ended by itself: its error
 
 
+@ledger_options
 def serve(
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
     host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (default 8023).")] = None,
     read_only: Annotated[
@@ -77,7 +73,7 @@ def serve(
 
     The address is taken first: if it is in use, nothing starts (exit 3).  SIGTERM / SIGINT stop
     the server within shutdown_timeout; a second signal stops it at once."""
-    config = make_config(config_path, data_dir, redis_url, namespace, {
+    config = ledger.config({
         "server.host": host, "server.port": port, "server.read_only": read_only,
         "server.strict": strict, "server.scheduler": run_checks,
         "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
@@ -105,18 +101,16 @@ def serve(
                 fail("the HTTP server did not start (see the messages above)", code=3)
 
 
+@ledger_options
 def scheduler(
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
     log_format: LogFormatOption = None,
 ) -> None:
     """Run the scheduler alone (timeouts, retries, expiry, releases, launchers) until stopped."""
-    config = make_config(config_path, data_dir, redis_url, namespace, {
+    config = ledger.config({
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_format": log_format,

@@ -21,13 +21,11 @@ from typing import Annotated
 import typer
 
 from jobledger.cli.common import (
-    ConfigOption,
-    DataDirOption,
-    NamespaceOption,
-    RedisUrlOption,
+    LEDGER_DEFAULTS,
+    LedgerOptions,
     SignalStop,
     fail,
-    make_config,
+    ledger_options,
     open_redis,
 )
 from jobledger.cli.job_commands import UrlOption
@@ -97,6 +95,7 @@ def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
 
 
 @app.command("worker")
+@ledger_options
 def worker(
     handler: Annotated[str, typer.Argument(help="The handler to run for each job, as module:function.")],
     queue: Annotated[list[str], typer.Option("--queue", "-q", help="A queue to work on (repeatable).")],
@@ -118,10 +117,7 @@ def worker(
     log_level: Annotated[
         LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
     ] = LogLevel.info,
-    config_path: ConfigOption = None,
-    data_dir: DataDirOption = None,
-    redis_url: RedisUrlOption = None,
-    namespace: NamespaceOption = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
     logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
@@ -140,7 +136,7 @@ def worker(
         if transport is TransportKind.http:
             run_until_stopped(make(transport="http", url=url), stop)
             return
-        config = make_config(config_path, data_dir, redis_url, namespace)
+        config = ledger.config()
         with open_redis(config, stop) as found:
             ns = config.redis.key_namespace
             run_until_stopped(make(transport="redis", redis_url=found, namespace=ns), stop)

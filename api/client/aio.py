@@ -3,44 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
 from jobledger.client import calls
-from jobledger.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from jobledger.client.errors import WaitTimeout
+from jobledger.client.calls import UNSET, ApiCall
 from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from jobledger.client.policy import Retry
-from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client.sse import Deadline, filter_params
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(ClientBase):
     """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
-    awaited.
+    awaited, with the same ``url``, ``timeout`` and ``retry``; extra keyword arguments go to
+    ``httpx.AsyncClient``."""
 
-    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
-    ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
-    Extra keyword arguments go to ``httpx.AsyncClient`` (headers, auth, event hooks...).
-    """
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: Retry | None = None,
-        **httpx_options: Any,
-    ) -> None:
-        self.url = resolve_url(url)
-        self.retry = retry or Retry()
-        self._timeout = timeout
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, **httpx_options)
+    _HTTP = httpx.AsyncClient
+    _http: httpx.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -55,21 +41,7 @@ class AsyncClient:
 
     async def send(self, call: ApiCall[R]) -> R:
         """Send one call, retrying as :attr:`retry` allows; its parsed result."""
-        tried = 0
-        while True:
-            tried += 1
-            try:
-                args = call.request_args(self._timeout)
-                response = await self._http.request(call.method, call.path, **args)
-            except httpx.TransportError as exc:
-                delay = self.retry.after_error(call, exc, tried)
-                if delay is None:
-                    raise unreachable(self.url, exc) from exc
-            else:
-                delay = self.retry.after_status(call, response.status_code, tried)
-                if delay is None:
-                    return call.finish(response)
-            await asyncio.sleep(delay)
+        return await self._complete(self._sending(call))
 
     # Queues
 
@@ -230,22 +202,7 @@ class AsyncClient:
         """The job once it has ended; :class:`~jobledger.client.errors.WaitTimeout` after ``timeout``
         seconds (None: no limit).  One GET first, then the event feed filtered by the job, as
         :meth:`jobledger.client.sync.Client.wait` does."""
-        job = await self.get(job_id)
-        if job.ended:
-            return job
-        last = [job]
-
-        async def ended_meanwhile() -> bool:
-            last[0] = await self.get(job_id)
-            return last[0].ended
-
-        try:
-            async for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
-                if ends_job(event):
-                    return await self.get(job_id)
-        except FeedTimeout:
-            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
-        return last[0]
+        return await self._complete(self._waiting(job_id, timeout))
 
     # The ledger
 
@@ -260,14 +217,8 @@ class AsyncClient:
     ) -> AsyncGenerator[Event, None]:
         """Every event after the id ``after`` matching the filters, oldest first, page by page, up
         to the ledger's current end (``async for``)."""
-        filters = filter_params(type, queue, job)
-        while True:
-            page = await self.send(calls.list_events(after, page_size, filters))
-            for event in page.events:
-                yield event
-            if page.next is None:
-                return
-            after = page.next
+        async for event in self._iterate(self._paging(after, filter_params(type, queue, job), page_size)):
+            yield event
 
     async def follow(
         self,
@@ -279,37 +230,49 @@ class AsyncClient:
     ) -> AsyncGenerator[Event, None]:
         """The events matching the filters as they are appended, without end (``async for``);
         reconnects and resumes after the last event seen, as :meth:`jobledger.client.sync.Client.follow`."""
-        async for event in self._follow(after, filter_params(type, queue, job), Deadline(None), None):
+        async for event in self._iterate(
+            self._following(after, filter_params(type, queue, job), Deadline(None))
+        ):
             yield event
 
-    async def _follow(
-        self,
-        after: str | None,
-        filters: dict[str, str | int],
-        deadline: Deadline,
-        on_open: Callable[[], Awaitable[bool]] | None,
-    ) -> AsyncGenerator[Event, None]:
-        """The feed, reconnecting as :attr:`retry` allows, as :meth:`jobledger.client.sync.Client._follow`."""
-        feed = Feed(self.url, after, filters, self.retry, deadline)
-        while True:
+    # Running the steps of jobledger.client.steps, as the sync client does, awaited
+
+    async def _complete(self, work: Steps[T], stream: AsyncExitStack | None = None) -> T:
+        async with AsyncExitStack() as own:
+            stream = own if stream is None else stream
             try:
-                stream = self._http.stream("GET", feed.call.path, **feed.connect(self._timeout))
-                async with stream as response:
-                    if not response.is_success:
-                        await response.aread()
-                        delay = feed.refused(response)
-                    elif on_open is not None and await on_open():
-                        return
-                    else:
-                        async for line in response.aiter_lines():
-                            if (event := feed.line(line)) is not None:
-                                yield event
-                        delay = feed.ended()
-            except httpx.TransportError as exc:
-                delay = feed.lost(exc)
-            except StreamFailed as failure:
-                delay = feed.failed(failure)
-            await asyncio.sleep(feed.pause(delay))
+                step = next(work)
+                while True:
+                    step = advance(work, await self._do(step, stream))
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            finally:
+                work.close()
+
+    async def _iterate(self, work: Steps[Any]) -> AsyncGenerator[Event, None]:
+        async with AsyncExitStack() as stream:
+            try:
+                while (event := await self._complete(next_event(work), stream)) is not None:
+                    yield event
+            finally:
+                work.close()
+
+    async def _do(self, step: Step, stream: AsyncExitStack) -> Any:
+        try:
+            if isinstance(step, ApiCall):
+                return await self._http.request(step.method, step.path, **step.request_args(self._timeout))
+            if isinstance(step, Pause):
+                return await asyncio.sleep(step.seconds)
+            if isinstance(step, Connect):
+                await stream.aclose()
+                response = await stream.enter_async_context(self._http.stream("GET", step.path, **step.args))
+                if not response.is_success:
+                    await response.aread()
+                return response, response.aiter_lines()
+            assert isinstance(step, NextLine), step
+            return await anext(step.lines, None)
+        except httpx.TransportError as exc:
+            return exc  # thrown into the steps where they asked
 
     # Server
 

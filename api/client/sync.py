@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, closing
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
 from jobledger.client import calls
-from jobledger.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from jobledger.client.errors import WaitTimeout
+from jobledger.client.calls import UNSET, ApiCall
 from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from jobledger.client.policy import Retry
-from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client.sse import Deadline, filter_params
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
-class Client:
+class Client(ClientBase):
     """A jobledger server over HTTP.
 
     ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
@@ -28,18 +29,8 @@ class Client:
     Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: Retry | None = None,
-        **httpx_options: Any,
-    ) -> None:
-        self.url = resolve_url(url)
-        self.retry = retry or Retry()
-        self._timeout = timeout
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, **httpx_options)
+    _HTTP = httpx.Client
+    _http: httpx.Client
 
     def close(self) -> None:
         self._http.close()
@@ -54,20 +45,7 @@ class Client:
 
     def send(self, call: ApiCall[R]) -> R:
         """Send one call, retrying as :attr:`retry` allows; its parsed result."""
-        tried = 0
-        while True:
-            tried += 1
-            try:
-                response = self._http.request(call.method, call.path, **call.request_args(self._timeout))
-            except httpx.TransportError as exc:
-                delay = self.retry.after_error(call, exc, tried)
-                if delay is None:
-                    raise unreachable(self.url, exc) from exc
-            else:
-                delay = self.retry.after_status(call, response.status_code, tried)
-                if delay is None:
-                    return call.finish(response)
-            time.sleep(delay)
+        return self._complete(self._sending(call))
 
     # Queues
 
@@ -232,22 +210,7 @@ class Client:
         between the first read and the feed's starting point.  A job deleted or expired meanwhile
         raises :class:`~jobledger.client.errors.NotFound`, as :meth:`get` does.
         """
-        job = self.get(job_id)
-        if job.ended:
-            return job
-        last = [job]
-
-        def ended_meanwhile() -> bool:
-            last[0] = self.get(job_id)
-            return last[0].ended
-
-        try:
-            for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
-                if ends_job(event):
-                    return self.get(job_id)
-        except FeedTimeout:
-            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
-        return last[0]
+        return self._complete(self._waiting(job_id, timeout))
 
     # The ledger
 
@@ -262,13 +225,7 @@ class Client:
     ) -> Iterator[Event]:
         """Every event after the id ``after`` (from the first, without), oldest first, that matches
         the filters: ``GET /events`` page by page, up to the ledger's current end."""
-        filters = filter_params(type, queue, job)
-        while True:
-            page = self.send(calls.list_events(after, page_size, filters))
-            yield from page.events
-            if page.next is None:
-                return
-            after = page.next
+        yield from self._iterate(self._paging(after, filter_params(type, queue, job), page_size))
 
     def follow(
         self,
@@ -281,37 +238,46 @@ class Client:
         """The events matching the filters as they are appended, without end: after the id ``after``,
         or from the live end without.  ``GET /events/stream``; a lost connection is made again and
         resumes after the last event seen (``Last-Event-ID``), so none is missed or repeated."""
-        yield from self._follow(after, filter_params(type, queue, job), Deadline(None), None)
+        yield from self._iterate(self._following(after, filter_params(type, queue, job), Deadline(None)))
 
-    def _follow(
-        self,
-        after: str | None,
-        filters: dict[str, str | int],
-        deadline: Deadline,
-        on_open: Callable[[], bool] | None,
-    ) -> Iterator[Event]:
-        """The feed, reconnecting as :attr:`retry` allows (see :class:`~jobledger.client.sse.Feed`); stops
-        when ``on_open`` (called each time the feed is connected) returns True; raises
-        :class:`FeedTimeout` at the deadline, and the server's error when it gives up."""
-        feed = Feed(self.url, after, filters, self.retry, deadline)
-        while True:
+    # Running the steps of jobledger.client.steps
+
+    def _complete(self, work: Steps[T], stream: ExitStack | None = None) -> T:
+        """Run ``work`` to its end; what it returns.  ``stream`` holds the stream it opens, if it
+        is to outlive this run."""
+        with ExitStack() as own, closing(work):
+            stream = own if stream is None else stream
             try:
-                with self._http.stream("GET", feed.call.path, **feed.connect(self._timeout)) as response:
-                    if not response.is_success:
-                        response.read()
-                        delay = feed.refused(response)
-                    elif on_open is not None and on_open():
-                        return
-                    else:
-                        for line in response.iter_lines():
-                            if (event := feed.line(line)) is not None:
-                                yield event
-                        delay = feed.ended()
-            except httpx.TransportError as exc:
-                delay = feed.lost(exc)
-            except StreamFailed as failure:
-                delay = feed.failed(failure)
-            time.sleep(feed.pause(delay))
+                step = next(work)
+                while True:
+                    step = advance(work, self._do(step, stream))
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    def _iterate(self, work: Steps[Any]) -> Iterator[Event]:
+        """Run ``work`` to its end, handing on the events it yields."""
+        with ExitStack() as stream, closing(work):
+            while (event := self._complete(next_event(work), stream)) is not None:
+                yield event
+
+    def _do(self, step: Step, stream: ExitStack) -> Any:
+        """The outcome of one step (see :mod:`jobledger.client.steps`), a network error included;
+        ``stream`` holds the open stream."""
+        try:
+            if isinstance(step, ApiCall):
+                return self._http.request(step.method, step.path, **step.request_args(self._timeout))
+            if isinstance(step, Pause):
+                return time.sleep(step.seconds)
+            if isinstance(step, Connect):
+                stream.close()
+                response = stream.enter_context(self._http.stream("GET", step.path, **step.args))
+                if not response.is_success:
+                    response.read()
+                return response, response.iter_lines()
+            assert isinstance(step, NextLine), step
+            return next(step.lines, None)
+        except httpx.TransportError as exc:
+            return exc  # thrown into the steps where they asked
 
     # Server
 

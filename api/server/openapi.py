@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from jobledger.ledger import requests
-from jobledger.ledger.durations import MAX_MS, parse_ms
+from jobledger.ledger.durations import MAX_MS
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.runtime.version import __version__
 from jobledger.server.openapi_paths import (
@@ -51,7 +51,7 @@ TIME: JSON = {"type": "string", "format": "date-time", "description": "RFC 3339,
 
 #: Before-validators that accept more than the type they produce -> the schema of what they accept.
 _ACCEPTS: dict[Callable[..., Any], Callable[[JSON], JSON]] = {
-    parse_ms: lambda _inner: DURATION,
+    requests._duration: lambda _inner: DURATION,
     requests._time: lambda _inner: TIME,
     requests._error: lambda inner: {"anyOf": [{"type": "string", "description": "The message."}, inner]},
 }
