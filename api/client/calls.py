@@ -188,8 +188,8 @@ def update_job(
 ) -> ApiCall[None]:
     """PATCH a job: status, output, progress / message, and with status failed an ``error`` (text,
     or ``{"kind", "message"}``: its kind decides retry).  Safe to resend when it names the attempt:
-    fencing makes a repeat a 409 that changes nothing (a 409 after a retry may mean the first
-    succeeded)."""
+    a repeat of an update that took effect answers 204 and changes nothing; once the job has moved
+    on (another attempt, a requeue) a repeat is a 409 that changes nothing."""
     given = {"status": status, "attempt": attempt, "progress": progress, "message": message, "error": error}
     body: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if output is not UNSET:
