@@ -9,8 +9,9 @@
 -- ARGV[6] Idempotency-Key, '' for none   ARGV[7] request hash   ARGV[8] the key's window (ms)
 -- returns {id, 1 created | 0 existing, 1 when answered again from the key}; NOT_FOUND when there is
 -- no such queue
---- @include "ledger/lua/lib/idempotency.lua"
+--- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/new_job.lua"
+--- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
 local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[6]
 local answer = recorded_answer(key, ARGV[7])

@@ -11,8 +11,9 @@
 -- returns a list of {id, 1 created | 0 existing, 0}, or {id, 1, 1} for each id of the first answer
 -- when answered again from the key; NOT_FOUND when there is no such queue (and then nothing is created:
 -- the queue is checked before the first job)
---- @include "ledger/lua/lib/idempotency.lua"
+--- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/new_job.lua"
+--- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
 --- @include "projections/lua/lib/present.lua"
 local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[3]

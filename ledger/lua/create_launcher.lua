@@ -9,7 +9,8 @@
 -- returns {the launcher's id, 1 when answered again from the key}; NOT_FOUND when there is no such
 -- queue
 --- @include "ledger/lua/lib/emit.lua"
---- @include "ledger/lua/lib/idempotency.lua"
+--- @include "ledger/lua/lib/idempotency_fields.lua"
+--- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
 local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[4]
 local answer = recorded_answer(key, ARGV[5])

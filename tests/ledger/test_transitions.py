@@ -40,6 +40,7 @@ NOTHING_DUE: dict[str, list[int]] = {
     "timeouts": [],
     "retries": [],
     "expiry": [],
+    "idempotency": [],
     "events": [],
     "launchers": [],
 }

@@ -4,7 +4,7 @@
 -- JSON text ('' none) and launcher id ('' none).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
--- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency.lua).
+-- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "projections/lua/lib/present.lua"
 local function new_job(now, name, queue, options, input, launcher, extra)
