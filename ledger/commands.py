@@ -102,7 +102,13 @@ def create_job(
 ) -> Call[Created]:
     """Create a job (queued, or scheduled until run_at), unless its unique_key is held or its
     Idempotency-Key already answered."""
-    args = (queue, options.options_json(), options.input_text(), launcher or "", *_idempotency_args(idempotency))
+    args = (
+        queue,
+        options.options_json(),
+        options.input_text(),
+        launcher or "",
+        *_idempotency_args(idempotency),
+    )
     return Call("create_job", args, _created)
 
 

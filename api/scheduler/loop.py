@@ -212,7 +212,9 @@ class _Deadlines:
             if self._due(name, heads[name], now):
                 handled = len(await self.ledger.drive(_drain_steps(name, BATCH)))
                 if handled:
-                    log.info("%s check handled %d %s", name, handled, "keys" if name == "idempotency" else "jobs")
+                    log.info(
+                        "%s check handled %d %s", name, handled, "keys" if name == "idempotency" else "jobs"
+                    )
                 ran = self._ran(name, heads[name], now, handled) or ran
         if ran:
             return 0.0  # read the heads again: the checks moved them

@@ -317,7 +317,9 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.last_keyed is not None:
             self.send_with_key(*self.last_keyed)
 
-    def send_with_key(self, name: str, options: list[dict[str, Any]], batch: bool, key: str, window: int) -> None:
+    def send_with_key(
+        self, name: str, options: list[dict[str, Any]], batch: bool, key: str, window: int
+    ) -> None:
         """A create with an Idempotency-Key: one job, or a batch.  Sent again with the same request,
         the first answer comes back and nothing is appended; with another, it is refused."""
         request = json.dumps([name, batch, options if batch else options[0]], sort_keys=True, default=str)

@@ -79,7 +79,9 @@ def test_the_key_with_another_request_is_refused(
         assert "idempotency-key" in error_of(post(api, path, other), 422)
 
 
-def test_the_hash_covers_the_route_and_the_queue(api: TestClient, client: redis.Redis, namespace: str) -> None:
+def test_the_hash_covers_the_route_and_the_queue(
+    api: TestClient, client: redis.Redis, namespace: str
+) -> None:
     assert post(api, "/queue/q/job", {"input": 1}).status_code == 201
     with unchanged(client, namespace):
         error_of(post(api, "/queue/other/job", {"input": 1}), 422)
