@@ -8,7 +8,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -319,7 +319,8 @@ def hang_up_server() -> Iterator[str]:
 def test_a_lost_answer_is_retried_only_when_repeating_is_harmless(hang_up_server: str) -> None:
     sent = Sent()
     with Client(hang_up_server, retry=FAST, event_hooks=sent.hooks()) as api:
-        for call in (lambda: api.fail(7), lambda: api.fetch("q")):
+        calls_made: tuple[Callable[[], object], ...] = (lambda: api.fail(7), lambda: api.fetch("q"))
+        for call in calls_made:
             with pytest.raises(Unavailable, match="cannot reach jobledger"):
                 call()
         assert sent.requests == ["PATCH /job/7", "GET /queue/q/job"]

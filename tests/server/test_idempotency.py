@@ -11,8 +11,10 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.ledger.events import IdempotencyExpired, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
+from jobledger.replay.source import xrange
 from tests.http_support import app_client, error_of, put_queue, state_of, tick_at, unchanged
 
 QUEUES = ("q", "other")
@@ -146,8 +148,12 @@ def test_the_key_is_forgotten_after_its_window(redis_url: str, client: redis.Red
         keys = Keys(namespace)
         assert not client.exists(keys.build("idempotency", key="k-1"))
         assert client.zcard(keys.build("due_idempotency")) == 0
-        last = client.xrevrange(keys.events, count=1)[0][1]
-        assert last[b"type"] == b"idempotency_expired" and last[b"queue"] == b"q"
+        last = decode_entry(*list(xrange(client, keys.events))[-1])
+        assert (last.type, last.queue, last.data) == (
+            "idempotency_expired",
+            "q",
+            IdempotencyExpired(key="k-1"),
+        )
         events = state_of(client, namespace).events
         # a new request with the key, even the same body, now creates
         second = post(api, "/queue/q/job", {"input": 1})
