@@ -39,6 +39,13 @@ class Conflict(JobLedgerError):
     status = 409
 
 
+class Mismatch(JobLedgerError):
+    """An Idempotency-Key sent again with another request than the one it was first sent with."""
+
+    code = "MISMATCH"
+    status = 422
+
+
 class Unavailable(JobLedgerError):
     """Redis cannot be reached."""
 
@@ -61,7 +68,7 @@ class Refused(JobLedgerError):
         self.result = result
 
 
-_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict)}
+_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict, Mismatch)}
 
 
 def from_reply(text: str) -> JobLedgerError | None:

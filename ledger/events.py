@@ -70,7 +70,19 @@ class QueueResumed(EventData):
     type = "queue_resumed"
 
 
-class JobCreated(EventData):
+class IdempotencyData(EventData):
+    """A creating event made with an Idempotency-Key records it: ``idempotency_key``, the SHA-256 of
+    the request (``request_hash``) and the end of the key's window (``idempotency_until``, ms).
+    Applying the event writes the lookup ``idem:{key}`` that answers the same request again; a batch
+    names every id it answered in ``idempotency_answer`` (in its first event only)."""
+
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    idempotency_until: int | None = None
+    idempotency_answer: list[int] | None = None
+
+
+class JobCreated(IdempotencyData):
     type = "job_created"
     json_text_fields = ("input",)
 
@@ -225,6 +237,15 @@ class JobDeleted(EventData):
     reason: Literal["queue_deleted"] | None = None
 
 
+class IdempotencyExpired(EventData):
+    """The window of the Idempotency-Key ``key`` is over: its lookup is forgotten (the entry's
+    ``queue`` is the one the key's request created on)."""
+
+    type = "idempotency_expired"
+
+    key: str
+
+
 LauncherType = Literal["@cron", "@interval", "@at", "@event"]
 
 
@@ -244,7 +265,7 @@ class EventFilterData(BaseModel):
     queue: str | None = None
 
 
-class LauncherCreated(LauncherEventData):
+class LauncherCreated(LauncherEventData, IdempotencyData):
     """A launcher: ``type`` and ``arguments`` say when it fires (a six-field cron expression, an
     interval, a time, or an event filter), ``template`` (job options JSON text, durations in ms) and
     ``input`` (JSON text) what it creates.  ``next_at``: its first due time, null for @event."""
@@ -329,6 +350,7 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         LauncherFired,
         LauncherSkipped,
         LauncherTriggered,
+        IdempotencyExpired,
     )
 }
 

@@ -37,6 +37,8 @@ TEMPLATES: dict[str, str] = {
     "due_expire": "due:expire",  # ended jobs by expiry time (zset)
     "due_release": "due:release",  # scheduled jobs by run_at (zset)
     "due_queued": "due:queued",  # queued jobs by the end of their max_queued_time (zset)
+    "due_idempotency": "due:idempotency",  # Idempotency-Keys by the end of their window (zset)
+    "idempotency": "idem:{key}",  # a create's Idempotency-Key: request_hash, answer, until, queue (hash)
     "job": "job:{id}",  # the job's fields (hash)
     "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
     "queue": "queue:{name}",  # the queue's settings (hash)

@@ -3,13 +3,15 @@
     python -m jobledger.bench.core [--redis-url URL] [--jobs N] [--json]
 
 Measures, on a fresh namespace: create, fetch and complete one command at a time (one round trip
-each) and pipelined in batches; then the Redis memory retained per ended job, its events included,
+each) and pipelined in batches, and a create with an Idempotency-Key (its request hash computed as
+the server does, a new key each time); then the Redis memory retained per ended job, its events included,
 with a breakdown by kind of key.  Without ``--redis-url`` it starts the bundled valkey-server.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 import uuid
@@ -33,6 +35,13 @@ def _rate(n: int, fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return n / (time.perf_counter() - start)
+
+
+def _keyed_create(ledger: Ledger, queue: str, options: JobOptions, window: int = 86_400_000) -> int:
+    """One create with a new Idempotency-Key, its request hashed as the server hashes it."""
+    canonical = json.dumps(["POST /queue/{queue}/job", queue, {"input": {"n": 1}}], sort_keys=True)
+    key = commands.Idempotency(uuid.uuid4().hex, hashlib.sha256(canonical.encode()).hexdigest(), window)
+    return ledger.run(commands.create_job(queue, options, idempotency=key)).id
 
 
 def _one_by_one(ledger: Ledger, n: int, queue: str) -> dict[str, float]:
@@ -113,9 +122,14 @@ def measure(url: str, n: int) -> dict[str, Any]:
     ns = "bench-" + uuid.uuid4().hex[:8]
     ledger = Ledger(client, ns)
     ledger.run(commands.put_queue("q", QueueSettings()))
+    ledger.run(commands.put_queue("keyed", QueueSettings()))
     result: dict[str, Any] = {"jobs": n, "server": client.info("server").get("server_name", "redis")}
     result["server_version"] = client.info("server")["redis_version"]
     result["ops_per_second"] = {**_one_by_one(ledger, n, "q"), **_pipelined(ledger, n, "q")}
+    keyed = JobOptions(input={"n": 1})
+    result["ops_per_second"]["create (Idempotency-Key)"] = _rate(
+        n, lambda: [_keyed_create(ledger, "keyed", keyed) for _ in range(n)]
+    )
     _drop(client, ns)
     result["memory"] = _memory_per_job(client, n)
     return result

@@ -63,6 +63,9 @@ def serve(
     max_body_size: Annotated[str | None, typer.Option(help="Largest request body, e.g. 256KiB.")] = None,
     shutdown_timeout: Annotated[str | None, typer.Option(help="Graceful shutdown limit, e.g. 30s.")] = None,
     next_job_delay: Annotated[str | None, typer.Option(help="Ocypod's next_job_delay, e.g. 0s.")] = None,
+    idempotency_window: Annotated[
+        str | None, typer.Option(help="How long a create's Idempotency-Key is remembered, e.g. 24h.")
+    ] = None,
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
@@ -78,6 +81,7 @@ def serve(
         "server.strict": strict, "server.scheduler": run_checks,
         "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
         "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
+        "server.idempotency_window": idempotency_window,
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,

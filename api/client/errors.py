@@ -25,7 +25,8 @@ class NotFound(ClientError):
 
 
 class Conflict(ClientError):
-    """409: the current state refuses the request, e.g. a stale attempt or a transition not allowed."""
+    """409: the current state refuses the request, e.g. a stale attempt or a transition not allowed;
+    or 422: an Idempotency-Key sent again with another request than its first."""
 
 
 class ReadOnly(ClientError):
@@ -55,6 +56,7 @@ _BY_STATUS: dict[int, type[ClientError]] = {
     405: ReadOnly,
     409: Conflict,
     413: BadRequest,
+    422: Conflict,
     503: Unavailable,
 }
 

@@ -38,6 +38,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_RETRY_CHECK_INTERVAL": "server.retry_check_interval",
     "JOBLEDGER_EXPIRY_CHECK_INTERVAL": "server.expiry_check_interval",
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
+    "JOBLEDGER_IDEMPOTENCY_WINDOW": "server.idempotency_window",
     "JOBLEDGER_READ_ONLY": "server.read_only",
     "JOBLEDGER_STRICT": "server.strict",
     "JOBLEDGER_SCHEDULER": "server.scheduler",
@@ -106,6 +107,7 @@ class ServerConfig(_Section):
     retry_check_interval: Duration = 60_000
     expiry_check_interval: Duration = 300_000
     next_job_delay: Duration = 0
+    idempotency_window: Duration = 86_400_000  # how long a create's Idempotency-Key is remembered
     read_only: bool = False
     strict: bool = False  # refuse request bodies with keys jobledger does not know (400), not ignore them
     scheduler: bool = True  # run the scheduler's checks in this process (false: leave them to others)

@@ -44,13 +44,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("jobledger.scheduler")
 
 BATCH = 500
-Check = Callable[[int], Call[list[int]]]
+#: What a check handled: job ids, or Idempotency-Keys (the idempotency check).
+Handled = list[Any]
+Check = Callable[[int], Call[Handled]]
 CHECKS: dict[str, Check] = {
     "releases": commands.check_releases,
     "timeouts": commands.check_timeouts,
     "queued": commands.check_queued,
     "retries": commands.check_retries,
     "expiry": commands.check_expiry,
+    "idempotency": commands.check_idempotency,
 }
 #: The deadline set each check reads its due work from.
 DEADLINES: dict[str, str] = {
@@ -59,6 +62,7 @@ DEADLINES: dict[str, str] = {
     "queued": "due_queued",
     "retries": "due_retry",
     "expiry": "due_expire",
+    "idempotency": "due_idempotency",
 }
 #: Every due set whose head a round reads: the checks' and the launchers' (next firing times).
 HEADS: dict[str, str] = {**DEADLINES, "launchers": "due_launch"}
@@ -107,18 +111,18 @@ def due_heads() -> Read[dict[str, Head | None]]:
     return Read(lambda k: [("ZRANGE", k.build(HEADS[n]), 0, 0, "WITHSCORES") for n in names], parse)
 
 
-def _drain_steps(name: str, batch: int) -> Steps[list[int]]:
+def _drain_steps(name: str, batch: int) -> Steps[Handled]:
     """The check ``name`` in batches until less than a full batch was due; the ids it handled."""
-    done: list[int] = []
+    done: Handled = []
     while True:
-        ids: list[int] = yield CHECKS[name](batch)
+        ids: Handled = yield CHECKS[name](batch)
         done += ids
         if len(ids) < batch:
             return done
 
 
-def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, list[int]]]:
-    out: dict[str, list[int]] = {}
+def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, Handled]]:
+    out: dict[str, Handled] = {}
     for name in CHECKS:
         due = yield anything_due(name, clock())
         out[name] = (yield from _drain_steps(name, batch)) if due else []
@@ -126,14 +130,14 @@ def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, list[int]]]:
     return out
 
 
-def check(ledger: Ledger, name: str, batch: int = BATCH) -> list[int]:
+def check(ledger: Ledger, name: str, batch: int = BATCH) -> Handled:
     """One check, to the end of what is due now; the ids it handled."""
     if not ledger.read(anything_due(name, ledger.clock())):
         return []
     return ledger.drive(_drain_steps(name, batch))
 
 
-def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, list[int]]:
+def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, Handled]:
     """Run every check once, to the end of what is due now; the ids each check handled.  The same
     steps as a round of :func:`run` (which reads every due set's head instead of asking each)."""
     return ledger.drive(_tick_steps(ledger.clock, batch))
@@ -208,7 +212,9 @@ class _Deadlines:
             if self._due(name, heads[name], now):
                 handled = len(await self.ledger.drive(_drain_steps(name, BATCH)))
                 if handled:
-                    log.info("%s check handled %d jobs", name, handled)
+                    log.info(
+                        "%s check handled %d %s", name, handled, "keys" if name == "idempotency" else "jobs"
+                    )
                 ran = self._ran(name, heads[name], now, handled) or ran
         if ran:
             return 0.0  # read the heads again: the checks moved them
@@ -256,6 +262,7 @@ def intervals(config: Config) -> dict[str, int]:
         "queued": s.timeout_check_interval,
         "retries": s.retry_check_interval,
         "expiry": s.expiry_check_interval,
+        "idempotency": s.expiry_check_interval,
     }
 
 

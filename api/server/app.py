@@ -177,4 +177,5 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
     app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
+    app.state.idempotency_window = config.server.idempotency_window
     return app

@@ -3,6 +3,7 @@ command's pydantic model (400 with what was wrong), and path parameters checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from jobledger.ledger.commands import Idempotency
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.requests import known_part
@@ -107,10 +109,47 @@ async def read_model(request: Request, model: type[M], empty_ok: bool = False, *
     """The body parsed into ``model``; it must be a JSON object.  ``lenient`` (Ocypod's bodies):
     keys the model does not know are ignored, as Ocypod ignores them, and named
     (:func:`ignore_keys`); otherwise they are a 400."""
+    model_of, _ = await read_model_and_body(request, model, empty_ok, lenient=lenient)
+    return model_of
+
+
+async def read_model_and_body(
+    request: Request, model: type[M], empty_ok: bool = False, *, lenient: bool = False
+) -> tuple[M, dict[str, Any]]:
+    """As :func:`read_model`, with the body's JSON object as it was sent."""
     data = await read_json(request, {} if empty_ok else ...)
     if not isinstance(data, dict):
         raise BadRequest(f"request body must be a JSON object, not {type(data).__name__}")
-    return parse_model(request, model, data) if lenient else model.model_validate(data)
+    return (parse_model(request, model, data) if lenient else model.model_validate(data)), data
+
+
+#: The request header that makes a create safe to send again.
+IDEMPOTENCY_HEADER = "idempotency-key"
+_IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")
+
+
+def idempotency(request: Request, route: str, queue: str, body: Any) -> Idempotency | None:
+    """The request's Idempotency-Key (None without the header): 1 to 255 printable ASCII characters,
+    else 400.  Its request hash is the SHA-256 of the request's canonical form: the route, the queue
+    and the body parsed and dumped again with sorted keys, so that the same request, however its
+    JSON is spaced or its keys ordered, has the same hash."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise BadRequest("Idempotency-Key must be 1 to 255 printable ASCII characters")
+    canonical = json.dumps([route, queue, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return Idempotency(key, digest, request.app.state.idempotency_window)
+
+
+#: The response header set on an answer given again for an Idempotency-Key (nothing was appended).
+REPLAYED_HEADER = "idempotent-replayed"
+
+
+def replayed(again: bool) -> dict[str, str]:
+    """The headers that mark an answer given again."""
+    return {REPLAYED_HEADER: "true"} if again else {}
 
 
 def parse_model(request: Request, model: type[M], data: Mapping[str, Any], where: str = "") -> M:

@@ -12,7 +12,7 @@ from jobledger.ledger.errors import NotFound
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import launchers as readers
-from jobledger.server.inputs import read_model, valid_job_id
+from jobledger.server.inputs import idempotency, read_model_and_body, replayed, valid_job_id
 
 
 def _ledger(request: Request) -> AsyncLedger:
@@ -30,10 +30,13 @@ def launcher_id(request: Request) -> int:
 
 
 async def create_launcher(request: Request) -> Response:
-    spec = await read_model(request, LauncherSpec)
+    spec, body = await read_model_and_body(request, LauncherSpec)
+    key = idempotency(request, "POST /launcher", "", body)
     ledger = _ledger(request)
-    new_id = await ledger.run(launchers.create(spec, ledger.clock()))
-    return JSONResponse({"id": new_id}, status_code=201, headers={"location": f"/launcher/{new_id}"})
+    data = launchers.created_data(spec, ledger.clock())
+    made = await ledger.run(commands.create_launcher(spec.queue, data, key))
+    headers = {"location": f"/launcher/{made.id}", **replayed(made.again)}
+    return JSONResponse({"id": made.id}, status_code=201, headers=headers)
 
 
 async def list_launchers(request: Request) -> Response:

@@ -14,7 +14,17 @@ from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import queue_topic
 from jobledger.projections import listing, readers
-from jobledger.server.inputs import checked_tag, parse_model, positive_int, queue_name, read_json, read_model
+from jobledger.server.inputs import (
+    checked_tag,
+    idempotency,
+    parse_model,
+    positive_int,
+    queue_name,
+    read_json,
+    read_model,
+    read_model_and_body,
+    replayed,
+)
 from jobledger.server.long_poll import long_poll
 
 MAX_FETCH = 1000
@@ -59,12 +69,12 @@ async def queue_job_ids(request: Request) -> Response:
 
 async def create_job(request: Request) -> Response:
     name = queue_name(request)
-    options = await read_model(request, JobOptions, empty_ok=True, lenient=True)
-    made = await _ledger(request).run(commands.create_job(name, options))
+    options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
+    key = idempotency(request, "POST /queue/{queue}/job", name, body)
+    made = await _ledger(request).run(commands.create_job(name, options, idempotency=key))
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
-    return JSONResponse(
-        made.id, status_code=201 if made.created else 200, headers={"location": f"/job/{made.id}"}
-    )
+    headers = {"location": f"/job/{made.id}", **replayed(made.again)}
+    return JSONResponse(made.id, status_code=201 if made.created else 200, headers=headers)
 
 
 async def pause_queue(request: Request) -> Response:
@@ -145,8 +155,9 @@ async def create_jobs(request: Request) -> Response:
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_BATCH:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
     jobs = [_job_body(request, i, item) for i, item in enumerate(raw)]
-    made = await _ledger(request).run(commands.create_jobs(name, jobs))
-    return JSONResponse([m.id for m in made], status_code=201)
+    key = idempotency(request, "POST /queue/{queue}/jobs", name, raw)
+    made = await _ledger(request).run(commands.create_jobs(name, jobs, idempotency=key))
+    return JSONResponse([m.id for m in made], status_code=201, headers=replayed(any(m.again for m in made)))
 
 
 def _job_body(request: Request, index: int, item: object) -> JobOptions:

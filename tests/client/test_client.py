@@ -8,7 +8,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -47,9 +47,11 @@ class Sent:
 
     def __init__(self) -> None:
         self.requests: list[str] = []
+        self.keys: list[str | None] = []  # each request's Idempotency-Key
 
     def __call__(self, request: httpx.Request) -> None:
         self.requests.append(f"{request.method} {request.url.path}")
+        self.keys.append(request.headers.get("idempotency-key"))
 
     def hooks(self) -> dict[str, Any]:
         return {"request": [self]}
@@ -282,10 +284,10 @@ def test_503_is_retried_only_for_requests_safe_to_repeat(no_redis_server: str) -
         assert sent.requests == ["GET /job/1"] * 3
         sent.requests.clear()
         with pytest.raises(Unavailable):
-            api.submit("q")
+            api.submit("q")  # a create carries an Idempotency-Key: resending it creates nothing twice
         with pytest.raises(Unavailable):
             api.fetch("q")
-        assert sent.requests == ["POST /queue/q/job", "GET /queue/q/job"]
+        assert sent.requests == ["POST /queue/q/job"] * 3 + ["GET /queue/q/job"]
 
 
 @pytest.fixture
@@ -317,17 +319,43 @@ def hang_up_server() -> Iterator[str]:
 def test_a_lost_answer_is_retried_only_when_repeating_is_harmless(hang_up_server: str) -> None:
     sent = Sent()
     with Client(hang_up_server, retry=FAST, event_hooks=sent.hooks()) as api:
-        for call in (lambda: api.submit("q"), lambda: api.fail(7), lambda: api.fetch("q")):
+        calls_made: tuple[Callable[[], object], ...] = (lambda: api.fail(7), lambda: api.fetch("q"))
+        for call in calls_made:
             with pytest.raises(Unavailable, match="cannot reach jobledger"):
                 call()
-        assert sent.requests == ["POST /queue/q/job", "PATCH /job/7", "GET /queue/q/job"]
+        assert sent.requests == ["PATCH /job/7", "GET /queue/q/job"]
         sent.requests.clear()
-        for call in (lambda: api.submit("q", unique_key="k1"), lambda: api.fail(7, attempt=1),
+        sent.keys.clear()
+        for call in (lambda: api.submit("q"), lambda: api.submit_many("q", [{}]),
+                     lambda: api.create_launcher("@interval", "1m", "q"), lambda: api.fail(7, attempt=1),
                      lambda: api.heartbeat(7), lambda: api.delete(7)):  # fmt: skip
             with pytest.raises(Unavailable):
                 call()
-        assert sent.requests == ["POST /queue/q/job"] * 3 + ["PATCH /job/7"] * 3 + \
-            ["PUT /job/7/heartbeat"] * 3 + ["DELETE /job/7"] * 3  # fmt: skip
+        assert sent.requests == ["POST /queue/q/job"] * 3 + ["POST /queue/q/jobs"] * 3 + \
+            ["POST /launcher"] * 3 + ["PATCH /job/7"] * 3 + ["PUT /job/7/heartbeat"] * 3 + \
+            ["DELETE /job/7"] * 3  # fmt: skip
+        # each create's tries carry one key of their own
+        creates = sent.keys[:9]
+        assert all(creates) and len(set(creates)) == 3
+        assert creates[0:3] == [creates[0]] * 3 and creates[3:6] == [creates[3]] * 3
+        assert sent.keys[9:] == [None] * 9
+
+
+def test_a_create_sent_again_with_its_key_creates_once(api: Client) -> None:
+    job = calls.create_job("q", JobSpec({"to": "ada"}))
+    first = api.send(job)
+    assert api.send(job) == first  # what a resend after a lost answer gets
+    assert api.send(calls.create_job("q", JobSpec({"to": "ada"}))) == first + 1  # another logical call
+    mine = calls.create_jobs("q", [JobSpec(1), JobSpec(2)], idempotency_key="batch-1")
+    assert api.send(mine) == api.send(
+        calls.create_jobs("q", [JobSpec(1), JobSpec(2)], idempotency_key="batch-1")
+    )
+    launcher = calls.create_launcher("@interval", "1m", "q", idempotency_key="launcher-1")
+    assert api.send(launcher) == api.send(launcher)
+    assert len(api.launchers()) == 1
+    with pytest.raises(Conflict, match="Idempotency-Key") as refused:
+        api.send(calls.create_job("q", JobSpec({"to": "bob"}), idempotency_key="batch-1"))
+    assert refused.value.status == 422
 
 
 def test_a_refused_connection_is_retried_for_any_request() -> None:

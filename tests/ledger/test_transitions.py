@@ -41,6 +41,7 @@ NOTHING_DUE: dict[str, list[int]] = {
     "timeouts": [],
     "retries": [],
     "expiry": [],
+    "idempotency": [],
     "events": [],
     "launchers": [],
 }

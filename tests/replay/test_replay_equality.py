@@ -10,11 +10,15 @@ job is exactly where its status puts it; after the last step, rebuilding the pro
 stream alone gives exactly the live ones (a rebuild costs tens of milliseconds, too much for every
 step of every example, and far too much while shrinking).  A stopping worker's hand-back of a
 running job (``job_returned``) is a rule of its own, and the moves' requeue naming the current
-attempt of a running job is one too.
+attempt of a running job is one too.  Creates with an Idempotency-Key from a small set (one job or
+a batch, the same request again or another one) and the scheduler forgetting keys as the clock moves
+past their windows take part too.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 import uuid
 from typing import Any, ClassVar
@@ -33,9 +37,9 @@ from hypothesis.stateful import (
 )
 
 from jobledger.ledger import commands
-from jobledger.ledger.commands import Call, Created, Fetched
+from jobledger.ledger.commands import Call, Created, Fetched, Idempotency
 from jobledger.ledger.durations import format_time
-from jobledger.ledger.errors import Conflict, NotFound
+from jobledger.ledger.errors import Conflict, Mismatch, NotFound
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
@@ -53,6 +57,9 @@ DURATIONS = ("0s", "1s", "5s", "30s", "2m", "1h")
 #: error kinds: a worker's own, and the three timeouts, so retry_on / no_retry_on can name any of them
 KINDS = ("io", "fatal", "timeout", "heartbeat_timeout", "queued_timeout")
 UNIQUE_KEYS = ("u1", "u2")
+IDEMPOTENCY_KEYS = ("i1", "i2", "i3")
+#: an Idempotency-Key's window, in ms: around the clock's steps
+WINDOWS = (1000, 60_000, 3_600_000)
 QUOTA_KEYS = ("k1", "k2")
 #: run_at relative to the frozen clock, in ms: past, now, soon, later
 RUN_AT = (-1000, 0, 1, 1000, 30_000, 3_600_000)
@@ -158,6 +165,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.freezer = freeze_time(START)
         self.clock = self.freezer.start()
         self.ledger = Ledger(self.client, self.namespace)
+        #: Idempotency-Key -> (request hash, ids) of the last create that recorded it
+        self.answers: dict[str, tuple[str, list[int]]] = {}
+        self.last_keyed: tuple[str, list[dict[str, Any]], bool, str, int] | None = None
 
     def teardown(self) -> None:
         """After the last step, replay equality; skipped when a step already failed (so the first
@@ -259,7 +269,7 @@ class LedgerMachine(RuleBasedStateMachine):
         length = stream_length(self.client, self.namespace)
         try:
             return self.ledger.run(call)
-        except (NotFound, Conflict):
+        except (NotFound, Conflict, Mismatch):
             assert stream_length(self.client, self.namespace) == length
             return None
 
@@ -287,6 +297,48 @@ class LedgerMachine(RuleBasedStateMachine):
     def create_jobs(self, name: str, options: list[dict[str, Any]]) -> None:
         for drawn in options:
             self.create(name, drawn)
+
+    @rule(
+        name=queues,
+        options=st.lists(job_options, min_size=1, max_size=3),
+        batch=st.booleans(),
+        key=st.sampled_from(IDEMPOTENCY_KEYS),
+        window=st.sampled_from(WINDOWS),
+    )
+    def create_with_key(
+        self, name: str, options: list[dict[str, Any]], batch: bool, key: str, window: int
+    ) -> None:
+        self.last_keyed = (name, options, batch, key, window)
+        self.send_with_key(name, options, batch, key, window)
+
+    @rule()
+    def send_again_with_key(self) -> None:
+        """The last create with an Idempotency-Key, sent again (a client that lost the answer)."""
+        if self.last_keyed is not None:
+            self.send_with_key(*self.last_keyed)
+
+    def send_with_key(
+        self, name: str, options: list[dict[str, Any]], batch: bool, key: str, window: int
+    ) -> None:
+        """A create with an Idempotency-Key: one job, or a batch.  Sent again with the same request,
+        the first answer comes back and nothing is appended; with another, it is refused."""
+        request = json.dumps([name, batch, options if batch else options[0]], sort_keys=True, default=str)
+        idempotency = Idempotency(key, hashlib.sha256(request.encode()).hexdigest(), window)
+        length = stream_length(self.client, self.namespace)
+        if batch:
+            made = self.run(commands.create_jobs(name, [self.options(o) for o in options], idempotency))
+        else:
+            one = self.run(commands.create_job(name, self.options(options[0]), idempotency=idempotency))
+            made = None if one is None else [one]
+        if made is None:
+            return
+        ids = [m.id for m in made]
+        if any(m.again for m in made):
+            assert all(m.again for m in made)
+            assert stream_length(self.client, self.namespace) == length
+            assert self.answers[key] == (idempotency.request_hash, ids)
+        elif any(m.created for m in made):
+            self.answers[key] = (idempotency.request_hash, ids)
 
     def paused(self, name: str) -> bool:
         return self.client.hget(self.ledger.keys.queue(name), "paused") is not None

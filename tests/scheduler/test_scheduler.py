@@ -104,7 +104,7 @@ def test_a_check_with_nothing_due_appends_nothing(ledger: Ledger, frozen: Frozen
     frozen.tick(4.999)
     with unchanged(ledger):
         assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": [],
-                                    "events": [], "launchers": []}  # fmt: skip
+                                    "idempotency": [], "events": [], "launchers": []}  # fmt: skip
     frozen.tick(0.001)
     assert sorted(run_tick(ledger)["retries"]) == sorted(failed)
 
@@ -112,7 +112,7 @@ def test_a_check_with_nothing_due_appends_nothing(ledger: Ledger, frozen: Frozen
 def test_an_empty_ledger_check_appends_nothing(ledger: Ledger) -> None:
     with unchanged(ledger):
         assert run_tick(ledger) == {"releases": [], "queued": [], "timeouts": [], "retries": [], "expiry": [],
-                                    "events": [], "launchers": []}  # fmt: skip
+                                    "idempotency": [], "events": [], "launchers": []}  # fmt: skip
     assert not ledger.client.exists(ledger.keys.events)
 
 
