@@ -91,14 +91,19 @@ class AsyncClient(ClientBase):
 
     # Jobs
 
-    async def submit(self, queue: str, input: Any = None, **options: Any) -> int:
-        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
-        return await self.send(calls.create_job(queue, JobSpec(input, **options)))
+    async def submit(
+        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+    ) -> int:
+        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
+        return await self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
 
-    async def submit_many(self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[int]:
+    async def submit_many(
+        self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[int]:
         """Create several jobs in one request; their ids, in order (each a :class:`JobSpec` or a
         dict of its fields)."""
-        return await self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs]))
+        return await self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs], idempotency_key))
 
     async def fetch(
         self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None

@@ -95,14 +95,19 @@ class Client(ClientBase):
 
     # Jobs
 
-    def submit(self, queue: str, input: Any = None, **options: Any) -> int:
-        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
-        return self.send(calls.create_job(queue, JobSpec(input, **options)))
+    def submit(
+        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+    ) -> int:
+        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
+        return self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
 
-    def submit_many(self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[int]:
+    def submit_many(
+        self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[int]:
         """Create several jobs in one request; their ids, in order.  Each job is a :class:`JobSpec`
         or a dict of its fields (``{"input": ..., "priority": 5}``)."""
-        return self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs]))
+        return self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs], idempotency_key))
 
     def fetch(
         self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None

@@ -96,8 +96,9 @@ def test_errors_are_typed_and_carry_the_servers_message(api: Client) -> None:
 
 
 def test_submit_takes_every_job_option(api: Client) -> None:
-    options = {"tags": ["welcome", "vip"], "timeout": timedelta(minutes=2), "heartbeat_timeout": "30s",
-               "expires_after": 3600, "retries": 3, "retry_delays": ["1s", 5]}  # fmt: skip
+    options: dict[str, Any] = {"tags": ["welcome", "vip"], "timeout": timedelta(minutes=2),
+                               "heartbeat_timeout": "30s", "expires_after": 3600, "retries": 3,
+                               "retry_delays": ["1s", 5]}  # fmt: skip
     job_id = api.submit("q", {"to": "ada"}, **options)
     job = api.get(job_id)
     assert (job.queue, job.status, job.input, job.tags) == ("q", "queued", {"to": "ada"}, ["welcome", "vip"])
@@ -356,6 +357,14 @@ def test_a_create_sent_again_with_its_key_creates_once(api: Client) -> None:
     with pytest.raises(Conflict, match="Idempotency-Key") as refused:
         api.send(calls.create_job("q", JobSpec({"to": "bob"}), idempotency_key="batch-1"))
     assert refused.value.status == 422
+
+
+def test_submit_takes_the_callers_idempotency_key(api: Client) -> None:
+    first = api.submit("q", {"to": "ada"}, idempotency_key="order-17")
+    assert api.submit("q", {"to": "ada"}, idempotency_key="order-17") == first
+    batch = api.submit_many("q", [{"input": 1}, {"input": 2}], idempotency_key="orders-18")
+    assert api.submit_many("q", [{"input": 1}, {"input": 2}], idempotency_key="orders-18") == batch
+    assert api.submit("q", {"to": "ada"}) == batch[-1] + 1
 
 
 def test_a_refused_connection_is_retried_for_any_request() -> None:
