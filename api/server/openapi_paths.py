@@ -109,6 +109,15 @@ class Operation:
     headers: dict[str, Param] = field(default_factory=dict)
 
 
+IDEMPOTENT = {
+    "Idempotency-Key": Param(
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+        "Sent again with the same request, answers the first answer without creating again; "
+        "with another request, 422.",
+    )
+}
+MISMATCH = {422: Reply("The Idempotency-Key was first used with another request.")}
+
 NO_CONTENT = Reply("Done; no body.")
 NO_QUEUE = {404: Reply("No such queue.")}
 NOT_RUNNING = {409: Reply("The job is not in a state that allows it, or the attempt named is not running.")}
@@ -225,8 +234,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             201: Reply("Created: the new id.", JOB_ID, location=True),
             200: Reply("A live job of the queue holds the unique_key: its id.", JOB_ID, location=True),
             **NO_QUEUE,
+            **MISMATCH,
         },
         body=Body(JobOptions, required=False),
+        headers=IDEMPOTENT,
     ),
     ("GET", "/queue/{queue}/job"): Operation(
         "Fetch the next job(s), now running",
@@ -242,8 +253,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("POST", "/queue/{queue}/jobs"): Operation(
         "Create many jobs in one request",
-        {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE},
+        {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE, **MISMATCH},
         body=Body(JobOptions, many=(1, 10_000)),
+        headers=IDEMPOTENT,
     ),
     ("GET", "/queue/{queue}/jobs"): Operation(
         "Job summaries of a queue, paged",
@@ -297,8 +309,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("POST", "/launcher"): Operation(
         "Create a launcher (@cron, @interval, @at, @event)",
-        {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE},
+        {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE, **MISMATCH},
         body=Body(LauncherSpec),
+        headers=IDEMPOTENT,
     ),
     ("GET", "/launcher"): Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))}),
     ("GET", "/launcher/{launcher_id}"): Operation(
