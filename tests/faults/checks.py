@@ -4,6 +4,7 @@ their logs, and the harness's kill log.  :func:`figures` reduces it all to one :
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter, defaultdict
@@ -68,7 +69,8 @@ def read_stream(client: redis.Redis, namespace: str) -> list[Entry]:
             fields = {k.decode(): v.decode() for k, v in raw.items()}
             job = fields.get("job")
             data = json.loads(fields.get("data") or "{}")
-            out.append(Entry(entry_id.decode(), fields["type"], int(fields["at"]), int(job) if job else None, data))
+            at, job_id = int(fields["at"]), int(job) if job else None
+            out.append(Entry(entry_id.decode(), fields["type"], at, job_id, data))
         if len(batch) < 5000:
             return out
         start = "(" + batch[-1][0].decode()
@@ -208,10 +210,11 @@ def figures(
         completed = any(e.type == "job_completed" for e in jobs.get(create["id"], []))
         if not completed:
             out.lost += 1
-            out.problems.append(f"acknowledged job {create['id']} not completed: {statuses.get(create['id'])}")
+            status = statuses.get(create["id"])
+            out.problems.append(f"acknowledged job {create['id']} not completed: {status}")
 
     # time along the stream
-    for before, after in zip(entries, entries[1:], strict=False):
+    for before, after in itertools.pairwise(entries):
         if after.at < before.at:
             out.steps_back += 1
             out.largest_step_back_ms = max(out.largest_step_back_ms, before.at - after.at)

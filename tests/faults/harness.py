@@ -170,14 +170,10 @@ class Harness:
         for n in range(3):
             self.workers.append(self.start_worker(n))
         for name in ("p0", "p1"):
-            self.producers.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "tests.faults.producer", "--url", self.base, "--queue", QUEUE,
-                     "--name", name, "--out", str(self.workdir / f"producer-{name}.jsonl"),
-                     "--rate", str(self.settings.rate)],
-                    cwd=REPO, env=clean_env(),
-                )  # fmt: skip
-            )
+            args = ["--url", self.base, "--queue", QUEUE, "--name", name, "--rate", str(self.settings.rate),
+                    "--out", str(self.workdir / f"producer-{name}.jsonl")]  # fmt: skip
+            command = [sys.executable, "-m", "tests.faults.producer", *args]
+            self.producers.append(subprocess.Popen(command, cwd=REPO, env=clean_env()))
 
     @property
     def redis_url(self) -> str:
@@ -360,7 +356,8 @@ def probe_ledger(client: redis.Redis) -> tuple[bool, bool]:
     try:
         now.run(commands.put_queue("q", QueueSettings()))
         earlier.run(commands.create_job("q", JobOptions()))
-        stamps = [int(fields[b"at"]) for _, fields in client.xrange(Keys(PROBE_NAMESPACE).events)]
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = client.xrange(Keys(PROBE_NAMESPACE).events)  # type: ignore[assignment]
+        stamps = [int(fields[b"at"]) for _, fields in entries]
         monotonic = stamps == sorted(stamps)
         (fetched,) = now.run(commands.fetch_jobs("q", 1, "probe"))
         done = JobUpdate(status="completed", attempt=fetched.attempt)

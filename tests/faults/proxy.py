@@ -6,6 +6,7 @@ client only knows that the connection broke.  Runs an asyncio loop in a thread o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 
 from tests.private_redis import free_port
@@ -34,8 +35,19 @@ class DropProxy:
             raise RuntimeError("the proxy did not start")
 
     def stop(self) -> None:
+        """Close every connection and the listening socket, then end the loop and its thread."""
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     def drop(self, count: int) -> None:
         """Lose the answers to the next ``count`` scripted commands."""
@@ -93,3 +105,6 @@ class DropProxy:
             await asyncio.gather(*tasks, return_exceptions=True)
             for writer in (client_w, up_w):
                 writer.close()
+            for writer in (client_w, up_w):
+                with contextlib.suppress(OSError, asyncio.CancelledError):
+                    await writer.wait_closed()
