@@ -97,8 +97,8 @@ class DropProxy:
         tasks = [asyncio.ensure_future(requests()), asyncio.ensure_future(answers())]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        except (OSError, asyncio.IncompleteReadError):
-            pass
+        except asyncio.CancelledError:
+            pass  # the proxy is closing: end quietly, after closing what this connection opened
         finally:
             for task in tasks:
                 task.cancel()
