@@ -113,9 +113,11 @@ class Settings:
 
     @property
     def heartbeat_timeout(self) -> float:
-        """Long enough that a pause does not time out a live worker's job; short enough that a
-        killed worker's job is soon timed out and run again."""
-        return self.longest_pause * 2 + 5 if self.fault == "pause-valkey" else 5.0
+        """Short where workers are killed, so a killed worker's job is soon timed out and run again;
+        elsewhere longer than any outage the fault makes (a pause, or a server or Valkey down until
+        its restart, which takes seconds on a loaded machine), so a live worker's job is never timed
+        out for want of a heartbeat that could not reach the ledger."""
+        return 5.0 if self.fault == "kill-worker" else self.longest_pause * 2 + 5
 
 
 @dataclass
