@@ -42,20 +42,26 @@ class Needs:
     ``read`` on a queue is also granted by a ``produce`` or ``work`` scope that matches it."""
 
     kind: Kind
-    on: Literal["queue", "job"] | None = None
+    on: Literal["queue", "job", "events"] | None = None
 
     def describe(self) -> str:
-        if self.kind in ("produce", "work") and self.on:
-            return f"{self.kind}:<glob matching the {'job' if self.on == 'job' else 'path'}'s queue>"
-        if self.kind == "read" and self.on:
+        if self.kind in ("produce", "work"):
+            return f"{self.kind}:GLOB matching the queue"
+        if self.on == "events":
+            return "read, or a queue or job filter on a queue its produce:/work: scopes match"
+        if self.on:
             return "read, or produce:/work: on the queue"
         return self.kind
 
     def allows(self, token: Token, queue: str | None) -> bool:
-        if self.kind == "open":
+        """Whether ``token`` may: with ``queue`` None, whatever the queue (its scope is not a
+        queue's); else on that queue."""
+        if self.kind == "open" or token.admin:
             return True
-        if self.kind == "admin" or self.on is None:
-            return token.grants(self.kind)
+        if self.kind in ("admin", "read") and token.grants(self.kind):
+            return True
+        if queue is None or self.on is None:
+            return False
         if self.kind == "read":
             return token.on_queue(queue)
         return token.grants(self.kind, queue)
@@ -87,8 +93,8 @@ REQUIRES: dict[tuple[str, str], Needs] = {
     ("PUT", "/job/{job_id}/output"): Needs("work", "job"),
     ("GET", "/job/{job_id}/history"): READ_JOB,
     ("GET", "/tag/{tag}"): READ,
-    ("GET", "/events"): READ,
-    ("GET", "/events/stream"): READ,
+    ("GET", "/events"): Needs("read", "events"),  # or, filtered by queue / job, a queue scope on it
+    ("GET", "/events/stream"): Needs("read", "events"),
     ("GET", "/info"): READ,
     ("GET", "/info/version"): READ,
     ("GET", "/health"): Needs("open"),
@@ -118,6 +124,37 @@ def bearer(request: Request) -> str | None:
     return secret if scheme.lower() == "bearer" and secret else None
 
 
+def _job_of(request: Request, needs: Needs) -> int | None:
+    """The job whose queue the check needs: the path's, or the events filter's (None: none)."""
+    if needs.on == "job":
+        return valid_job_id(request.path_params["job_id"])
+    if needs.on == "events":
+        return valid_job_id(request.query_params.get("job") or "")
+    return None
+
+
+def _queues_of(request: Request, needs: Needs, job: int | None, job_queue: str | None) -> list[str | None]:
+    """The queues a request acts on (None for a job whose queue is not known: no such job)."""
+    if needs.on == "queue":
+        return [request.path_params["queue"]]
+    if needs.on == "job":
+        return [job_queue]
+    if needs.on == "events":
+        filtered = request.query_params.get("queue")
+        return [*([filtered] if filtered is not None else []), *([job_queue] if job is not None else [])]
+    return []
+
+
+def _refusal(token: Token, needs: Needs, queues: list[str | None]) -> str:
+    if any(q is None for q in queues):
+        where = " on a job that is on no queue it covers (or no such job)"
+    elif queues:
+        where = " on queue " + ", ".join(f"'{q}'" for q in queues)
+    else:
+        where = ""
+    return f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
+
+
 def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
     """``endpoint`` behind the token check (see the module); itself for an open route."""
     if needs.kind == "open":
@@ -128,22 +165,15 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         if secret is None:
             return unauthorized("this server wants a token: send Authorization: Bearer <token>")
         presented = digest(secret)
-        job = valid_job_id(request.path_params["job_id"]) if needs.on == "job" else None
+        job = _job_of(request, needs)
         ledger: AsyncLedger = request.state.ledger
         token, job_queue = await ledger.read(tokens.token(presented, job))
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
-        if needs.on == "job" and job_queue is None:
-            queue = None  # no such job (or no valid id): the route answers 404 / 400 itself
-            allowed = True
-        else:
-            queue = request.path_params.get("queue") if needs.on == "queue" else job_queue
-            allowed = needs.allows(token, queue)
-        if not allowed:
-            where = f" on queue '{queue}'" if queue is not None else ""
-            return error_response(
-                403, f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
-            )
+        if not needs.allows(token, None):
+            queues = _queues_of(request, needs, job, job_queue)
+            if not queues or not all(q is not None and needs.allows(token, q) for q in queues):
+                return error_response(403, _refusal(token, needs, queues))
         request.state.ledger = ledger.as_actor(token.name)
         request.state.token = token.name
         return await endpoint(request)
