@@ -246,6 +246,25 @@ class IdempotencyExpired(EventData):
     key: str
 
 
+class TokenCreated(EventData):
+    """An API token: its ``name``, the ``scopes`` it grants and the SHA-256 (hex) of its secret
+    (``digest``; the secret itself is never recorded).  The entry has neither ``job`` nor ``queue``."""
+
+    type = "token_created"
+
+    name: str
+    scopes: list[str]
+    digest: str
+
+
+class TokenRevoked(EventData):
+    """The token ``name`` no longer authenticates anyone."""
+
+    type = "token_revoked"
+
+    name: str
+
+
 LauncherType = Literal["@cron", "@interval", "@at", "@event"]
 
 
@@ -351,6 +370,8 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         LauncherSkipped,
         LauncherTriggered,
         IdempotencyExpired,
+        TokenCreated,
+        TokenRevoked,
     )
 }
 

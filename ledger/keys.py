@@ -59,6 +59,9 @@ TEMPLATES: dict[str, str] = {
     "due_launch": "due:launch",  # launchers by their next due time (zset)
     "launcher": "launcher:{id}",  # the launcher's spec and counters (hash)
     "launcher_pending": "launcher:{id}:pending",  # ids of its jobs that have not ended (set)
+    # API tokens: looked up by the SHA-256 (hex) of the secret a request presents
+    "token": "token:{digest}",  # the token's name, scopes (JSON list) and digest (hash)
+    "tokens": "tokens",  # name -> digest of every live token (hash)
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.

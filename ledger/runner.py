@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Generator, Iterable
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Self, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio
@@ -79,6 +79,11 @@ class _Base:
         self.keys = Keys(namespace)
         self.clock = clock
         self._scripts = {name: client.register_script(src) for name, src in sources().items()}
+
+    def as_actor(self, actor: str) -> Self:
+        """The runner whose commands record ``actor`` as who caused them.  A stand-in until the
+        runner records actors (merge: the actor-aware version replaces it): the same runner."""
+        return self
 
     def _running(self, call: Call[T]) -> Generator[Any, Any, T]:
         started = time.perf_counter()

@@ -11,6 +11,7 @@ from jobledger.cli import (
     job_commands,
     replay_commands,
     server_commands,
+    token_commands,
     worker_command,
 )
 
@@ -30,6 +31,7 @@ def build_app() -> typer.Typer:
     app.add_typer(worker_command.app)
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
+    app.add_typer(token_commands.app, name="token")
     app.add_typer(bench_cli.app)
     return app
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -41,6 +43,31 @@ async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> Non
         task.result()  # the scheduler ended by itself: its error
 
 
+def loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_refusal(config: Config) -> str | None:
+    """Why ``serve`` will not start as configured, or None: a half-given TLS pair, or an address
+    other than loopback with auth off and no ``--insecure``."""
+    server = config.server
+    if (server.tls_cert is None) != (server.tls_key is None):
+        return "--tls-cert and --tls-key go together: give both (or neither)"
+    if server.auth or server.insecure or loopback(server.host):
+        return None
+    return (
+        f"refusing to serve {server.host} without auth: anyone who can reach it could create, "
+        "change and delete jobs.  Turn auth on (--auth, and jobledger token create), listen on "
+        "127.0.0.1, or pass --insecure if the network itself is trusted"
+    )
+
+
 @ledger_options
 def serve(
     ledger: LedgerOptions = LEDGER_DEFAULTS,
@@ -66,6 +93,15 @@ def serve(
     idempotency_window: Annotated[
         str | None, typer.Option(help="How long a create's Idempotency-Key is remembered, e.g. 24h.")
     ] = None,
+    auth: Annotated[
+        bool | None,
+        typer.Option("--auth/--no-auth", help="Want a bearer token on every route but /health and /ready."),
+    ] = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Serve an address other than loopback without --auth.")
+    ] = False,
+    tls_cert: Annotated[Path | None, typer.Option(help="Serve HTTPS with this certificate (PEM).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="The private key of --tls-cert (PEM).")] = None,
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
@@ -85,11 +121,20 @@ def serve(
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
-        "server.log_format": log_format,
+        "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
+        "server.tls_cert": tls_cert, "server.tls_key": tls_key,
     })  # fmt: skip
+    refusal = exposure_refusal(config)
+    if refusal:
+        fail(refusal, code=2)
     setup_logging(config)
     from jobledger.server.app import create_app  # imported only when serving
-    from jobledger.server.serving import ListenError, listen, run_http
+    from jobledger.server.serving import ListenError, listen, run_http, tls_problem
+
+    if config.server.tls_cert is not None and config.server.tls_key is not None:
+        problem = tls_problem(config.server.tls_cert, config.server.tls_key)
+        if problem:
+            fail(problem, code=2)
 
     try:
         sockets = listen(config.server.host, config.server.port)

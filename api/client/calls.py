@@ -314,6 +314,16 @@ def resolve_url(url: str | None) -> str:
     return (url or os.environ.get("JOBLEDGER_URL") or DEFAULT_URL).rstrip("/")
 
 
+def resolve_token(token: str | None) -> str | None:
+    """The API token: ``token``, else ``$JOBLEDGER_TOKEN``, else None (no Authorization header)."""
+    return token or os.environ.get("JOBLEDGER_TOKEN") or None
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers that present ``token`` (none without one)."""
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
 def unreachable(url: str, exc: httpx.TransportError) -> Unavailable:
     """The error for a request that got no answer, after any retries."""
     return Unavailable(f"cannot reach jobledger at {url}: {str(exc) or type(exc).__name__}")

@@ -29,6 +29,14 @@ class Conflict(ClientError):
     or 422: an Idempotency-Key sent again with another request than its first."""
 
 
+class Unauthorized(ClientError):
+    """401: the server wants a token (``token=`` or ``$JOBLEDGER_TOKEN``), or does not know this one."""
+
+
+class Forbidden(ClientError):
+    """403: the token's scopes do not cover the request."""
+
+
 class ReadOnly(ClientError):
     """405: the server serves a read-only view and accepts no writes."""
 
@@ -52,6 +60,8 @@ class WaitTimeout(ClientError, TimeoutError):
 
 _BY_STATUS: dict[int, type[ClientError]] = {
     400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
     404: NotFound,
     405: ReadOnly,
     409: Conflict,

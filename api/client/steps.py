@@ -30,7 +30,7 @@ from typing import Any, ClassVar, TypeAlias, TypeVar
 import httpx
 
 from jobledger.client import calls
-from jobledger.client.calls import ApiCall, resolve_url, unreachable
+from jobledger.client.calls import ApiCall, auth_headers, resolve_token, resolve_url, unreachable
 from jobledger.client.errors import WaitTimeout
 from jobledger.client.models import Event, Job
 from jobledger.client.policy import Retry
@@ -98,12 +98,16 @@ class ClientBase:
         *,
         timeout: float = 10.0,
         retry: Retry | None = None,
+        token: str | None = None,
         **httpx_options: Any,
     ) -> None:
         self.url = resolve_url(url)
         self.retry = retry or Retry()
         self._timeout = timeout
-        self._http = self._HTTP(base_url=self.url, timeout=timeout, **httpx_options)
+        #: The API token sent as ``Authorization: Bearer``: ``token``, else ``$JOBLEDGER_TOKEN``.
+        self.token = resolve_token(token)
+        headers = {**auth_headers(self.token), **httpx_options.pop("headers", {})}
+        self._http = self._HTTP(base_url=self.url, timeout=timeout, headers=headers, **httpx_options)
 
     def _sending(self, call: ApiCall[T]) -> Steps[T]:
         """Send ``call``, again as :attr:`retry` allows; its parsed result."""

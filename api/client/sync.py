@@ -23,7 +23,8 @@ T = TypeVar("T")
 class Client(ClientBase):
     """A jobledger server over HTTP.
 
-    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
+    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``; ``token`` (an API token,
+    sent as ``Authorization: Bearer``) to ``$JOBLEDGER_TOKEN``, else none.  Errors raise the
     :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
     ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
     Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).

@@ -40,6 +40,9 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
     "JOBLEDGER_IDEMPOTENCY_WINDOW": "server.idempotency_window",
     "JOBLEDGER_READ_ONLY": "server.read_only",
+    "JOBLEDGER_AUTH": "server.auth",
+    "JOBLEDGER_TLS_CERT": "server.tls_cert",
+    "JOBLEDGER_TLS_KEY": "server.tls_key",
     "JOBLEDGER_STRICT": "server.strict",
     "JOBLEDGER_SCHEDULER": "server.scheduler",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
@@ -109,6 +112,10 @@ class ServerConfig(_Section):
     next_job_delay: Duration = 0
     idempotency_window: Duration = 86_400_000  # how long a create's Idempotency-Key is remembered
     read_only: bool = False
+    auth: bool = False  # every route but /health and /ready wants a bearer token (jobledger token create)
+    insecure: bool = False  # serve an address other than loopback without auth (refused otherwise)
+    tls_cert: Path | None = None  # with tls_key: serve HTTPS (PEM files)
+    tls_key: Path | None = None
     strict: bool = False  # refuse request bodies with keys jobledger does not know (400), not ignore them
     scheduler: bool = True  # run the scheduler's checks in this process (false: leave them to others)
     log_level: str = "info"

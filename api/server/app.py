@@ -36,6 +36,7 @@ from jobledger.server import job_handlers as job
 from jobledger.server import launcher_handlers as launcher
 from jobledger.server import metrics, openapi
 from jobledger.server import queue_handlers as queue
+from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
 from jobledger.server.inputs import IgnoredKeysHeader
 
@@ -105,9 +106,10 @@ def _dispatch(endpoints: dict[str, Endpoint]) -> Endpoint:
     return by_method
 
 
-def _routes(read_only: bool) -> list[Route]:
+def _routes(read_only: bool, auth: bool = False) -> list[Route]:
     """One Route per path, dispatching on the method, so that a method the path does not take gets
-    405 with an Allow header naming all those it does."""
+    405 with an Allow header naming all those it does.  With ``auth``, each method behind the token
+    check of :mod:`jobledger.server.auth`."""
     by_path: dict[str, dict[str, Endpoint]] = {}
     reads: dict[str, list[str]] = {}
     for path, method, endpoint, writes in ROUTES:
@@ -117,6 +119,8 @@ def _routes(read_only: bool) -> list[Route]:
     for path, method, _, writes in ROUTES:
         if read_only and writes:
             by_path[path][method] = refuse_write(reads.get(path, []))
+        if auth:
+            by_path[path][method] = guarded(REQUIRES[(method, path)], by_path[path][method])
     return [Route(path, _dispatch(endpoints), methods=list(endpoints)) for path, endpoints in by_path.items()]
 
 
@@ -170,7 +174,8 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             await watch.close()
             await client.aclose()
 
-    app = Starlette(routes=_routes(read_only), exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
+    routes = _routes(read_only, config.server.auth)
+    app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
                     middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict

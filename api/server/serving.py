@@ -16,6 +16,8 @@ import asyncio
 import logging
 import signal
 import socket
+import ssl
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -70,12 +72,18 @@ class GracefulServer(uvicorn.Server):
     handler of SIGINT and SIGTERM, whichever way its version installs it."""
 
     def __init__(
-        self, config: uvicorn.Config, shutdown_timeout: float, address: str, stopping: asyncio.Event | None
+        self,
+        config: uvicorn.Config,
+        shutdown_timeout: float,
+        address: str,
+        stopping: asyncio.Event | None,
+        scheme: str = "http",
     ) -> None:
         super().__init__(config)
         self.stopping = stopping  # set at the first signal: long-polls end at once
         self.shutdown_timeout = shutdown_timeout
         self.address = address
+        self.scheme = scheme
         self.signals = 0
         self.loop: asyncio.AbstractEventLoop | None = None
         self.main: asyncio.Task[None] | None = None
@@ -109,7 +117,16 @@ class GracefulServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
-            log.info("listening on http://%s", self.address)
+            log.info("listening on %s://%s", self.scheme, self.address)
+
+
+def tls_problem(cert: Path, key: Path) -> str | None:
+    """Why the certificate and key cannot serve HTTPS (unreadable, not PEM, not a pair), or None."""
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        return f"cannot serve HTTPS with {cert} and {key}: {exc.strerror or exc}"
+    return None
 
 
 def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
@@ -125,10 +142,13 @@ def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
         log_level=config.server.log_level,
         # uvicorn declares an int, and passes it to asyncio.wait_for: any number of seconds works
         timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
+        ssl_certfile=config.server.tls_cert,
+        ssl_keyfile=config.server.tls_key,
     )
     port = sockets[0].getsockname()[1] if sockets else config.server.port
     stopping = getattr(getattr(app, "state", None), "stopping", None)
-    server = GracefulServer(uv_config, timeout, address_text(config.server.host, port), stopping)
+    scheme = "https" if config.server.tls_cert is not None else "http"
+    server = GracefulServer(uv_config, timeout, address_text(config.server.host, port), stopping, scheme)
     loop = asyncio.new_event_loop()
     server.loop = loop
     try:

@@ -163,11 +163,15 @@ class HttpTransport:
     """
 
     def __init__(
-        self, url: str | None = None, client: AsyncClient | None = None, long_poll: float = LONG_POLL
+        self,
+        url: str | None = None,
+        client: AsyncClient | None = None,
+        long_poll: float = LONG_POLL,
+        token: str | None = None,
     ) -> None:
-        self.client = client or AsyncClient(url)
+        self.client = client or AsyncClient(url, token=token)
         self.long_poll = long_poll
-        self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10)
+        self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10, token=self.client.token)
         self._feeds = QueueFeeds(self.client)
         self._errors = FetchErrors()
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import httpx
 
 from jobledger.client import AsyncClient
+from jobledger.client.calls import auth_headers
 from jobledger.client.errors import ClientError, NotFound
 from jobledger.client.models import Event
 from jobledger.client.sse import IDLE_READ_TIMEOUT, STREAM_PATH, SseDecoder
@@ -115,7 +116,9 @@ class QueueFeeds:
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
         timeout = httpx.Timeout(10.0, read=IDLE_READ_TIMEOUT)
-        self.http = httpx.AsyncClient(base_url=client.url, timeout=timeout)
+        self.http = httpx.AsyncClient(
+            base_url=client.url, timeout=timeout, headers=auth_headers(client.token)
+        )
         self._feeds: dict[str, _Feed] = {}
 
     def watch(self, job: Any, on_over: OnOver) -> Watching:

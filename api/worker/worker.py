@@ -69,8 +69,9 @@ class Worker:
     """Run ``handler`` over the jobs of ``queues``, ``concurrency`` at a time.
 
     ``transport``: ``"http"`` (the server at ``url``, default ``$JOBLEDGER_URL`` or
-    http://127.0.0.1:8023), ``"redis"`` (the ledger at ``redis_url`` in ``namespace``, directly), or
-    a :class:`~jobledger.worker.transports.Transport`.  ``heartbeat_interval`` (seconds) replaces reading
+    http://127.0.0.1:8023; ``token``, its API token, default ``$JOBLEDGER_TOKEN``), ``"redis"`` (the
+    ledger at ``redis_url`` in ``namespace``, directly), or a
+    :class:`~jobledger.worker.transports.Transport`.  ``heartbeat_interval`` (seconds) replaces reading
     each job's ``heartbeat_timeout``.
     """
 
@@ -82,6 +83,7 @@ class Worker:
         concurrency: int = 1,
         transport: str | Transport = "http",
         url: str | None = None,
+        token: str | None = None,
         redis_url: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         worker_id: str | None = None,
@@ -93,7 +95,7 @@ class Worker:
         self.handler = handler
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
-        self.transport = _transport(transport, url, redis_url, namespace)
+        self.transport = _transport(transport, url, redis_url, namespace, token)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period
@@ -362,11 +364,13 @@ def _named(job: Assignment) -> str:
     return f"job {job.id} ({job.queue}, attempt {job.attempt})"
 
 
-def _transport(kind: str | Transport, url: str | None, redis_url: str | None, namespace: str) -> Transport:
+def _transport(
+    kind: str | Transport, url: str | None, redis_url: str | None, namespace: str, token: str | None = None
+) -> Transport:
     if not isinstance(kind, str):
         return kind
     if kind == "http":
-        return HttpTransport(url)
+        return HttpTransport(url, token=token)
     if kind == "redis":
         if not redis_url:
             raise ValueError("the redis transport needs redis_url")
