@@ -13,6 +13,7 @@ ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -32,6 +33,9 @@ Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 LOCAL = "local"
 SCHEDULER = "scheduler"
 MAX_ACTOR = 255
+#: What an actor may be: 1 to 255 characters, none of them a control character.
+ACTOR_PATTERN = r"^[^\x00-\x1f\x7f]{1,255}$"
+_ACTOR = re.compile(ACTOR_PATTERN)
 
 
 def launcher_actor(launcher: int | str) -> str:
@@ -40,8 +44,8 @@ def launcher_actor(launcher: int | str) -> str:
 
 
 def valid_actor(name: str) -> bool:
-    """Whether ``name`` can be an actor: 1 to 255 printable characters."""
-    return 0 < len(name) <= MAX_ACTOR and name.isprintable()
+    """Whether ``name`` can be an actor (:data:`ACTOR_PATTERN`)."""
+    return _ACTOR.fullmatch(name) is not None
 
 
 class EventData(BaseModel):

@@ -63,7 +63,7 @@ def live_keys(client: redis.Redis, namespace: str) -> Keys:
 
 def _checked(actor: str) -> str:
     if not valid_actor(actor):
-        raise ValueError(f"an actor is 1 to 255 printable characters, not {actor!r}")
+        raise ValueError(f"an actor is 1 to 255 characters, none a control character, not {actor!r}")
     return actor
 
 
