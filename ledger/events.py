@@ -1,9 +1,10 @@
 """Event types: one pydantic model per type, versioned, and the stream entry format.
 
 A stream entry holds ``type``, ``v`` (schema version of that type), ``at`` (ms since the epoch, UTC),
-``job`` and ``queue`` where they apply, and ``data`` (compact JSON of the type's own fields).  The
-stream id is the event's id.  Events are built and applied inside the Lua commands; these models are
-the contract for the fields, decode what is read back, and upcast an older ``v`` to the current model.
+``job`` and ``queue`` where they apply, ``actor`` (who caused the event: see :data:`LOCAL`) and
+``data`` (compact JSON of the type's own fields).  The stream id is the event's id.  Events are
+built and applied inside the Lua commands; these models are the contract for the fields, decode
+what is read back, and upcast an older ``v`` to the current model.
 
 Opaque user JSON (a job's ``input`` and ``output``) travels inside ``data`` as its JSON *text*, so the
 ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it for readers.
@@ -12,6 +13,7 @@ ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -22,6 +24,28 @@ from jobledger.ledger.durations import format_time
 from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: The actor of an event, recorded in its entry's ``actor`` field, says who caused it: the name of
+#: the token of the request that ran the command, ``local`` when the server runs without auth (and
+#: for commands run straight on the ledger: the CLI, a worker's Redis transport), ``scheduler`` for
+#: the scheduler's checks, ``launcher:ID`` for what launcher ID's firing appends.  Entries written
+#: before the field existed have none and read as ``local`` (the upcast of :func:`decode_entry`).
+LOCAL = "local"
+SCHEDULER = "scheduler"
+MAX_ACTOR = 255
+#: What an actor may be: 1 to 255 characters, none of them a control character.
+ACTOR_PATTERN = r"^[^\x00-\x1f\x7f]{1,255}$"
+_ACTOR = re.compile(ACTOR_PATTERN)
+
+
+def launcher_actor(launcher: int | str) -> str:
+    """The actor of the events a launcher's firing appends (``ledger/lua/lib/launch.lua``)."""
+    return f"launcher:{launcher}"
+
+
+def valid_actor(name: str) -> bool:
+    """Whether ``name`` can be an actor (:data:`ACTOR_PATTERN`)."""
+    return _ACTOR.fullmatch(name) is not None
 
 
 class EventData(BaseModel):
@@ -395,9 +419,10 @@ class Event:
     job: int | None
     queue: str | None
     data: EventData
+    actor: str = LOCAL
 
     def item(self) -> dict[str, Any]:
-        """The API's event item ``{id, type, at, queue, job, data}``, user JSON decoded."""
+        """The API's event item ``{id, type, at, queue, job, actor, data}``, user JSON decoded."""
         data = self.data.model_dump(exclude_none=True)
         for name in self.data.json_text_fields:
             if name in data:
@@ -408,6 +433,7 @@ class Event:
             "at": format_time(self.at),
             "queue": self.queue,
             "job": self.job,
+            "actor": self.actor,
             "data": data,
         }
 
@@ -417,7 +443,8 @@ def _text(value: Any) -> str:
 
 
 def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
-    """A raw XRANGE entry (bytes or str) -> :class:`Event`, upcasting an older ``v``."""
+    """A raw XRANGE entry (bytes or str) -> :class:`Event`, upcasting an older ``v``; an entry
+    without an ``actor`` (written before the field existed) reads as :data:`LOCAL`."""
     f = {_text(k): _text(v) for k, v in fields.items()}
     type_ = f["type"]
     raw = json.loads(f.get("data") or "{}")
@@ -430,6 +457,7 @@ def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
         job=int(job) if job else None,
         queue=f.get("queue") or None,
         data=data,
+        actor=f.get("actor") or LOCAL,
     )
 
 

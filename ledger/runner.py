@@ -1,13 +1,18 @@
 """Run commands and reads against one ledger (a namespace on one Redis), sync or async.
 
-The runner owns the three things every command needs: the client, the namespace's key prefix
-(``KEYS[1]``) and the clock that gives ``now`` (``ARGV[1]``).  Scripts are registered once per
-runner and called with EVALSHA (redis-py loads a script again after a server restart, on NOSCRIPT).
-Error replies from scripts become the :mod:`jobledger.ledger.errors` tree; a lost connection, Unavailable.
+The runner owns the four things every command needs: the client, the namespace's key prefix
+(``KEYS[1]``), the clock that gives ``now`` (``ARGV[1]``) and the actor, who the events it appends
+are recorded as caused by (``ARGV[2]``, which the scripts' prelude takes off: see
+:mod:`jobledger.ledger.scripts`).  :meth:`_Base.as_actor` is the same runner acting for another
+actor: a server runs each request's commands as the name of the request's token.  Scripts are
+registered once per runner and called with EVALSHA (redis-py loads a script again after a server
+restart, on NOSCRIPT).  Error replies from scripts become the :mod:`jobledger.ledger.errors` tree;
+a lost connection, Unavailable.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable, Generator, Iterable
@@ -19,6 +24,7 @@ import redis.asyncio
 from jobledger.ledger import errors
 from jobledger.ledger.clock import Clock, now_ms
 from jobledger.ledger.commands import Call
+from jobledger.ledger.events import LOCAL, valid_actor
 from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
@@ -55,6 +61,12 @@ def live_keys(client: redis.Redis, namespace: str) -> Keys:
     return keys.with_generation(generation_of(client.get(keys.build("generation"))))
 
 
+def _checked(actor: str) -> str:
+    if not valid_actor(actor):
+        raise ValueError(f"an actor is 1 to 255 characters, none a control character, not {actor!r}")
+    return actor
+
+
 Op: TypeAlias = Read[Any] | Call[Any] | list[Call[Any]]
 #: A driver of several round trips, written once for both runners: a generator that yields Ops and
 #: is sent each one's result (a Read's value, a Call's result, a batch's list of results); its return
@@ -74,22 +86,32 @@ class _Base:
     #: Called after every command, refused or not, with its script name and seconds taken (metrics).
     observe: Callable[[str, float], None] | None = None
 
-    def __init__(self, client: Any, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> None:
+    def __init__(
+        self, client: Any, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+    ) -> None:
         self.client = client
         self.keys = Keys(namespace)
         self.clock = clock
+        self.actor = _checked(actor)
         self._scripts = {name: client.register_script(src) for name, src in sources().items()}
 
     def as_actor(self, actor: str) -> Self:
-        """The runner whose commands record ``actor`` as who caused them.  A stand-in until the
-        runner records actors (merge: the actor-aware version replaces it): the same runner."""
-        return self
+        """This runner acting for ``actor``: the commands run through it record ``actor`` in every
+        event they append.  A view, cheap to make (it shares the client and the registered scripts,
+        and changes nothing of this runner); ValueError for a name that is no actor."""
+        if actor == self.actor:
+            return self
+        view = copy.copy(self)
+        view.actor = _checked(actor)
+        return view
 
     def _running(self, call: Call[T]) -> Generator[Any, Any, T]:
         started = time.perf_counter()
         try:
             script = self._scripts[call.script]
-            return call.parse((yield script(keys=[self.keys.ledger_prefix], args=[self.clock(), *call.args])))
+            return call.parse(
+                (yield script(keys=[self.keys.ledger_prefix], args=[self.clock(), self.actor, *call.args]))
+            )
         finally:
             if self.observe is not None:
                 self.observe(call.script, time.perf_counter() - started)
@@ -101,7 +123,7 @@ class _Base:
         for call in calls:  # queued by hand: the async Script's call is a coroutine even on a pipeline
             script = self._scripts[call.script]
             pipe.scripts.add(script)  # the pipeline loads the scripts Redis lacks before it runs
-            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, *call.args)
+            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, *call.args)
         replies = yield pipe.execute(raise_on_error=False)
         return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
 
@@ -210,9 +232,13 @@ class AsyncLedger(_Base):
         return await self._complete(self._driving(steps))
 
 
-def connect(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> Ledger:
-    return Ledger(sync_client(url), namespace, clock)
+def connect(
+    url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+) -> Ledger:
+    return Ledger(sync_client(url), namespace, clock, actor)
 
 
-def connect_async(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> AsyncLedger:
-    return AsyncLedger(async_client(url), namespace, clock)
+def connect_async(
+    url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+) -> AsyncLedger:
+    return AsyncLedger(async_client(url), namespace, clock, actor)

@@ -30,6 +30,12 @@ deadlines, the events' ``at``) uses the raised value, and ``emit`` moves the clo
 ``at``.  Hence ``at`` never decreases along the stream, whatever the callers' clocks do.  Appliers
 never read it: they take ``at`` from the event.
 
+The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, see
+:mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR``, so the command's own
+arguments keep their indices from ``ARGV[2]`` on, and ``emit`` records it in each event's ``actor``
+field (a launcher's firing records ``launcher:ID`` instead).  Replay steps have no actor: import
+carries each event's own.
+
 Scripts are composed once per process.
 """
 
@@ -50,8 +56,10 @@ ENTRY_DIRS = ("ledger/lua", "replay/lua")
 APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
 COMMANDS = "ledger/lua/"
-#: The start of every command's body: ``now`` (``ARGV[1]``) raised to the ledger's clock, once.
-CLOCK = (
+#: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
+#: raised to the ledger's clock, once.
+PRELUDE = (
+    "local ACTOR = table.remove(ARGV, 2)\n"
     "local NOW = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', K.clock) or 0))\n"
     "ARGV[1] = tostring(NOW)\n"
 )
@@ -176,7 +184,7 @@ class Library:
             parts.append(piece.text)
         code = "\n".join(parts)
         if entry.startswith(COMMANDS):
-            code = CLOCK + code
+            code = PRELUDE + code
         return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
 
     def entries(self) -> dict[str, str]:

@@ -25,12 +25,14 @@ class EventFilter:
     type: str | None = None
     queue: str | None = None
     job: int | None = None
+    actor: str | None = None
 
     def matches(self, event: Event) -> bool:
         return (
             (self.type is None or event.type == self.type)
             and (self.queue is None or event.queue == self.queue)
             and (self.job is None or event.job == self.job)
+            and (self.actor is None or event.actor == self.actor)
         )
 
 

@@ -8,7 +8,8 @@ Import appends the events, with their own ids, to the stream of an empty namespa
 them: the ``import_events`` script XADDs each event and calls the same ``apply`` every command
 calls, so the ledger rule holds there too (projections change only by applying an event that is
 in the stream).  An exported ledger imported into an empty namespace gives the same stream, entry
-for entry, and the same projections.
+for entry (each event's actor included, and no actor where an old entry had none), and the same
+projections.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _import_args(entries: Iterable[RawEntry], previous: str | None) -> tuple[lis
         data = f.get(b"data", b"{}")
         current = current_data(entry_id, f)
         args += (entry_id, f[b"type"], f[b"v"], f[b"at"], f.get(b"job", b""), f.get(b"queue", b""),
-                 data, b"" if current is data else current)  # fmt: skip
+                 f.get(b"actor", b""), data, b"" if current is data else current)  # fmt: skip
     return args, previous
 
 

@@ -3,8 +3,9 @@
 - ``export --to FILE.jsonl [--until ID|TIME]`` and ``import FILE.jsonl`` move a whole ledger (archived
   events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
   talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
-- ``tail [--type T] [--queue Q] [--job ID] [--after ID]`` follows a server's event feed over HTTP
-  (``--url`` / ``$JOBLEDGER_URL``): one line per event, as it happens, until interrupted; quiet
+- ``tail [--type T] [--queue Q] [--job ID] [--actor A] [--after ID]`` follows a server's event feed
+  over HTTP (``--url`` / ``$JOBLEDGER_URL``): one line per event, who caused it included, as it
+  happens, until interrupted; quiet
   spells of any length keep it waiting (the server's keep-alives), a lost connection is made
   again, resuming after the last event shown.
 
@@ -97,9 +98,9 @@ def import_command(
 
 
 def print_event(out: Output, event: Event) -> None:
-    """One event on one line: when, its type, job and queue, what its data says (durations and
-    times formatted), and its id (for ``--after``).  Coloured on a terminal; tab-separated when
-    piped; the event as the server sent it with ``--json``."""
+    """One event on one line: when, its type, job and queue, who caused it (its actor), what its
+    data says (durations and times formatted), and its id (for ``--after``).  Coloured on a
+    terminal; tab-separated when piped; the event as the server sent it with ``--json``."""
     item = event.model_dump(mode="json")
     if out.is_json:
         typer.echo(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
@@ -108,12 +109,13 @@ def print_event(out: Output, event: Event) -> None:
     details = event_details(event.data, plain)
     if plain:
         job = str(event.job) if event.job is not None else ""
-        typer.echo("\t".join([when(event.at, plain), event.type, event.queue or "", job, details, event.id]))
+        fields = [when(event.at, plain), event.type, event.queue or "", job, event.actor, details, event.id]
+        typer.echo("\t".join(fields))
         return
     line = Text.assemble(
         (when(event.at, plain), "dim"), " ", (event.type, EVENT_STYLES.get(event.type, "")),
         f" job {event.job}" if event.job is not None else "", " ", (event.queue or "", "bold"),
-        " ", details, " ", (event.id, "dim"),
+        " ", (f"by {event.actor}", "cyan"), " ", details, " ", (event.id, "dim"),
     )  # fmt: skip
     out.console.print(line, soft_wrap=True)
 
@@ -123,6 +125,10 @@ def tail_command(
     type_: Annotated[str | None, typer.Option("--type", help="Only events of this type.")] = None,
     queue: Annotated[str | None, typer.Option(help="Only events of this queue.")] = None,
     job: Annotated[int | None, typer.Option(min=1, help="Only events of this job.")] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option(help="Only events this actor caused (a token's name, local, scheduler, launcher:ID)."),
+    ] = None,
     after: Annotated[
         str | None, typer.Option(help="Start after this event id (default: from now on).")
     ] = None,
@@ -133,7 +139,7 @@ def tail_command(
     out = Output(as_json)
     try:
         with connected(url) as client:
-            for event in client.follow(after, type=type_, queue=queue, job=job):
+            for event in client.follow(after, type=type_, queue=queue, job=job, actor=actor):
                 print_event(out, event)
     except KeyboardInterrupt:
         return

@@ -218,11 +218,14 @@ class AsyncClient(ClientBase):
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
         page_size: int = 500,
     ) -> AsyncGenerator[Event, None]:
         """Every event after the id ``after`` matching the filters, oldest first, page by page, up
         to the ledger's current end (``async for``)."""
-        async for event in self._iterate(self._paging(after, filter_params(type, queue, job), page_size)):
+        async for event in self._iterate(
+            self._paging(after, filter_params(type, queue, job, actor), page_size)
+        ):
             yield event
 
     async def follow(
@@ -232,11 +235,12 @@ class AsyncClient(ClientBase):
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The events matching the filters as they are appended, without end (``async for``);
         reconnects and resumes after the last event seen, as :meth:`jobledger.client.sync.Client.follow`."""
         async for event in self._iterate(
-            self._following(after, filter_params(type, queue, job), Deadline(None))
+            self._following(after, filter_params(type, queue, job, actor), Deadline(None))
         ):
             yield event
 

@@ -39,9 +39,11 @@ def ends_job(event: Event) -> bool:
     return event.type in ENDING or (event.type in ENDING_IF_ENDED and bool(event.data.get("ended")))
 
 
-def filter_params(type: str | None, queue: str | None, job: int | None) -> dict[str, str | int]:
+def filter_params(
+    type: str | None, queue: str | None, job: int | None, actor: str | None = None
+) -> dict[str, str | int]:
     """The feed's filters as query parameters (only those given)."""
-    given: dict[str, str | int | None] = {"type": type, "queue": queue, "job": job}
+    given: dict[str, str | int | None] = {"type": type, "queue": queue, "job": job, "actor": actor}
     return {k: v for k, v in given.items() if v is not None}
 
 

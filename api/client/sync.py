@@ -227,11 +227,13 @@ class Client(ClientBase):
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
         page_size: int = 500,
     ) -> Iterator[Event]:
         """Every event after the id ``after`` (from the first, without), oldest first, that matches
-        the filters: ``GET /events`` page by page, up to the ledger's current end."""
-        yield from self._iterate(self._paging(after, filter_params(type, queue, job), page_size))
+        the filters (``actor``: only the events it caused): ``GET /events`` page by page, up to the
+        ledger's current end."""
+        yield from self._iterate(self._paging(after, filter_params(type, queue, job, actor), page_size))
 
     def follow(
         self,
@@ -240,11 +242,14 @@ class Client(ClientBase):
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
     ) -> Iterator[Event]:
         """The events matching the filters as they are appended, without end: after the id ``after``,
         or from the live end without.  ``GET /events/stream``; a lost connection is made again and
         resumes after the last event seen (``Last-Event-ID``), so none is missed or repeated."""
-        yield from self._iterate(self._following(after, filter_params(type, queue, job), Deadline(None)))
+        yield from self._iterate(
+            self._following(after, filter_params(type, queue, job, actor), Deadline(None))
+        )
 
     # Running the steps of jobledger.client.steps
 

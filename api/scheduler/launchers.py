@@ -9,6 +9,7 @@ schedulers may run these checks side by side.
 Each check is written once, as steps (:data:`jobledger.ledger.runner.Steps`) that the sync and the
 async runner both drive: the fire and trigger commands of a batch go in one pipeline, and a launcher
 the ledger refuses does not keep the others from firing (see :meth:`jobledger.ledger.runner.Ledger.drive`).
+They run as the ``scheduler`` actor; what a launcher's firing appends records ``launcher:ID``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TypeVar
 
 from jobledger.ledger import commands
 from jobledger.ledger.clock import Clock
+from jobledger.ledger.events import SCHEDULER
 from jobledger.ledger.launchers import catch_up
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.ledger.stream import id_key, newest
@@ -99,10 +101,10 @@ def follow_event_launchers(
 ) -> list[int]:
     """The event check: trigger @event launchers on the events that match them; the id of the
     launcher of each trigger that did something (fired, skipped or moved its firing time)."""
-    return ledger.drive(_follow_steps({} if positions is None else positions, batch))
+    return ledger.as_actor(SCHEDULER).drive(_follow_steps({} if positions is None else positions, batch))
 
 
 async def check_launchers(ledger: AsyncLedger, positions: dict[int, str], batch: int = BATCH) -> int:
     """:func:`launcher_steps` on the async runner; how many launchers they acted on."""
-    triggered, fired = await ledger.drive(launcher_steps(positions, ledger.clock, batch))
+    triggered, fired = await ledger.as_actor(SCHEDULER).drive(launcher_steps(positions, ledger.clock, batch))
     return len(triggered) + len(fired)

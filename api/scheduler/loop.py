@@ -5,6 +5,7 @@ running jobs, ``check_queued`` against max_queued_time, ``check_retries``, ``che
 launcher checks of :mod:`jobledger.ledger.launchers`); each reads only the due part of a deadline set and
 re-checks the job inside its script, so any number of schedulers can run at once and a job still
 times out, retries or expires once.  A check runs in batches until less than a full batch was due.
+Its commands run as the actor ``scheduler``: the events they append record it.
 
 When it runs them: every deadline is kept within about a second of its time, whatever the check
 intervals.  A round reads the head (the earliest deadline) of every due set in one pipelined read,
@@ -30,6 +31,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.events import SCHEDULER
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, connect_async
@@ -132,6 +134,7 @@ def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, Handled]]:
 
 def check(ledger: Ledger, name: str, batch: int = BATCH) -> Handled:
     """One check, to the end of what is due now; the ids it handled."""
+    ledger = ledger.as_actor(SCHEDULER)
     if not ledger.read(anything_due(name, ledger.clock())):
         return []
     return ledger.drive(_drain_steps(name, batch))
@@ -140,7 +143,7 @@ def check(ledger: Ledger, name: str, batch: int = BATCH) -> Handled:
 def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, Handled]:
     """Run every check once, to the end of what is due now; the ids each check handled.  The same
     steps as a round of :func:`run` (which reads every due set's head instead of asking each)."""
-    return ledger.drive(_tick_steps(ledger.clock, batch))
+    return ledger.as_actor(SCHEDULER).drive(_tick_steps(ledger.clock, batch))
 
 
 @dataclass
@@ -277,6 +280,7 @@ async def run(
     """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), and
     retention if configured, until cancelled.  ``watch`` is the process's follower of the ledger
     (one is made, and closed after, when None); ``state`` is kept up to date for ``/ready``."""
+    ledger = ledger.as_actor(SCHEDULER)
     own_watch = watch is None
     follower = LedgerWatch(ledger) if watch is None else watch
     deadlines = _Deadlines(ledger, every, state or SchedulerState())

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from jobledger.ledger.errors import BadRequest, JobLedgerError
-from jobledger.ledger.events import EVENT_TYPES, Event
+from jobledger.ledger.events import EVENT_TYPES, MAX_ACTOR, Event, valid_actor
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger, translate
@@ -56,14 +56,18 @@ def _cursor(raw: str | None, name: str) -> str | None:
 
 def _filter(request: Request) -> EventFilter:
     q = request.query_params
-    type_, queue, job = q.get("type"), q.get("queue"), q.get("job")
+    type_, queue, job, actor = q.get("type"), q.get("queue"), q.get("job"), q.get("actor")
     if type_ is not None and type_ not in EVENT_TYPES:
         raise BadRequest(f"unknown event type {type_!r}; known: {', '.join(EVENT_TYPES)}")
     if queue is not None and not valid_queue_name(queue):
         raise BadRequest(f"invalid queue name {queue!r}")
     if job is not None and valid_job_id(job) is None:
         raise BadRequest(f"job must be a positive integer, not {job!r}")
-    return EventFilter(type_, queue, int(job) if job is not None else None)
+    if actor is not None and not valid_actor(actor):
+        raise BadRequest(
+            f"actor must be 1 to {MAX_ACTOR} printable characters, not {actor[: MAX_ACTOR + 1]!r}"
+        )
+    return EventFilter(type_, queue, int(job) if job is not None else None, actor)
 
 
 async def list_events(request: Request) -> Response:

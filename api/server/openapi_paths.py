@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from jobledger.ledger.events import EVENT_TYPES
+from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
 from jobledger.projections.views import JOB_FIELDS
@@ -34,6 +34,8 @@ def array(items: JSON, **limits: int) -> JSON:
 
 QUEUE_NAME: JSON = {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,255}$"}
 JOB_ID: JSON = {"type": "integer", "minimum": 1}
+#: Who caused an event: a token's name, local, scheduler or launcher:ID.
+ACTOR: JSON = {"type": "string", "pattern": ACTOR_PATTERN, "examples": ["local", "scheduler", "launcher:3"]}
 TAG: JSON = {"type": "string", "minLength": 1, "maxLength": 255}
 EVENT_ID: JSON = {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$", "examples": ["1795322898701-0"]}
 _FIELD = "|".join(JOB_FIELDS)
@@ -74,6 +76,10 @@ QUERY_PARAMS: dict[str, Param] = {
     "type": Param({"type": "string", "enum": list(EVENT_TYPES)}, "Only events of this type."),
     "queue": Param(QUEUE_NAME, "Only events of this queue."),
     "job": Param(JOB_ID, "Only events of this job."),
+    "actor": Param(
+        ACTOR,
+        "Only events this actor caused: a token's name, local, scheduler or launcher:ID.",
+    ),
     "status": Param({"type": "string", "enum": list(JOB_STATUSES)}, "Only jobs with this status."),
     "tag": Param({"type": "string"}, "Only jobs with this tag."),
     "cursor": Param({"type": "string", "pattern": "^[0-9]+$"}, "The previous page's next."),
@@ -147,12 +153,12 @@ def job_schema(fields: tuple[str, ...]) -> JSON:
 def event_item() -> JSON:
     return {
         "type": "object",
-        "required": ["id", "type", "at", "data"],
+        "required": ["id", "type", "at", "actor", "data"],
         "properties": {
             "id": EVENT_ID, "type": {"type": "string", "enum": list(EVENT_TYPES)},
             "at": {"type": "string", "format": "date-time"},
             "queue": {"type": ["string", "null"]}, "job": {"type": ["integer", "null"]},
-            "data": {"type": "object"},
+            "actor": ACTOR, "data": {"type": "object"},
         },
     }  # fmt: skip
 
@@ -299,12 +305,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/events"): Operation(
         "The ledger, paged",
         {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
-        query=("after", "limit", "type", "queue", "job"),
+        query=("after", "limit", "type", "queue", "job", "actor"),
     ),
     ("GET", "/events/stream"): Operation(
         "The ledger live, as Server-Sent Events",
         {200: Reply("id: the event id, data: the event item.", {"type": "string"}, "text/event-stream")},
-        query=("after", "type", "queue", "job"),
+        query=("after", "type", "queue", "job", "actor"),
         headers={"Last-Event-ID": Param(EVENT_ID, "Resume after this event (when after is not given).")},
     ),
     ("POST", "/launcher"): Operation(

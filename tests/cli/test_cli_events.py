@@ -18,8 +18,10 @@ import pytest
 import redis
 from typer.testing import CliRunner, Result
 
+from jobledger.cli.event_commands import print_event
 from jobledger.cli.main import build_app
-from jobledger.cli.output import event_details, when
+from jobledger.cli.output import Output, event_details, when
+from jobledger.client import Event
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
@@ -46,7 +48,8 @@ def test_export_then_import_from_the_command_line(
     out = jobledger("events", "export", "--to", str(path), "--redis-url", redis_url, "--namespace", namespace)
     assert out.stdout.startswith(f"exported {total} events in ") and str(path) in out.stdout
     first = json.loads(path.read_text().splitlines()[0])
-    assert set(first) == {"id", "type", "v", "at", "job", "queue", "data"} and isinstance(first["data"], str)
+    assert set(first) == {"id", "type", "v", "at", "job", "queue", "actor", "data"}
+    assert first["actor"] == "local" and isinstance(first["data"], str)
     copy = namespace + "-copy"
     out = jobledger("events", "import", str(path), "--redis-url", redis_url, "--namespace", copy)
     assert out.stdout.startswith(f"imported {total} events in ") and f"namespace '{copy}'" in out.stdout
@@ -118,7 +121,7 @@ def _tail(server: str, *args: str) -> subprocess.Popen[str]:
 
 
 def test_tail_prints_readable_lines(server: str, client: redis.Redis, ledger: Ledger, namespace: str) -> None:
-    """Piped: RFC 3339 time, type, queue, job, the data with durations and times formatted, id."""
+    """Piped: RFC 3339 time, type, queue, job, actor, the data with durations and times formatted, id."""
     put_queue(ledger, "q", retries=1, retry_delays=["1m"])
     after = stream_ids(client, namespace)[0]
     job_id = create(ledger, "q", input={"to": "ada"}, tags=["a", "b"], timeout="2m15s")
@@ -133,16 +136,46 @@ def test_tail_prints_readable_lines(server: str, client: redis.Redis, ledger: Le
     assert proc.returncode == 0, errors
     rows = [line.rstrip("\n").split("\t") for line in lines]
     ids = stream_ids(client, namespace)[1:4]
-    assert [r[1:4] + r[5:] for r in rows] == [
-        ["job_created", "q", str(job_id), ids[0]],
-        ["job_started", "q", str(job_id), ids[1]],
-        ["job_failed", "q", str(job_id), ids[2]],
+    assert [r[1:5] + r[6:] for r in rows] == [
+        ["job_created", "q", str(job_id), "local", ids[0]],
+        ["job_started", "q", str(job_id), "local", ids[1]],
+        ["job_failed", "q", str(job_id), "local", ids[2]],
     ]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", r[0]) for r in rows)
-    created, started, failed = (r[4] for r in rows)
+    created, started, failed = (r[5] for r in rows)
     assert created == 'timeout=2m15s expires_after=5m retries=1 retry_delays=1m tags=a,b input={"to":"ada"}'
     assert started == "attempt=1"
     assert re.fullmatch(r'retry_at=\d{4}-\d\d-\d\dT[0-9:.]+Z error="ValueError: bad input"', failed), failed
+
+
+def test_tail_shows_who_caused_each_event_and_filters_by_it(
+    server: str, client: redis.Redis, ledger: Ledger, namespace: str
+) -> None:
+    put_queue(ledger, "q")
+    after = stream_ids(client, namespace)[0]
+    create(ledger, "q")  # local: filtered out
+    job_id = create(ledger.as_actor("ci-bot"), "q")
+    with _tail(server, "--after", after, "--actor", "ci-bot") as proc:
+        try:
+            lines = _read_lines(proc.stdout, 1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, errors = proc.communicate(timeout=10)
+    assert proc.returncode == 0, errors
+    assert lines[0].split("\t")[1:5] == ["job_created", "q", str(job_id), "ci-bot"]
+
+
+def test_tail_on_a_terminal_says_by_whom(capsys: pytest.CaptureFixture[str]) -> None:
+    out = Output(as_json=False)
+    out.mode = "rich"
+    event = Event.model_validate(
+        {"id": "5-0", "type": "job_requeued", "at": "2030-01-01T00:00:00Z", "queue": "q", "job": 3,
+         "actor": "scheduler", "data": {"retry": True}}
+    )  # fmt: skip
+    print_event(out, event)
+    assert " by scheduler " in capsys.readouterr().out
+    old = Event.model_validate({"id": "6-0", "type": "job_heartbeat", "at": "2030-01-01T00:00:00Z"})
+    assert old.actor == "local"  # an item without one (an older server's) reads as local
 
 
 def test_tail_waits_through_a_quiet_spell(server: str, ledger: Ledger) -> None:

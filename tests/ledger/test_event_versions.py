@@ -110,7 +110,7 @@ def test_the_event_feed_presents_a_v1_event_upcast(
     item: dict[str, Any] = page["events"][0]
     assert len(page["events"]) == 1
     assert item == {"id": event_id, "type": "job_timed_out", "at": "2030-01-01T00:00:10.000000Z",
-                    "queue": "q", "job": job_id, "data": UPCAST}  # fmt: skip
+                    "queue": "q", "job": job_id, "actor": "local", "data": UPCAST}  # fmt: skip
 
 
 def test_the_job_history_presents_a_v1_event_upcast(
@@ -122,6 +122,7 @@ def test_the_job_history_presents_a_v1_event_upcast(
         by_job = api.get("/events", params={"job": job_id}).json()["events"]
     assert [i["type"] for i in history] == ["job_created", "job_started", "job_timed_out"]
     assert (history[-1]["id"], history[-1]["data"]) == (event_id, UPCAST)
+    assert history[-1]["actor"] == "local"  # written before events recorded their actor
     assert "reason" not in json.dumps(history)
     assert by_job == history
 

@@ -12,7 +12,7 @@ step of every example, and far too much while shrinking).  A stopping worker's h
 running job (``job_returned``) is a rule of its own, and the moves' requeue naming the current
 attempt of a running job is one too.  Creates with an Idempotency-Key from a small set (one job or
 a batch, the same request again or another one) and the scheduler forgetting keys as the clock moves
-past their windows take part too.
+past their windows take part too, and the commands run as one actor or another.
 """
 
 from __future__ import annotations
@@ -433,6 +433,12 @@ class LedgerMachine(RuleBasedStateMachine):
         length = stream_length(self.client, self.namespace)
         if self.run(commands.pause_queue(name, paused)) is not True:
             assert stream_length(self.client, self.namespace) == length
+
+    @rule(actor=st.sampled_from(("local", "ci-bot", "deploy:prod")))
+    def act_as(self, actor: str) -> None:
+        """The commands that follow run as another actor: who caused an event is the stream's
+        record only, so the projections (and their replay) are the same whoever acts."""
+        self.ledger = self.ledger.as_actor(actor)
 
     @rule(ms=steps)
     def advance_and_tick(self, ms: int) -> None:

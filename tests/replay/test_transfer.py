@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,11 +10,13 @@ import redis
 
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
+from jobledger.ledger.stream import EventFilter, scan
 from jobledger.replay.compare import compare
 from jobledger.replay.ledger_file import LedgerFileError, count_lines
 from jobledger.replay.rebuild import NamespaceNotEmpty
 from jobledger.replay.transfer import export_ledger, import_ledger
 from tests.replay_support import stream_entries, stream_ids, workload
+from tests.support import put_queue
 
 
 def test_export_then_import_gives_the_same_stream_and_projections(
@@ -79,3 +82,20 @@ def test_an_interrupted_export_leaves_no_file(
     with pytest.raises(KeyboardInterrupt):
         export_ledger(client, namespace, path, batch=5, progress=interrupt)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_export_and_import_keep_who_caused_each_event(
+    client: redis.Redis, ledger: Ledger, namespace: str, tmp_path: Path
+) -> None:
+    workload(ledger.as_actor("ci-bot"), jobs=6)  # its tick runs as the scheduler
+    put_queue(ledger, "local-queue")
+    path = tmp_path / "ledger.jsonl"
+    export_ledger(client, namespace, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {line["actor"] for line in lines} == {"ci-bot", "scheduler", "local"}
+    copy = namespace + "-copy"
+    import_ledger(client, copy, path)
+    assert stream_entries(client, copy) == stream_entries(client, namespace)
+    assert [e.actor for e in Ledger(client, copy).read(scan(None, 1000, EventFilter())).events] == [
+        line["actor"] for line in lines
+    ]

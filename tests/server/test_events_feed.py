@@ -51,7 +51,7 @@ def test_pages_return_every_event_once_in_order(
     _workload(ledger)
     items = _follow(api, limit=limit)
     assert [i["id"] for i in items] == _all_ids(client, namespace)
-    assert {"id", "type", "at", "queue", "job", "data"} == set(items[0])
+    assert {"id", "type", "at", "queue", "job", "actor", "data"} == set(items[0])
     assert items[0]["at"].endswith("Z")
 
 

@@ -64,7 +64,7 @@ def test_the_stream_resumes_after_last_event_id(
     assert [event_id for event_id, _ in got] == ids[5:]
     assert [item["id"] for _, item in got] == ids[5:]
     assert sse.ids[0] == ids[4]  # the starting position, sent before any event
-    assert set(got[0][1]) == {"id", "type", "at", "queue", "job", "data"}
+    assert set(got[0][1]) == {"id", "type", "at", "queue", "job", "actor", "data"}
 
 
 def test_an_event_appended_after_connecting_arrives_live(server: str, ledger: Ledger) -> None:

@@ -1,7 +1,7 @@
 -- new_job(now, name, queue, options, input, launcher, extra): create a job on queue `name` (its settings
 -- `queue`, from require_queue: a batch reads them once) from decoded options (settings left out come
 -- from the queue; the retry policy, delays or backoff, comes whole from one or the other), input
--- JSON text ('' none) and launcher id ('' none).
+-- JSON text ('' none) and launcher id ('' none: a job a launcher creates records `launcher:ID` as its actor).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
 -- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
@@ -41,6 +41,8 @@ local function new_job(now, name, queue, options, input, launcher, extra)
     for field, v in pairs(extra) do data[field] = v end
   end
   local id = tonumber(redis.call('GET', K.job_id) or '0') + 1
-  emit(now, 'job_created', id, name, data)
+  local actor = nil
+  if launcher ~= '' then actor = 'launcher:' .. launcher end
+  emit(now, 'job_created', id, name, data, actor)
   return id, true
 end
