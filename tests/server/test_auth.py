@@ -229,3 +229,20 @@ def test_no_secret_in_logs_events_projections_or_errors(
     for secret in setup.secrets.values():
         assert secret not in everything
         assert secret.removeprefix("jl_") not in everything
+
+
+def test_each_event_names_the_token_that_caused_it(setup: Setup) -> None:
+    api, secrets = setup.api, setup.secrets
+    job = api.post("/queue/q-1/job", json={}, headers=bearer(secrets["producer"])).json()
+    fetched = api.get("/queue/q-1/job", headers=bearer(secrets["worker"])).json()
+    assert fetched["id"] == setup.job  # the oldest job first
+    done = {"status": "completed", "attempt": fetched["attempt"]}
+    assert api.patch(f"/job/{setup.job}", json=done, headers=bearer(secrets["worker"])).status_code == 204
+    history = api.get(f"/job/{setup.job}/history", headers=bearer(secrets["reader"])).json()
+    assert [(e["type"], e["actor"]) for e in history] == [
+        ("job_created", "admin"), ("job_started", "worker"), ("job_completed", "worker"),
+    ]  # fmt: skip
+    created = api.get(f"/job/{job}/history", headers=bearer(secrets["reader"])).json()
+    assert [(e["type"], e["actor"]) for e in created] == [("job_created", "producer")]
+    by_producer = api.get("/events", params={"actor": "producer"}, headers=bearer(secrets["reader"]))
+    assert [e["job"] for e in by_producer.json()["events"]] == [job]
