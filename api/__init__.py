@@ -1,14 +1,29 @@
-"""The Starlette application and its HTTP handlers, the Python client, the command line."""
+"""jobledger: a job queue server whose source of truth is an append-only event ledger.
 
-from importlib import metadata
+``from jobledger import Client, AsyncClient, Worker`` gives the Python client and worker; the
+server, the command line and the layers below them live in the subpackages (``jobledger.server``,
+``jobledger.cli``, ``jobledger.ledger``...).  The names here are imported on first use, so that
+importing any subpackage does not load the client.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from jobledger.runtime.version import __version__
+
+if TYPE_CHECKING:
+    from jobledger.client import AsyncClient, Client
+    from jobledger.worker import Worker
 
 
-def _version() -> str:
-    """The installed distribution's version; the source tree's when not installed."""
-    try:
-        return metadata.version("jobledger")
-    except metadata.PackageNotFoundError:
-        return "0.1.0"
+_FACE = {"Client": "jobledger.client", "AsyncClient": "jobledger.client", "Worker": "jobledger.worker"}
+
+__all__ = ["AsyncClient", "Client", "Worker", "__version__"]
 
 
-__version__ = _version()
+def __getattr__(name: str) -> Any:
+    if name in _FACE:
+        return getattr(import_module(_FACE[name]), name)
+    raise AttributeError(f"module 'jobledger' has no attribute {name!r}")

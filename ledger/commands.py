@@ -2,7 +2,8 @@
 
 Each command is one Lua script run with EVALSHA: it checks state, appends its event(s) and applies
 them, atomically, in one round trip.  A :class:`Call` is pure data, so the same command runs through
-the sync :class:`ledger.runner.Ledger` or the async :class:`ledger.runner.AsyncLedger`, one at a time
+the sync :class:`jobledger.ledger.runner.Ledger` or the async
+:class:`jobledger.ledger.runner.AsyncLedger`, one at a time
 or many in a pipeline.  ``now`` is not an argument here: the runner adds it from its clock.
 """
 
@@ -12,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from ledger import errors
-from ledger.errors import JobLedgerError
-from ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
+from jobledger.ledger import errors
+from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
 
 T = TypeVar("T")
 
@@ -66,26 +67,57 @@ def delete_queue(name: str) -> Call[int]:
 
 
 @dataclass(frozen=True)
+class Idempotency:
+    """A create's Idempotency-Key: the key, the SHA-256 (hex) of the request it was sent with, and
+    how long (ms) the ledger remembers it.  The same key with the same hash is answered as the first
+    time, without appending; with another hash it is refused (:class:`~jobledger.ledger.errors.Mismatch`)."""
+
+    key: str
+    request_hash: str
+    window: int
+
+
+def _idempotency_args(idempotency: Idempotency | None) -> tuple[str | int, ...]:
+    if idempotency is None:
+        return ("", "", 0)
+    return (idempotency.key, idempotency.request_hash, idempotency.window)
+
+
+@dataclass(frozen=True)
 class Created:
-    """A create's answer: the job's id, and False when a live job already held the unique_key."""
+    """A create's answer: the id, False when a live job already held the unique_key, and ``again``
+    when it is the first answer given again for the same Idempotency-Key (nothing was appended)."""
 
     id: int
     created: bool
+    again: bool = False
 
 
 def _created(reply: Any) -> Created:
-    return Created(int(reply[0]), int(reply[1]) == 1)
+    return Created(int(reply[0]), int(reply[1]) == 1, len(reply) > 2 and int(reply[2]) == 1)
 
 
-def create_job(queue: str, options: JobOptions, launcher: str | None = None) -> Call[Created]:
-    """Create a job (queued, or scheduled until run_at), unless its unique_key is held."""
-    args = (queue, options.options_json(), options.input_text(), launcher or "")
+def create_job(
+    queue: str, options: JobOptions, launcher: str | None = None, idempotency: Idempotency | None = None
+) -> Call[Created]:
+    """Create a job (queued, or scheduled until run_at), unless its unique_key is held or its
+    Idempotency-Key already answered."""
+    args = (
+        queue,
+        options.options_json(),
+        options.input_text(),
+        launcher or "",
+        *_idempotency_args(idempotency),
+    )
     return Call("create_job", args, _created)
 
 
-def create_jobs(queue: str, jobs: list[JobOptions]) -> Call[list[Created]]:
-    """Create many jobs on one queue in one script (one round trip)."""
-    args: list[str | int] = [queue]
+def create_jobs(
+    queue: str, jobs: list[JobOptions], idempotency: Idempotency | None = None
+) -> Call[list[Created]]:
+    """Create many jobs on one queue in one script (one round trip); answered again (each
+    ``again``) when the Idempotency-Key already answered."""
+    args: list[str | int] = [queue, *_idempotency_args(idempotency)]
     for options in jobs:
         args += [options.options_json(), options.input_text()]
     return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply])
@@ -178,10 +210,17 @@ def check_expiry(limit: int) -> Call[list[int]]:
     return Call("check_expiry", (limit,), _ids)
 
 
-def create_launcher(queue: str, data_json: str) -> Call[int]:
+def check_idempotency(limit: int) -> Call[list[str]]:
+    """Forget up to ``limit`` Idempotency-Keys whose window is over; the keys."""
+    return Call("check_idempotency", (limit,), lambda reply: [_text(k) or "" for k in reply])
+
+
+def create_launcher(queue: str, data_json: str, idempotency: Idempotency | None = None) -> Call[Created]:
     """A new launcher on an existing queue, from its ``launcher_created`` data (see
-    :func:`ledger.launchers.created_data`); its id."""
-    return Call("create_launcher", (queue, data_json), _int)
+    :func:`jobledger.ledger.launchers.created_data`); its id, ``again`` when the Idempotency-Key
+    already answered."""
+    args = (queue, data_json, *_idempotency_args(idempotency))
+    return Call("create_launcher", args, lambda r: Created(int(r[0]), True, int(r[1]) == 1))
 
 
 def delete_launcher(launcher_id: int) -> Call[int]:

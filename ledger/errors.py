@@ -39,11 +39,11 @@ class Conflict(JobLedgerError):
     status = 409
 
 
-class ReadOnly(JobLedgerError):
-    """A write was sent to a read-only view."""
+class Mismatch(JobLedgerError):
+    """An Idempotency-Key sent again with another request than the one it was first sent with."""
 
-    code = "READ_ONLY"
-    status = 405
+    code = "MISMATCH"
+    status = 422
 
 
 class Unavailable(JobLedgerError):
@@ -53,7 +53,22 @@ class Unavailable(JobLedgerError):
     status = 503
 
 
-_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict)}
+class Refused(JobLedgerError):
+    """Commands of a batch the ledger refused, while the rest of the batch and of the work went on
+    (see :meth:`jobledger.ledger.runner.Ledger.drive`): ``refusals`` holds each refusal, in order, and
+    ``result`` what the work returned without them."""
+
+    code = "REFUSED"
+
+    def __init__(self, refusals: list[Exception], result: object) -> None:
+        shown = "; ".join(str(r) or type(r).__name__ for r in refusals[:3])
+        more = f" (and {len(refusals) - 3} more)" if len(refusals) > 3 else ""
+        super().__init__(f"{len(refusals)} command(s) of a batch refused: {shown}{more}")
+        self.refusals = refusals
+        self.result = result
+
+
+_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict, Mismatch)}
 
 
 def from_reply(text: str) -> JobLedgerError | None:

@@ -1,9 +1,10 @@
 """Event types: one pydantic model per type, versioned, and the stream entry format.
 
 A stream entry holds ``type``, ``v`` (schema version of that type), ``at`` (ms since the epoch, UTC),
-``job`` and ``queue`` where they apply, and ``data`` (compact JSON of the type's own fields).  The
-stream id is the event's id.  Events are built and applied inside the Lua commands; these models are
-the contract for the fields, decode what is read back, and upcast an older ``v`` to the current model.
+``job`` and ``queue`` where they apply, ``actor`` (who caused the event: see :data:`LOCAL`) and
+``data`` (compact JSON of the type's own fields).  The stream id is the event's id.  Events are
+built and applied inside the Lua commands; these models are the contract for the fields, decode
+what is read back, and upcast an older ``v`` to the current model.
 
 Opaque user JSON (a job's ``input`` and ``output``) travels inside ``data`` as its JSON *text*, so the
 ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it for readers.
@@ -12,15 +13,39 @@ ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger.durations import format_time
+from jobledger.ledger.durations import format_time
+from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: The actor of an event, recorded in its entry's ``actor`` field, says who caused it: the name of
+#: the token of the request that ran the command, ``local`` when the server runs without auth (and
+#: for commands run straight on the ledger: the CLI, a worker's Redis transport), ``scheduler`` for
+#: the scheduler's checks, ``launcher:ID`` for what launcher ID's firing appends.  Entries written
+#: before the field existed have none and read as ``local`` (the upcast of :func:`decode_entry`).
+LOCAL = "local"
+SCHEDULER = "scheduler"
+MAX_ACTOR = 255
+#: What an actor may be: 1 to 255 characters, none of them a control character.
+ACTOR_PATTERN = r"^[^\x00-\x1f\x7f]{1,255}$"
+_ACTOR = re.compile(ACTOR_PATTERN)
+
+
+def launcher_actor(launcher: int | str) -> str:
+    """The actor of the events a launcher's firing appends (``ledger/lua/lib/launch.lua``)."""
+    return f"launcher:{launcher}"
+
+
+def valid_actor(name: str) -> bool:
+    """Whether ``name`` can be an actor (:data:`ACTOR_PATTERN`)."""
+    return _ACTOR.fullmatch(name) is not None
 
 
 class EventData(BaseModel):
@@ -35,14 +60,6 @@ class EventData(BaseModel):
     json_text_fields: ClassVar[tuple[str, ...]] = ()
 
 
-class BackoffData(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base: int
-    factor: float
-    max: int
-
-
 class ErrorData(BaseModel):
     """An error as a job records it; ``kind`` decides retry (retry_on / no_retry_on)."""
 
@@ -53,22 +70,8 @@ class ErrorData(BaseModel):
     traceback: str | None = None  # where a worker's handler failed, its end kept (at most 8 KiB)
 
 
-class QueueSettingsData(EventData):
-    """Settings with durations in milliseconds."""
-
-    timeout: int
-    heartbeat_timeout: int
-    expires_after: int
-    retries: int
-    retry_delays: list[int] = []
-    retry_backoff: BackoffData | None = None
-    priority: int = 0
-    max_queued_time: int = 0
-    max_running: int = 0
-    max_running_per_key: int = 0
-    retry_on: list[str] = []
-    no_retry_on: list[str] = []
-    paused: bool = False
+class QueueSettingsData(EventData, QueueSettings):
+    """The queue's settings, as the request that set them validated them (durations in ms)."""
 
 
 class QueueCreated(QueueSettingsData):
@@ -91,7 +94,19 @@ class QueueResumed(EventData):
     type = "queue_resumed"
 
 
-class JobCreated(EventData):
+class IdempotencyData(EventData):
+    """A creating event made with an Idempotency-Key records it: ``idempotency_key``, the SHA-256 of
+    the request (``request_hash``) and the end of the key's window (``idempotency_until``, ms).
+    Applying the event writes the lookup ``idem:{key}`` that answers the same request again; a batch
+    names every id it answered in ``idempotency_answer`` (in its first event only)."""
+
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    idempotency_until: int | None = None
+    idempotency_answer: list[int] | None = None
+
+
+class JobCreated(IdempotencyData):
     type = "job_created"
     json_text_fields = ("input",)
 
@@ -101,7 +116,7 @@ class JobCreated(EventData):
     expires_after: int = 0
     retries: int = 0
     retry_delays: list[int] = []
-    retry_backoff: BackoffData | None = None
+    retry_backoff: Backoff | None = None
     tags: list[str] = []
     input: str | None = None
     priority: int = 0
@@ -246,6 +261,34 @@ class JobDeleted(EventData):
     reason: Literal["queue_deleted"] | None = None
 
 
+class IdempotencyExpired(EventData):
+    """The window of the Idempotency-Key ``key`` is over: its lookup is forgotten (the entry's
+    ``queue`` is the one the key's request created on)."""
+
+    type = "idempotency_expired"
+
+    key: str
+
+
+class TokenCreated(EventData):
+    """An API token: its ``name``, the ``scopes`` it grants and the SHA-256 (hex) of its secret
+    (``digest``; the secret itself is never recorded).  The entry has neither ``job`` nor ``queue``."""
+
+    type = "token_created"
+
+    name: str
+    scopes: list[str]
+    digest: str
+
+
+class TokenRevoked(EventData):
+    """The token ``name`` no longer authenticates anyone."""
+
+    type = "token_revoked"
+
+    name: str
+
+
 LauncherType = Literal["@cron", "@interval", "@at", "@event"]
 
 
@@ -265,7 +308,7 @@ class EventFilterData(BaseModel):
     queue: str | None = None
 
 
-class LauncherCreated(LauncherEventData):
+class LauncherCreated(LauncherEventData, IdempotencyData):
     """A launcher: ``type`` and ``arguments`` say when it fires (a six-field cron expression, an
     interval, a time, or an event filter), ``template`` (job options JSON text, durations in ms) and
     ``input`` (JSON text) what it creates.  ``next_at``: its first due time, null for @event."""
@@ -350,6 +393,9 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         LauncherFired,
         LauncherSkipped,
         LauncherTriggered,
+        IdempotencyExpired,
+        TokenCreated,
+        TokenRevoked,
     )
 }
 
@@ -373,9 +419,10 @@ class Event:
     job: int | None
     queue: str | None
     data: EventData
+    actor: str = LOCAL
 
     def item(self) -> dict[str, Any]:
-        """The API's event item ``{id, type, at, queue, job, data}``, user JSON decoded."""
+        """The API's event item ``{id, type, at, queue, job, actor, data}``, user JSON decoded."""
         data = self.data.model_dump(exclude_none=True)
         for name in self.data.json_text_fields:
             if name in data:
@@ -386,6 +433,7 @@ class Event:
             "at": format_time(self.at),
             "queue": self.queue,
             "job": self.job,
+            "actor": self.actor,
             "data": data,
         }
 
@@ -395,11 +443,12 @@ def _text(value: Any) -> str:
 
 
 def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
-    """A raw XRANGE entry (bytes or str) -> :class:`Event`, upcasting an older ``v``."""
+    """A raw XRANGE entry (bytes or str) -> :class:`Event`, upcasting an older ``v``; an entry
+    without an ``actor`` (written before the field existed) reads as :data:`LOCAL`."""
     f = {_text(k): _text(v) for k, v in fields.items()}
     type_ = f["type"]
     raw = json.loads(f.get("data") or "{}")
-    data = EVENT_TYPES[type_].model_validate(upcast(type_, int(f.get("v", "1")), raw))
+    data = EVENT_TYPES[type_].model_validate(upcast(type_, int(f.get("v", "1")), raw), context=LEDGER_UNITS)
     job = f.get("job")
     return Event(
         id=_text(entry_id),
@@ -408,6 +457,7 @@ def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
         job=int(job) if job else None,
         queue=f.get("queue") or None,
         data=data,
+        actor=f.get("actor") or LOCAL,
     )
 
 

@@ -5,11 +5,12 @@ key of one ledger lives in one slot and every Lua script is cluster-safe.  Scrip
 as ``KEYS[1]`` and build the rest with helper functions that :func:`lua_prelude` generates from the
 same :data:`TEMPLATES` table, so the naming exists once, here.
 
-Generations.  The ledger's own keys (:data:`LEDGER`: the stream and the ``generation`` pointer) sit
-right under the prefix.  The projections sit there too in generation 0 (no ``generation`` key), and
-under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`replay.swap`) has built generation N beside
-them and switched the pointer.  Scripts resolve the live generation themselves (the prelude's one
-GET); Python reads resolve it in the same MULTI as the read (:mod:`ledger.runner`).
+Generations.  The ledger's own keys (:data:`LEDGER`: the stream, its ``clock`` and the ``generation``
+pointer) sit right under the prefix.  The projections sit there too in generation 0 (no ``generation``
+key), and under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`jobledger.replay.swap`) has built
+generation N beside them and switched the pointer.  Scripts resolve the live generation themselves
+(the prelude's one GET); Python reads resolve it in the same MULTI as the read
+(:mod:`jobledger.ledger.runner`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ TEMPLATES: dict[str, str] = {
     "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
     "archive": "archive",  # retention's record: where archived events are, up to which (hash)
     "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
+    "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
     "stats": "stats",  # global statistics counters (hash)
@@ -35,14 +37,16 @@ TEMPLATES: dict[str, str] = {
     "due_expire": "due:expire",  # ended jobs by expiry time (zset)
     "due_release": "due:release",  # scheduled jobs by run_at (zset)
     "due_queued": "due:queued",  # queued jobs by the end of their max_queued_time (zset)
+    "due_idempotency": "due:idempotency",  # Idempotency-Keys by the end of their window (zset)
+    "idempotency": "idem:{key}",  # a create's Idempotency-Key: request_hash, answer, until, queue (hash)
     "job": "job:{id}",  # the job's fields (hash)
     "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
     "queue": "queue:{name}",  # the queue's settings (hash)
-    "queue_jobs": "queue:{name}:jobs",  # queued job ids by priority then FIFO (zset)
+    "queued_ids": "queue:{name}:queued",  # the queue's queued job ids by priority then FIFO (zset)
     "queue_status": "queue:{name}:{status}",  # job ids of the queue with this status (zset, score id)
     "queue_unique": "queue:{name}:unique",  # unique_key -> id of the live job holding it (hash)
-    # quotas: queued jobs with a quota_key wait in their key's lane, not in queue_jobs
-    "queue_lane": "queue:{name}:lane:{key}",  # queued job ids with this quota_key (zset, like queue_jobs)
+    # quotas: queued jobs with a quota_key wait in their key's lane, not in queued_ids
+    "queue_lane": "queue:{name}:lane:{key}",  # queued job ids with this quota_key (zset, like queued_ids)
     "queue_lanes": "queue:{name}:lanes",  # quota keys whose lane is not empty (set)
     "queue_laned": "queue:{name}:laned",  # how many queued jobs wait in lanes (string)
     "queue_heads": "queue:{name}:heads",  # key -> score of its lane's head, for keys under quota (zset)
@@ -55,12 +59,41 @@ TEMPLATES: dict[str, str] = {
     "due_launch": "due:launch",  # launchers by their next due time (zset)
     "launcher": "launcher:{id}",  # the launcher's spec and counters (hash)
     "launcher_pending": "launcher:{id}:pending",  # ids of its jobs that have not ended (set)
+    # API tokens: looked up by the SHA-256 (hex) of the secret a request presents
+    "token": "token:{digest}",  # the token's name, scopes (JSON list) and digest (hash)
+    "tokens": "tokens",  # name -> digest of every live token (hash)
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
-LEDGER = frozenset({"events", "generation", "archive", "archive_lock"})
+LEDGER = frozenset({"events", "generation", "archive", "archive_lock", "clock"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
 _GENERATION_KEY = re.compile(r"^g\d+:")
+
+#: Templates of earlier layouts -> the name in :data:`TEMPLATES` of the key that holds their data now.
+#: Projections built before a rename keep the old keys until they are rebuilt (``jobledger replay
+#: rebuild --swap`` builds a new generation under the current names); ``replay verify`` names them.
+FORMER: dict[str, str] = {"queue:{name}:jobs": "queued_ids"}
+
+
+def _matcher(template: str) -> re.Pattern[str]:
+    parts = [
+        re.escape(literal) + ("[^:]+" if field else "")
+        for literal, field, _, _ in string.Formatter().parse(template)
+    ]
+    return re.compile("^" + "".join(parts) + "$")
+
+
+_FORMER = [(_matcher(old), new) for old, new in FORMER.items()]
+
+
+def former_key(relative: str) -> str | None:
+    """For a key (prefix removed) named as an earlier layout named it, the current template it moved
+    to (e.g. ``queue:{name}:queued``); None for any other key."""
+    for pattern, new in _FORMER:
+        if pattern.match(relative):
+            return TEMPLATES[new]
+    return None
+
 
 _QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,255}$")
 
@@ -120,8 +153,8 @@ class Keys:
     def queue(self, name: str) -> str:
         return self.build("queue", name=name)
 
-    def queue_jobs(self, name: str) -> str:
-        return self.build("queue_jobs", name=name)
+    def queued_ids(self, name: str) -> str:
+        return self.build("queued_ids", name=name)
 
     def queue_status(self, name: str, status: str) -> str:
         return self.build("queue_status", name=name, status=status)

@@ -1,12 +1,10 @@
-"""Launchers: specs, their times, and the scheduler's two launcher checks.
+"""Launchers: their specs, their firing times, and the command that creates one.
 
 A launcher creates jobs on a queue from a template: ``@cron`` (five fields, or six with seconds
 first), ``@interval`` (a duration), ``@at`` (once, at a time) or ``@event`` (on events of the
 ledger that match a filter).
-Lua cannot run croniter, so times are computed here and passed to the scripts, which decide: a
-``fire_launcher`` acts only while the launcher's ``next_at`` is still the time it was computed from,
-and a ``trigger_launcher`` only for an event after the launcher's last trigger, so any number of
-schedulers may run these checks side by side.
+Lua cannot run croniter, so times are computed here and passed to the scripts, which decide
+(:mod:`jobledger.scheduler.launchers` runs the checks that fire and trigger them).
 
 After downtime a launcher whose firing times passed fires once, for the first of them, and the event's
 ``missed`` counts the others (coalesced, not replayed as a burst); it then goes on from the first
@@ -17,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
@@ -32,17 +30,12 @@ from pydantic import (
     model_validator,
 )
 
-from ledger import commands
-from ledger.commands import Call
-from ledger.durations import format_ms, format_time, parse_ms, parse_time
-from ledger.events import EVENT_TYPES, LauncherType
-from ledger.keys import valid_queue_name
-from ledger.requests import Count, Duration, JobOptions
-from ledger.runner import AsyncLedger, Ledger
-from ledger.stream import id_key, newest
-from projections import launchers as readers
-from projections.launchers import DueLauncher, EventLauncher
-from projections.readers import Read
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
+from jobledger.ledger.durations import format_ms, format_time, parse_ms, parse_time
+from jobledger.ledger.events import EVENT_TYPES, LauncherType
+from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.requests import Count, Duration, JobOptions
 
 T = TypeVar("T")
 
@@ -262,121 +255,6 @@ def created_data(spec: LauncherSpec, now: int) -> str:
 
 
 def create(spec: LauncherSpec, now: int) -> Call[int]:
-    """The command that creates the launcher, its first firing time computed from ``now``."""
-    return commands.create_launcher(spec.queue, created_data(spec, now))
-
-
-# --- the scheduler's checks, as steps: reads and commands, run by a sync or an async driver ---------
-
-Op = Read[Any] | Call[Any] | list[Call[Any]]
-Steps = Generator[Op, Any, T]
-
-
-def _fire_steps(now: int, batch: int) -> Steps[list[int]]:
-    """Fire (or skip) every launcher due by ``now``; the ids of those that fired or skipped."""
-    handled: list[int] = []
-    while True:
-        due: list[DueLauncher] = yield readers.due_launchers(now, batch)
-        calls = [commands.fire_launcher(d.id, d.due_at, *catch_up(d.type, d.arguments, d.due_at, now))
-                 for d in due]  # fmt: skip
-        results: list[int] = (yield calls) if calls else []
-        handled += [d.id for d, done in zip(due, results, strict=True) if done]
-        if len(due) < batch or not any(results):
-            return handled
-
-
-def matches(launcher: EventLauncher, fields: dict[str, str]) -> bool:
-    """Whether a stream entry matches an @event launcher (the script checks again): its filter's type
-    and queue; never a launcher event, nor the creation of a job the launcher made itself."""
-    type_ = fields.get("type", "")
-    if type_ != launcher.filter.get("type") or type_.startswith("launcher_"):
-        return False
-    if "queue" in launcher.filter and fields.get("queue") != launcher.filter["queue"]:
-        return False
-    return not (
-        type_ == "job_created" and json.loads(fields.get("data") or "{}").get("launcher") == str(launcher.id)
-    )
-
-
-def _later(a: str, b: str) -> str:
-    return a if id_key(a) >= id_key(b) else b
-
-
-def _follow_steps(positions: dict[int, str], batch: int) -> Steps[list[int]]:
-    """Trigger @event launchers on the events after their last trigger, up to the end of the stream as
-    it is now, in batches.  ``positions`` (launcher id -> last event id read for it) carries what was
-    read from one call to the next, so a launcher that rarely matches is not read for again."""
-    launchers: list[EventLauncher] = yield readers.event_launchers()
-    for gone in set(positions) - {launcher.id for launcher in launchers}:
-        del positions[gone]
-    if not launchers:
-        return []
-    end: str = yield newest()
-    starts = {lr.id: _later(lr.last_trigger, positions.get(lr.id, "0-0")) for lr in launchers}
-    cursor, triggered = min(starts.values(), key=id_key), []
-    while id_key(cursor) < id_key(end):
-        entries: list[tuple[str, dict[str, str]]] = yield readers.stream_page(cursor, end, batch)
-        if not entries:
-            break
-        found = [(lr.id, event_id) for event_id, fields in entries for lr in launchers
-                 if id_key(event_id) > id_key(starts[lr.id]) and matches(lr, fields)]  # fmt: skip
-        results: list[int] = (yield [commands.trigger_launcher(*f) for f in found]) if found else []
-        triggered += [launcher_id for (launcher_id, _), done in zip(found, results, strict=True) if done]
-        cursor = entries[-1][0]
-    positions.update({lr.id: _later(starts[lr.id], end) for lr in launchers})
-    return triggered
-
-
-def _run(ledger: Ledger, steps: Steps[T]) -> T:
-    try:
-        op = next(steps)
-        while True:
-            if isinstance(op, Read):
-                reply = ledger.read(op)
-            elif isinstance(op, Call):
-                reply = ledger.run(op)
-            else:
-                reply = ledger.run_many(op)
-                for outcome in reply:
-                    if isinstance(outcome, Exception):
-                        raise outcome
-            op = steps.send(reply)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-async def _run_async(ledger: AsyncLedger, steps: Steps[T]) -> T:
-    try:
-        op = next(steps)
-        while True:
-            if isinstance(op, Read):
-                reply = await ledger.read(op)
-            elif isinstance(op, Call):
-                reply = await ledger.run(op)
-            else:
-                reply = [await ledger.run(call) for call in op]
-            op = steps.send(reply)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-def fire_due_launchers(ledger: Ledger, now: int | None = None, batch: int = BATCH) -> list[int]:
-    """The launcher check: fire (or skip) every launcher whose time has come by ``now`` (default: the
-    ledger's clock); the ids of the launchers that fired or skipped."""
-    return _run(ledger, _fire_steps(ledger.clock() if now is None else now, batch))
-
-
-def follow_event_launchers(
-    ledger: Ledger, positions: dict[int, str] | None = None, batch: int = BATCH
-) -> list[int]:
-    """The event check: trigger @event launchers on the events that match them; the id of the
-    launcher of each trigger that did something (fired, skipped or moved its firing time)."""
-    return _run(ledger, _follow_steps({} if positions is None else positions, batch))
-
-
-async def check_launchers(ledger: AsyncLedger, positions: dict[int, str], batch: int = BATCH) -> int:
-    """Both checks once, on the async runner (events first, so an undebounced match fires now);
-    how many launchers they acted on."""
-    triggered = await _run_async(ledger, _follow_steps(positions, batch))
-    fired = await _run_async(ledger, _fire_steps(ledger.clock(), batch))
-    return len(triggered) + len(fired)
+    """The command that creates the launcher, its first firing time computed from ``now``; its id."""
+    call = commands.create_launcher(spec.queue, created_data(spec, now))
+    return Call(call.script, call.args, lambda reply: call.parse(reply).id)

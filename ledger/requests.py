@@ -20,12 +20,26 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     model_validator,
 )
 
-from ledger.durations import format_ms, parse_ms, parse_time
+from jobledger.ledger.durations import format_ms, parse_ms, parse_time
 
-Duration = Annotated[int, BeforeValidator(parse_ms)]
+#: How the ledger's events hold durations; :func:`jobledger.ledger.events.decode_entry` validates
+#: their data with this context, so an event's settings are the request's models, read in milliseconds.
+LEDGER_UNITS = {"durations": "ms"}
+
+
+def _duration(value: Any, info: ValidationInfo) -> Any:
+    """A duration as a request gives it (text such as "30s", or a number of seconds), or, in the
+    :data:`LEDGER_UNITS` context, as an event holds it: already milliseconds."""
+    if info.context == LEDGER_UNITS:
+        return value
+    return parse_ms(value)
+
+
+Duration = Annotated[int, BeforeValidator(_duration)]
 #: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
@@ -46,6 +60,7 @@ def _time(value: Any) -> int:
 Time = Annotated[int, BeforeValidator(_time)]
 #: Ocypod's six statuses and jobledger's scheduled
 Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled"]
+JOB_STATUSES: tuple[Status, ...] = get_args(Status)
 
 FIVE_MINUTES = 300_000
 MAX_MESSAGE = 1000
@@ -207,7 +222,7 @@ def known_part(
 ) -> tuple[dict[str, Any], list[str]]:
     """``data`` without the keys ``model`` has no field for (inside nested models too), and those
     keys, dotted from the top (``retry_backoff.step``).  Ocypod ignores keys it does not know; so
-    does jobledger, naming them (see ``api.body.read_model``)."""
+    does jobledger, naming them (see ``jobledger.server.inputs.read_model``)."""
     known: dict[str, Any] = {}
     unknown: list[str] = []
     for key, value in data.items():

@@ -1,28 +1,34 @@
 """Run commands and reads against one ledger (a namespace on one Redis), sync or async.
 
-The runner owns the three things every command needs: the client, the namespace's key prefix
-(``KEYS[1]``) and the clock that gives ``now`` (``ARGV[1]``).  Scripts are registered once per
-runner and called with EVALSHA (redis-py loads a script again after a server restart, on NOSCRIPT).
-Error replies from scripts become the :mod:`ledger.errors` tree; a lost connection, Unavailable.
+The runner owns the four things every command needs: the client, the namespace's key prefix
+(``KEYS[1]``), the clock that gives ``now`` (``ARGV[1]``) and the actor, who the events it appends
+are recorded as caused by (``ARGV[2]``, which the scripts' prelude takes off: see
+:mod:`jobledger.ledger.scripts`).  :meth:`_Base.as_actor` is the same runner acting for another
+actor: a server runs each request's commands as the name of the request's token.  Scripts are
+registered once per runner and called with EVALSHA (redis-py loads a script again after a server
+restart, on NOSCRIPT).  Error replies from scripts become the :mod:`jobledger.ledger.errors` tree;
+a lost connection, Unavailable.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Iterable
+from typing import Any, Self, TypeAlias, TypeVar
 
 import redis
 import redis.asyncio
 
-from ledger import errors
-from ledger.clock import Clock, now_ms
-from ledger.commands import Call
-from ledger.keys import DEFAULT_NAMESPACE, Keys
-from ledger.redis_clients import async_client, sync_client
-from ledger.scripts import sources
-from projections.readers import Read
+from jobledger.ledger import errors
+from jobledger.ledger.clock import Clock, now_ms
+from jobledger.ledger.commands import Call
+from jobledger.ledger.events import LOCAL, valid_actor
+from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import async_client, sync_client
+from jobledger.ledger.scripts import sources
 
 T = TypeVar("T")
 
@@ -44,125 +50,195 @@ def _outcome(call: Call[Any], reply: Any) -> Any:
     return translate(reply) if isinstance(reply, redis.RedisError) else call.parse(reply)
 
 
-MOVED = object()  # a read step found the projections in another generation than it read
-
-
 def generation_of(reply: Any) -> int:
     """The live generation from a GET of the ``generation`` key (absent: 0)."""
     return int(reply) if reply else 0
 
 
 def live_keys(client: redis.Redis, namespace: str) -> Keys:
-    """The keys of the namespace's live generation of projections (see :mod:`ledger.keys`)."""
+    """The keys of the namespace's live generation of projections (see :mod:`jobledger.ledger.keys`)."""
     keys = Keys(namespace)
     return keys.with_generation(generation_of(client.get(keys.build("generation"))))
 
 
+def _checked(actor: str) -> str:
+    if not valid_actor(actor):
+        raise ValueError(f"an actor is 1 to 255 characters, none a control character, not {actor!r}")
+    return actor
+
+
+Op: TypeAlias = Read[Any] | Call[Any] | list[Call[Any]]
+#: A driver of several round trips, written once for both runners: a generator that yields Ops and
+#: is sent each one's result (a Read's value, a Call's result, a batch's list of results); its return
+#: value is what :meth:`Ledger.drive` / :meth:`AsyncLedger.drive` give.
+Steps = Generator[Op, Any, T]
+
+
 class _Base:
-    """Commands go to the ledger's prefix and their scripts find the live generation themselves.
+    """Everything a runner does, written once as generators that yield what to send to Redis (the
+    reply itself on the sync runner, an awaitable of it on the async one) and are sent the reply;
+    :class:`Ledger` and :class:`AsyncLedger` only complete them, without or with ``await``.
+
+    Commands go to the ledger's prefix and their scripts find the live generation themselves.
     Reads use ``self.keys``, the generation last seen: each step of a read runs in a MULTI that
     also reads the pointer, and a read that finds it moved is run again with the new keys."""
 
-    def __init__(self, client: Any, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> None:
+    #: Called after every command, refused or not, with its script name and seconds taken (metrics).
+    observe: Callable[[str, float], None] | None = None
+
+    def __init__(
+        self, client: Any, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+    ) -> None:
         self.client = client
         self.keys = Keys(namespace)
         self.clock = clock
+        self.actor = _checked(actor)
         self._scripts = {name: client.register_script(src) for name, src in sources().items()}
 
-    def _pipeline(self, read: Read[Any]) -> tuple[Any, Keys]:
-        keys = self.keys
-        pipe = self.client.pipeline(transaction=True)
-        pipe.get(keys.build("generation"))
-        for command in read.commands(keys):
-            pipe.execute_command(*command)
-        return pipe, keys
+    def as_actor(self, actor: str) -> Self:
+        """This runner acting for ``actor``: the commands run through it record ``actor`` in every
+        event they append.  A view, cheap to make (it shares the client and the registered scripts,
+        and changes nothing of this runner); ValueError for a name that is no actor."""
+        if actor == self.actor:
+            return self
+        view = copy.copy(self)
+        view.actor = _checked(actor)
+        return view
 
-    def _result(self, replies: list[Any], keys: Keys, read: Read[T]) -> Any:
-        """What a step gave, or MOVED when the generation moved (``self.keys`` is then updated)."""
-        generation = generation_of(replies[0])
-        if generation != keys.generation:
-            self.keys = keys.with_generation(generation)
-            return MOVED
-        return read.parse(replies[1:])
+    def _running(self, call: Call[T]) -> Generator[Any, Any, T]:
+        started = time.perf_counter()
+        try:
+            script = self._scripts[call.script]
+            return call.parse(
+                (yield script(keys=[self.keys.ledger_prefix], args=[self.clock(), self.actor, *call.args]))
+            )
+        finally:
+            if self.observe is not None:
+                self.observe(call.script, time.perf_counter() - started)
 
-    def _invoke(self, call: Call[Any], now: int, client: Any) -> Any:
-        script = self._scripts[call.script]
-        return script(keys=[self.keys.ledger_prefix], args=[now, *call.args], client=client)
+    def _running_many(self, calls: Iterable[Call[Any]]) -> Generator[Any, Any, list[Any]]:
+        calls = list(calls)
+        pipe = self.client.pipeline(transaction=False)
+        now = self.clock()
+        for call in calls:  # queued by hand: the async Script's call is a coroutine even on a pipeline
+            script = self._scripts[call.script]
+            pipe.scripts.add(script)  # the pipeline loads the scripts Redis lacks before it runs
+            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, *call.args)
+        replies = yield pipe.execute(raise_on_error=False)
+        return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
+
+    def _reading(self, read: Read[T]) -> Generator[Any, Any, T]:
+        first = read
+        while True:
+            keys = self.keys
+            pipe = self.client.pipeline(transaction=True)
+            pipe.get(keys.build("generation"))
+            for command in read.commands(keys):
+                pipe.execute_command(*command)
+            replies = yield pipe.execute()
+            generation = generation_of(replies[0])
+            if generation != keys.generation:
+                self.keys = keys.with_generation(generation)
+                read = first  # the projections moved to another generation: start again
+                continue
+            out = read.parse(replies[1:])
+            if not isinstance(out, Read):
+                return out
+            read = out
+
+    def _driving(self, steps: Steps[T]) -> Generator[Any, Any, T]:
+        refused: list[Exception] = []
+        reply: Any
+        try:
+            op = next(steps)
+            while True:
+                if isinstance(op, Read):
+                    reply = yield from self._reading(op)
+                elif isinstance(op, Call):
+                    reply = yield from self._running(op)
+                else:
+                    outcomes = yield from self._running_many(op)
+                    refused += [o for o in outcomes if isinstance(o, Exception)]
+                    reply = [None if isinstance(o, Exception) else o for o in outcomes]
+                op = steps.send(reply)
+        except StopIteration as stop:
+            result: T = stop.value
+        if refused:
+            raise errors.Refused(refused, result)
+        return result
 
 
 class Ledger(_Base):
     """Synchronous runner over a ``redis.Redis`` client."""
 
-    def run(self, call: Call[T]) -> T:
+    def _complete(self, work: Generator[Any, Any, T]) -> T:
         try:
-            return call.parse(self._invoke(call, self.clock(), self.client))
+            reply = next(work)
+            while True:
+                reply = work.send(reply)  # the sync client replied when the generator asked
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
         except redis.RedisError as exc:
             raise translate(exc) from exc
+
+    def run(self, call: Call[T]) -> T:
+        """One command; its result, or the exception of its refusal."""
+        return self._complete(self._running(call))
 
     def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
         """Many commands in one pipeline (one round trip); each result, or the exception it raised."""
-        calls = list(calls)
-        pipe = self.client.pipeline(transaction=False)
-        now = self.clock()
-        for call in calls:
-            self._invoke(call, now, pipe)
-        try:
-            replies = pipe.execute(raise_on_error=False)
-        except redis.RedisError as exc:
-            raise translate(exc) from exc
-        return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
+        return self._complete(self._running_many(calls))
 
     def read(self, read: Read[T]) -> T:
-        first = read
-        try:
-            while True:
-                pipe, keys = self._pipeline(read)
-                out = self._result(pipe.execute(), keys, read)
-                if out is MOVED:
-                    read = first  # the projections moved to another generation: start again
-                elif not isinstance(out, Read):
-                    return out
-                else:
-                    read = out
-        except redis.RedisError as exc:
-            raise translate(exc) from exc
+        return self._complete(self._reading(read))
+
+    def drive(self, steps: Steps[T]) -> T:
+        """Run ``steps`` to its end; what it returns.  A Read or a Call it yields runs alone and a
+        refusal raises at once.  A list of Calls runs in one pipeline and every command of it runs,
+        whatever the others do: the steps get None for each refused one and go on, and once they
+        are done :class:`~jobledger.ledger.errors.Refused` is raised with every refusal and the
+        steps' result.  So one command the ledger refuses neither stops the rest of the work nor
+        goes unreported."""
+        return self._complete(self._driving(steps))
 
 
 class AsyncLedger(_Base):
-    """Asynchronous runner over a ``redis.asyncio.Redis`` client."""
+    """Asynchronous runner over a ``redis.asyncio.Redis`` client: the same methods as
+    :class:`Ledger`, awaited."""
 
-    #: Called after every command, refused or not, with its script name and seconds taken (metrics).
-    observe: Callable[[str, float], None] | None = None
-
-    async def run(self, call: Call[T]) -> T:
-        started = time.perf_counter()
+    async def _complete(self, work: Generator[Any, Any, T]) -> T:
         try:
-            return call.parse(await self._invoke(call, self.clock(), self.client))
+            pending = next(work)
+            while True:
+                pending = work.send(await pending)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
         except redis.RedisError as exc:
             raise translate(exc) from exc
         finally:
-            if self.observe is not None:
-                self.observe(call.script, time.perf_counter() - started)
+            work.close()
+
+    async def run(self, call: Call[T]) -> T:
+        return await self._complete(self._running(call))
+
+    async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        return await self._complete(self._running_many(calls))
 
     async def read(self, read: Read[T]) -> T:
-        first = read
-        try:
-            while True:
-                pipe, keys = self._pipeline(read)
-                out = self._result(await pipe.execute(), keys, read)
-                if out is MOVED:
-                    read = first  # the projections moved to another generation: start again
-                elif not isinstance(out, Read):
-                    return out
-                else:
-                    read = out
-        except redis.RedisError as exc:
-            raise translate(exc) from exc
+        return await self._complete(self._reading(read))
+
+    async def drive(self, steps: Steps[T]) -> T:
+        """As :meth:`Ledger.drive`."""
+        return await self._complete(self._driving(steps))
 
 
-def connect(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> Ledger:
-    return Ledger(sync_client(url), namespace, clock)
+def connect(
+    url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+) -> Ledger:
+    return Ledger(sync_client(url), namespace, clock, actor)
 
 
-def connect_async(url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms) -> AsyncLedger:
-    return AsyncLedger(async_client(url), namespace, clock)
+def connect_async(
+    url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
+) -> AsyncLedger:
+    return AsyncLedger(async_client(url), namespace, clock, actor)

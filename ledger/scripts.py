@@ -1,157 +1,207 @@
 """Compose the Lua scripts and name them.
 
-A script is the generated prelude (the key helpers of :mod:`ledger.keys` it uses, the event
-versions of :mod:`ledger.events`), the shared pieces it needs, then its entry file's body.  Each
-entry file is one command (``ledger/lua``) or the replay step (``replay/lua``).
+A script is the generated prelude (the key helpers of :mod:`jobledger.ledger.keys` it uses, the event
+versions of :mod:`jobledger.ledger.events`), the shared pieces it needs, then its entry file's body.  Each
+entry file is one command (``ledger/lua``) or a replay step (``replay/lua``).
 
-Lua builds every local function of a script again on each EVALSHA, so a script carries only what it
-uses: the appliers of the event types its body emits (all of them when it calls ``apply`` itself),
-and the transitive closure of the pieces those reference.  Scripts are composed once per process.
+Every Lua file declares in its header the pieces it uses, one line each, by their path from the package
+root (the folder that holds ledger/, projections/ and replay/)::
+
+    --- @include "projections/lua/lib/load_job.lua"
+
+A script carries what its entry file reaches through these declarations: depth first, each file once,
+dependencies before their dependents.  Lua builds every local function of a script again on each
+EVALSHA, so a script carries nothing it does not reach.
+
+The appliers are the one thing no file names: ``projections/lua/apply.lua`` dispatches on a generated
+``local APPLY = {...}`` table (event type -> applier), and the composer puts before it that table and
+the appliers of the event types the script can emit, with what they include.  Those types are derived
+from the code, not declared: every ``emit(now, 'type', ...)`` in the reached files names its type as a
+quoted literal (an emit whose type is not one is refused), and an entry body that calls ``apply``
+itself (replay) can apply every type.  The applier of type T is ``projections/lua/apply/T.lua``,
+defining ``apply_T``, unless an applier's header declares that it applies T too, as
+``projections/lua/apply/queue_created.lua`` does with ``--- @applies "queue_updated"``.
+
+The clock.  A command (an entry of ``ledger/lua``) gets its ``now`` as ``ARGV[1]``, stamped by the
+caller's clock before it was sent; a command held up on its way can arrive after one stamped later.
+So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` in the stream) once
+and raises ``ARGV[1]`` to it, as ``NOW``: everything the script computes from ``now`` (due scores,
+deadlines, the events' ``at``) uses the raised value, and ``emit`` moves the clock to each event's
+``at``.  Hence ``at`` never decreases along the stream, whatever the callers' clocks do.  Appliers
+never read it: they take ``at`` from the event.
+
+The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, see
+:mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR``, so the command's own
+arguments keep their indices from ``ARGV[2]`` on, and ``emit`` records it in each event's ``actor``
+field (a launcher's firing records ``launcher:ID`` instead).  Replay steps have no actor: import
+carries each event's own.
+
+Scripts are composed once per process.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ledger.events import EVENT_TYPES, lua_versions
-from ledger.keys import lua_prelude
-from projections.appliers import APPLIERS
+from jobledger.ledger.events import EVENT_TYPES, lua_versions
+from jobledger.ledger.keys import lua_prelude
 
-_ROOT = Path(__file__).resolve().parent.parent
-ENTRY_DIRS = (_ROOT / "ledger" / "lua", _ROOT / "replay" / "lua")
+#: The folder that holds ledger/, projections/ and replay/: the repository, or the installed package.
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+ENTRY_DIRS = ("ledger/lua", "replay/lua")
+APPLY = "projections/lua/apply.lua"
+APPLIER_DIR = "projections/lua/apply"
+COMMANDS = "ledger/lua/"
+#: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
+#: raised to the ledger's clock, once.
+PRELUDE = (
+    "local ACTOR = table.remove(ARGV, 2)\n"
+    "local NOW = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', K.clock) or 0))\n"
+    "ARGV[1] = tostring(NOW)\n"
+)
 
-#: Shared pieces, each defining one local function, in the order they depend on each other.
-INCLUDES = [
-    "projections/lua/lib/present.lua",
-    "projections/lua/lib/load_job.lua",
-    "projections/lua/lib/set_fields.lua",
-    "projections/lua/lib/run_deadline.lua",
-    "projections/lua/lib/refresh_head.lua",
-    "projections/lua/lib/count_running_key.lua",
-    "projections/lua/lib/leave_queue.lua",
-    "projections/lua/lib/leave_place.lua",
-    "projections/lua/lib/enter_queue.lua",
-    "projections/lua/lib/release_unique.lua",
-    "projections/lua/lib/track_pending.lua",
-    "projections/lua/lib/launcher_next.lua",
-    "projections/lua/lib/enter_stopped.lua",
-    "projections/lua/lib/with_error.lua",
-    "projections/lua/lib/forget_job.lua",
-    "projections/lua/apply/queue_settings.lua",
-    "projections/lua/apply/queue_deleted.lua",
-    "projections/lua/apply/queue_paused.lua",
-    "projections/lua/apply/queue_resumed.lua",
-    "projections/lua/apply/job_created.lua",
-    "projections/lua/apply/job_released.lua",
-    "projections/lua/apply/job_started.lua",
-    "projections/lua/apply/job_heartbeat.lua",
-    "projections/lua/apply/job_progressed.lua",
-    "projections/lua/apply/job_output_set.lua",
-    "projections/lua/apply/job_stopped.lua",
-    "projections/lua/apply/job_completed.lua",
-    "projections/lua/apply/job_failed.lua",
-    "projections/lua/apply/job_timed_out.lua",
-    "projections/lua/apply/job_cancelled.lua",
-    "projections/lua/apply/job_requeued.lua",
-    "projections/lua/apply/job_returned.lua",
-    "projections/lua/apply/job_ended.lua",
-    "projections/lua/apply/job_removed.lua",
-    "projections/lua/apply/launcher_created.lua",
-    "projections/lua/apply/launcher_deleted.lua",
-    "projections/lua/apply/launcher_fired.lua",
-    "projections/lua/apply/launcher_skipped.lua",
-    "projections/lua/apply/launcher_triggered.lua",
-    "projections/lua/apply.lua",
-    "ledger/lua/lib/refuse.lua",
-    "ledger/lua/lib/emit.lua",
-    "ledger/lua/lib/require_job.lua",
-    "ledger/lua/lib/load_queue.lua",
-    "ledger/lua/lib/require_queue.lua",
-    "ledger/lua/lib/require_status.lua",
-    "ledger/lua/lib/check_attempt.lua",
-    "ledger/lua/lib/retry_decision.lua",
-    "ledger/lua/lib/due.lua",
-    "ledger/lua/lib/new_job.lua",
-    "ledger/lua/lib/load_launcher.lua",
-    "ledger/lua/lib/newer_id.lua",
-    "ledger/lua/lib/event_matches.lua",
-    "ledger/lua/lib/launch.lua",
-    "ledger/lua/lib/update.lua",
-]
-
-_DEFINES = re.compile(r"^local function (\w+)", re.MULTILINE)
-_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
-_EMITS = re.compile(r"\bemit\(\s*[^,]+,\s*'(\w+)'")
+_INCLUDE = re.compile(r'^--- @include "([^"]*)"', re.MULTILINE)
+_APPLIES = re.compile(r'^--- @applies "([^"]*)"', re.MULTILINE)
+_COMMENT = re.compile(r"--.*")
+_EMIT_CALL = re.compile(r"(?<!function )\bemit\(")
+_EMITS = re.compile(r"\bemit\(\s*[^,()]+,\s*'(\w+)'")
+_APPLY_CALL = re.compile(r"(?<!function )\bapply\(")
 _KEY_USE = re.compile(r"\bK\.(\w+)")
+
+
+class CompositionError(ValueError):
+    """The declarations of the Lua files do not compose (a missing include, a cycle, a missing applier)."""
 
 
 @dataclass(frozen=True)
 class Piece:
-    name: str  # the local function it defines
+    path: str  # from the package root
     text: str
+    includes: tuple[str, ...]
+
+    @property
+    def code(self) -> str:
+        """The text without its comments."""
+        return _COMMENT.sub("", self.text)
+
+
+class Library:
+    """The Lua files under one package root, and the scripts they compose."""
+
+    def __init__(self, root: Path, event_types: Iterable[str] = EVENT_TYPES) -> None:
+        self.root = root
+        self.event_types = list(event_types)
+        self._pieces: dict[str, Piece] = {}
+
+    def piece(self, path: str, declared_by: str | None = None) -> Piece:
+        if path not in self._pieces:
+            file = self.root / path
+            if not file.is_file():
+                if declared_by:
+                    raise CompositionError(f"{declared_by} includes {path}, which does not exist")
+                raise CompositionError(f"{path} does not exist")
+            text = file.read_text()
+            self._pieces[path] = Piece(path, text, tuple(_INCLUDE.findall(text)))
+        return self._pieces[path]
+
+    def closure(self, path: str, extra: Mapping[str, Sequence[str]] | None = None) -> list[Piece]:
+        """The file at ``path`` after everything it includes, transitively: depth first, each once,
+        dependencies first.  ``extra``: more includes of some files, as if declared (the appliers)."""
+        extra = extra or {}
+        order: list[Piece] = []
+        done: set[str] = set()
+
+        def visit(current: str, declared_by: str | None, chain: list[str]) -> None:
+            if current in chain:
+                cycle = [*chain[chain.index(current) :], current]
+                raise CompositionError("include cycle: " + " -> ".join(cycle))
+            if current in done:
+                return
+            piece = self.piece(current, declared_by)
+            for include in (*piece.includes, *extra.get(current, ())):
+                visit(include, current, [*chain, current])
+            done.add(current)
+            order.append(piece)
+
+        visit(path, None, [])
+        return order
+
+    def appliers(self) -> dict[str, tuple[str, str]]:
+        """event type -> (its applier's file, the applier's function name)."""
+        found: dict[str, tuple[str, str]] = {}
+        for file in sorted((self.root / APPLIER_DIR).glob("*.lua")):
+            path = f"{APPLIER_DIR}/{file.name}"
+            if file.stem not in self.event_types:
+                raise CompositionError(f"{path} is named after no event type")
+            for type_ in [file.stem, *_APPLIES.findall(self.piece(path).text)]:
+                if type_ not in self.event_types:
+                    raise CompositionError(f"{path} applies {type_!r}, which is not an event type")
+                if type_ in found:
+                    raise CompositionError(f"{type_} has two appliers: {found[type_][0]} and {path}")
+                found[type_] = (path, f"apply_{file.stem}")
+        missing = [t for t in self.event_types if t not in found]
+        if missing:
+            raise CompositionError(f"no applier for {', '.join(missing)} in {APPLIER_DIR}")
+        return found
+
+    def emitted(self, reached: Sequence[Piece]) -> list[str]:
+        """The event types a script of these pieces (its entry last) can emit: those its emit() calls
+        name; every type when its entry body calls ``apply`` itself."""
+        if _APPLY_CALL.search(reached[-1].code):
+            return list(self.event_types)
+        found: set[str] = set()
+        for piece in reached:
+            code = piece.code
+            named = _EMITS.findall(code)
+            if len(named) != len(_EMIT_CALL.findall(code)):
+                raise CompositionError(f"{piece.path} calls emit() with a type that is not a quoted name")
+            found.update(named)
+        unknown = found - set(self.event_types)
+        if unknown:
+            raise CompositionError(f"{reached[-1].path} reaches emit() of no event type: {sorted(unknown)}")
+        return [t for t in self.event_types if t in found]
+
+    def compose(self, entry: str) -> str:
+        """The complete script of an entry file."""
+        reached = self.closure(entry)
+        types = self.emitted(reached)
+        extra: dict[str, list[str]] = {}
+        table = ""
+        if types:
+            if APPLY not in {p.path for p in reached}:
+                raise CompositionError(f"{entry} emits events but does not reach {APPLY}")
+            appliers = self.appliers()
+            extra[APPLY] = list(dict.fromkeys(appliers[t][0] for t in types))
+            table = ",\n".join(f"  {t} = {appliers[t][1]}" for t in types)
+        parts = []
+        for piece in self.closure(entry, extra):
+            if piece.path == APPLY:
+                parts.append("local APPLY = {\n" + table + "\n}\n")
+            parts.append(piece.text)
+        code = "\n".join(parts)
+        if entry.startswith(COMMANDS):
+            code = PRELUDE + code
+        return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
+
+    def entries(self) -> dict[str, str]:
+        """script name -> its entry file, for every command and replay step."""
+        return {
+            file.stem: f"{folder}/{file.name}"
+            for folder in ENTRY_DIRS
+            for file in sorted((self.root / folder).glob("*.lua"))
+        }
 
 
 @cache
-def _pieces() -> list[Piece]:
-    pieces = []
-    for rel in INCLUDES:
-        text = (_ROOT / rel).read_text()
-        match = _DEFINES.search(text)
-        if not match:
-            raise ValueError(f"{rel} defines no local function")
-        pieces.append(Piece(match.group(1), text))
-    return pieces
-
-
-def _applier_table(types: list[str]) -> str:
-    pairs = ",\n".join(f"  {t} = {APPLIERS[t]}" for t in types)
-    return "local APPLY = {\n" + pairs + "\n}\n"
-
-
-def _event_types(body: str, reached: str) -> list[str]:
-    """The event types a script can emit: those its reached code names in emit(); every type when
-    its entry body calls ``apply`` itself (replay)."""
-    if re.search(r"\bapply\(", body):
-        return list(EVENT_TYPES)
-    return sorted(set(_EMITS.findall(reached)))
-
-
-def _needed(body: str, types: list[str]) -> set[str]:
-    """Names of the pieces the body and its appliers reach, transitively."""
-    names = {p.name for p in _pieces()}
-    texts = {p.name: p.text for p in _pieces()}
-    todo = set(_WORD.findall(body)) & names | {APPLIERS[t] for t in types}
-    if types:
-        todo.add("apply")
-    needed: set[str] = set()
-    while todo:
-        name = todo.pop()
-        needed.add(name)
-        todo |= (set(_WORD.findall(texts[name])) & names) - needed
-    return needed
-
-
-def compose(body: str) -> str:
-    """The complete script for an entry body."""
-    texts = {p.name: p.text for p in _pieces()}
-    reached = "\n".join([body, *(texts[name] for name in _needed(body, []))])
-    types = _event_types(body, reached)
-    needed = _needed(body, types)
-    parts = []
-    for piece in _pieces():
-        if piece.name in needed:
-            if piece.name == "apply":
-                parts.append(_applier_table(types))
-            parts.append(piece.text)
-    code = "\n".join([*parts, body])
-    return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
+def library() -> Library:
+    return Library(PACKAGE_ROOT)
 
 
 @cache
 def sources() -> dict[str, str]:
     """name -> complete script text, for every command and replay entry."""
-    entries = {p.stem: p for d in ENTRY_DIRS for p in sorted(d.glob("*.lua"))}
-    return {name: compose(path.read_text()) for name, path in entries.items()}
+    return {name: library().compose(path) for name, path in library().entries().items()}

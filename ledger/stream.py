@@ -5,7 +5,7 @@ A page scans forward from a cursor (exclusive) and returns the events that match
 request read the whole stream; ``next`` is then the last id scanned, and following ``next`` until it
 is ``None`` visits every matching event exactly once, in order.  The ``job`` filter reads the job's
 own event index instead of scanning, and names the ids of the page that are no longer in the stream
-(archived: see ``replay.archive_feed``, which reads them and the archive's pages).
+(archived: see ``jobledger.replay.archive.feed``, which reads them and the archive's pages).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.events import Event, decode_entry
-from projections.readers import Read
+from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.reads import Read
 
 SCAN_BATCH = 500
 DEFAULT_SCAN_BUDGET = 10_000
@@ -25,12 +25,14 @@ class EventFilter:
     type: str | None = None
     queue: str | None = None
     job: int | None = None
+    actor: str | None = None
 
     def matches(self, event: Event) -> bool:
         return (
             (self.type is None or event.type == self.type)
             and (self.queue is None or event.queue == self.queue)
             and (self.job is None or event.job == self.job)
+            and (self.actor is None or event.actor == self.actor)
         )
 
 

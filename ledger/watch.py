@@ -15,7 +15,7 @@ Subscribe *before* looking at the state you wait on, then wait::
 
 so that an event appended between the look and the wait still wakes you.
 
-Each read blocks for at most :func:`ledger.redis_clients.block_ms` of :data:`BLOCK_MS`, so a quiet
+Each read blocks for at most :func:`jobledger.ledger.redis_clients.block_ms` of :data:`BLOCK_MS`, so a quiet
 spell of any length never meets the client's socket timeout.  When Redis cannot be read, every
 subscription is woken (its owner tries again and reports for itself) and the task reads again after
 a pause, logging once per kind of failure rather than once per try.
@@ -32,11 +32,11 @@ from typing import Any, Self
 
 import redis
 
-from ledger.errors import Unavailable
-from ledger.redis_clients import block_ms
-from ledger.runner import AsyncLedger
-from ledger.stream import newest
-from ledger.tasks import cancel_and_wait
+from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.redis_clients import block_ms
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.stream import newest
+from jobledger.ledger.tasks import cancel_and_wait
 
 log = logging.getLogger("jobledger.watch")
 
@@ -180,7 +180,9 @@ class LedgerWatch:
 
     async def close(self) -> None:
         if self._task is not None:
-            await cancel_and_wait([self._task])  # a plain cancel can be lost mid-read (ledger.tasks)
+            await cancel_and_wait(
+                [self._task]
+            )  # a plain cancel can be lost mid-read (jobledger.ledger.tasks)
 
 
 def _text(value: Any) -> str:

@@ -8,12 +8,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.durations import format_ms, format_time
-from ledger.errors import NotFound
-from ledger.keys import Keys
-from ledger.redis_clients import score_pairs
-from projections.readers import Read
-from projections.views import decode_hash
+from jobledger.ledger.durations import format_ms, format_time
+from jobledger.ledger.errors import NotFound
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.projections.views import decode_hash
 
 #: Template options held in milliseconds, shown as compact durations.
 _DURATIONS = ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "delay")

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger.errors import NotFound
-from ledger.keys import Keys
-from projections.readers import Read
-from projections.views import JOB_STATUSES, decode_hash, job_view
+from jobledger.ledger.errors import NotFound
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.projections.views import decode_hash, job_view
 
 SUMMARY = ("id", "queue", "status", "priority", "tags", "quota_key", "created_at", "started_at",
            "ended_at", "attempt", "worker", "progress", "message", "ended")  # fmt: skip
@@ -34,7 +35,7 @@ def _plan(queue: str, status: str | None, tag: str | None, cursor: int, limit: i
     plan: Plan = []
     for s in [status] if status else JOB_STATUSES:
         if s == "queued":
-            plan.append(("ids", lambda k: ("ZRANGE", k.queue_jobs(queue), 0, -1)))
+            plan.append(("ids", lambda k: ("ZRANGE", k.queued_ids(queue), 0, -1)))
             plan.append(("lanes", lambda k: ("SMEMBERS", k.build("queue_lanes", name=queue))))
         else:
             plan.append(

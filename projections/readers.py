@@ -1,22 +1,16 @@
-"""Typed readers of the projections.
-
-A :class:`Read` is a description (the Redis commands to pipeline, and how to parse their replies),
-so one reader serves the sync and the async runner alike.  ``parse`` may return another Read when a
-second round trip is needed (e.g. sizes after listing the queues).
-"""
+"""Typed readers of the projections, each a :class:`~jobledger.ledger.reads.Read`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from ledger.errors import NotFound
-from ledger.events import decode_entry
-from ledger.keys import Keys
-from ledger.redis_clients import score_pairs
-from ledger.requests import QueueSettings
-from projections.views import JOB_FIELDS, JOB_STATUSES, decode_hash, job_view, queue_settings
+from jobledger.ledger.errors import NotFound
+from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
+from jobledger.projections.views import JOB_FIELDS, decode_hash, job_view, queue_settings
 
 T = TypeVar("T")
 
@@ -24,12 +18,6 @@ STATS = (
     "total_jobs_created", "total_jobs_completed", "total_jobs_retried",
     "total_jobs_failed", "total_jobs_timed_out", "total_jobs_cancelled",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Read(Generic[T]):
-    commands: Callable[[Keys], list[tuple[Any, ...]]]
-    parse: Callable[[list[Any]], T | Read[T]]
 
 
 def _str(value: Any) -> str:
@@ -62,7 +50,7 @@ def queue_size(name: str) -> Read[int]:
 
 def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
     """Two replies that add up to the queued jobs: plain ones, and those waiting in quota lanes."""
-    return [("ZCARD", k.queue_jobs(name)), ("GET", k.build("queue_laned", name=name))]
+    return [("ZCARD", k.queued_ids(name)), ("GET", k.build("queue_laned", name=name))]
 
 
 def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
@@ -77,12 +65,14 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
         out: list[tuple[Any, ...]] = [
             ("EXISTS", k.queue(name)),
             ("SMEMBERS", k.build("queue_lanes", name=name)),
-            ("ZRANGE", k.queue_jobs(name), 0, -1, "WITHSCORES"),
+            ("ZRANGE", k.queued_ids(name), 0, -1, "WITHSCORES"),
         ]
         return out + [("ZRANGE", k.queue_status(name, s), 0, -1) for s in JOB_STATUSES[1:]]
 
     def parse(r: list[Any]) -> Read[dict[str, list[int]]]:
-        others = {status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)}
+        others: dict[str, list[int]] = {
+            status: [int(i) for i in ids] for status, ids in zip(JOB_STATUSES[1:], r[3:], strict=True)
+        }
         if not r[0] and not any(others.values()):
             raise NotFound(f"queue '{name}' does not exist, and no job of it is left")
         return _queued_in_order(name, [_str(key) for key in r[1]], r[2], others)
@@ -138,24 +128,42 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
     return Read(lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse)
 
 
+def _history_ids(job_id: int, r: list[Any]) -> list[str]:
+    if not r[0]:
+        raise NotFound(f"job {job_id} does not exist and never did")
+    return [_str(i) for i in r[0]]
+
+
+def _history_command(job_id: int) -> Any:
+    return lambda k: [("LRANGE", k.history(job_id), 0, -1)]
+
+
+def history_ids(job_id: int) -> Read[list[str]]:
+    """The ids of the job's events, oldest first (its event index); NotFound for an id never used."""
+    return Read(_history_command(job_id), lambda r: _history_ids(job_id, r))
+
+
+def _stream_events(ids: list[str], r: list[Any]) -> dict[str, Event]:
+    return {i: decode_entry(*entry[0]) for i, entry in zip(ids, r, strict=True) if entry}
+
+
+def stream_events(ids: list[str]) -> Read[dict[str, Event]]:
+    """The events of ``ids`` the stream still holds (retention may have archived the others), by id."""
+    return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], lambda r: _stream_events(ids, r))
+
+
 def history(job_id: int) -> Read[list[dict[str, Any]]]:
-    """Every event of the job, oldest first, as API event items; NotFound for an id never used.
+    """Every event of the job the stream holds, oldest first, as API event items; NotFound for an id
+    never used.  ``GET /job/{id}/history`` adds the archived ones
+    (:func:`jobledger.replay.archive.feed.job_history`)."""
 
-    Reads the job's event index, then each event by id (one pipelined round trip each step).
-    """
+    def events(r: list[Any]) -> Read[list[dict[str, Any]]]:
+        ids = _history_ids(job_id, r)
+        return Read(
+            stream_events(ids).commands, lambda r: [e.item() for e in _stream_events(ids, r).values()]
+        )
 
-    def events(ids: list[Any]) -> Read[list[dict[str, Any]]]:
-        def parse(r: list[Any]) -> list[dict[str, Any]]:
-            return [decode_entry(*entry[0]).item() for entry in r if entry]
-
-        return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], parse)
-
-    def parse(r: list[Any]) -> Read[list[dict[str, Any]]]:
-        if not r[0]:
-            raise NotFound(f"job {job_id} does not exist and never did")
-        return events(r[0])
-
-    return Read(lambda k: [("LRANGE", k.history(job_id), 0, -1)], parse)
+    return Read(_history_command(job_id), events)
 
 
 def tagged(tag: str) -> Read[list[int]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ledger.durations import format_ms, format_time
-from ledger.requests import Backoff, QueueSettings
+from jobledger.ledger.durations import format_ms, format_time
+from jobledger.ledger.requests import Backoff, QueueSettings
 
 #: Ocypod's job fields in Ocypod's order, then jobledger's.
 JOB_FIELDS = (
@@ -17,7 +17,6 @@ JOB_FIELDS = (
     "message", "errors", "max_queued_time", "retry_backoff", "retry_on", "no_retry_on", "launcher",
 )  # fmt: skip
 
-JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled")
 
 _TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat", "run_at", "retry_at"}
 _DURATIONS = {"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"}

@@ -3,7 +3,7 @@
 Every projection key of each namespace (all but the stream and the archive's bookkeeping) is read
 whole, by type (string, hash, list in order, set, sorted set with scores in order); any key missing
 on one side, of another type, or with other content is a :class:`Difference`.  Used by the tests
-(replay equality); ``replay verify`` (:mod:`replay.verify`) compares while the ledger takes writes.
+(replay equality); ``replay verify`` (:mod:`jobledger.replay.verify`) compares while the ledger takes writes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from ledger.runner import live_keys
+from jobledger.ledger.runner import live_keys
 
 _READ = {
     "string": lambda c, k: c.get(k),

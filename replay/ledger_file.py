@@ -1,8 +1,9 @@
 """The ledger as JSON lines: one event per line, the format of ``events export`` / ``import`` and of
 the archive's segment files.
 
-A line is ``{"id", "type", "v", "at", "job", "queue", "data"}``: the stream entry's fields as they
-are stored (``job`` / ``queue`` null where the entry has none), ``data`` the event's JSON *text*,
+A line is ``{"id", "type", "v", "at", "job", "queue", "actor", "data"}``: the stream entry's fields
+as they are stored (``job`` / ``queue`` / ``actor`` null where the entry has none: an entry written
+before events recorded their actor has none, and keeps none), ``data`` the event's JSON *text*,
 not decoded, so that writing a line and reading it back gives the entry's exact bytes.  ``v``,
 ``at`` and ``job`` are JSON numbers when the stored text is a plain integer (always, for entries
 the ledger writes) and strings otherwise; data that is not valid UTF-8 (never written by jobledger)
@@ -22,9 +23,9 @@ from typing import IO, Any
 RawEntry = tuple[bytes, dict[bytes, bytes]]
 
 #: The fields of an entry, in the order the ledger writes them (``ledger/lua/lib/emit.lua``).
-FIELDS = ("type", "v", "at", "job", "queue", "data")
+FIELDS = ("type", "v", "at", "job", "queue", "actor", "data")
 _NUMERIC = ("v", "at", "job")
-_OPTIONAL = ("job", "queue")
+_OPTIONAL = ("job", "queue", "actor")
 
 
 class LedgerFileError(ValueError):

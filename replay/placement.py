@@ -18,10 +18,10 @@ from typing import Any
 
 import redis
 
-from ledger.keys import TEMPLATES
-from ledger.runner import live_keys
+from jobledger.ledger.keys import TEMPLATES
+from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.runner import live_keys
 
-STATUSES = ("queued", "running", "completed", "failed", "timed_out", "cancelled", "scheduled")
 _LAUNCHER_KINDS = {(2, ""): "launcher", (3, "pending"): "pending"}
 _LAUNCHER_SETS = (TEMPLATES["launchers"], TEMPLATES["event_launchers"])
 DEADLINES = {
@@ -73,7 +73,7 @@ def _kind(rel: str) -> str | None:
             return "unique"
         if parts[2] in QUOTA_INDEXES:
             return None  # derived from the lanes and running jobs; checked by replay equality
-        return "zset" if parts[2] == "jobs" or parts[2] in STATUSES[1:] else "unknown"
+        return "zset" if parts[2] in JOB_STATUSES else "unknown"
     return "zset" if rel in DEADLINES else None
 
 
@@ -129,7 +129,7 @@ def place(job: dict[str, str]) -> str:
     if status == "queued" and "quota_key" in job:
         return TEMPLATES["queue_lane"].format(name=queue, key=job["quota_key"])
     if status == "queued":
-        return TEMPLATES["queue_jobs"].format(name=queue)
+        return TEMPLATES["queued_ids"].format(name=queue)
     return TEMPLATES["queue_status"].format(name=queue, status=status)
 
 
@@ -168,7 +168,7 @@ def deadline(job: dict[str, str]) -> Entry | None:
 def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
     """Fields without which the job has no defined place."""
     problems = [f"job {job_id} has no {name}" for name in ("queue", "status") if name not in job]
-    if job.get("status", "queued") not in STATUSES:
+    if job.get("status", "queued") not in JOB_STATUSES:
         problems.append(f"job {job_id} has unknown status {job['status']!r}")
     if job.get("status") == "running" and "started_at" not in job:
         problems.append(f"job {job_id} is running but has no started_at")
@@ -184,7 +184,7 @@ def _job_problems(job_id: str, job: dict[str, str]) -> list[str]:
 
 def _score_problems(job_id: str, job: dict[str, str], rel: str, score: float) -> list[str]:
     """Scores a place or deadline must have whatever the schedule: id, priority band, retry >= end."""
-    if rel.startswith("queue:") and (rel.endswith(":jobs") or rel.split(":")[2] == "lane"):
+    if rel.startswith("queue:") and (rel.endswith(":queued") or rel.split(":")[2] == "lane"):
         band = 100 - int(job.get("priority", 0))
         if not band * PRIORITY_UNIT < score < (band + 1) * PRIORITY_UNIT:
             return [f"job {job_id} has score {score} in {rel}, outside priority band {band}"]

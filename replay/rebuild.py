@@ -1,7 +1,7 @@
 """Rebuild every projection of a ledger from its events alone, into an empty namespace.
 
 Rebuilding is a fold over events: read the ledger in order (archived events, then the stream:
-:func:`replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
+:func:`jobledger.replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
 which calls the same ``apply`` the live commands call.  Events written at an older schema version
 are upcast to the current one first, so ``apply`` only knows current data.
 
@@ -15,19 +15,19 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis
 
-from ledger.events import EVENT_TYPES, upcast
-from ledger.keys import Keys
-from ledger.scripts import sources
-from replay.ledger_file import RawEntry
-from replay.source import read_ledger
+from jobledger.ledger.events import EVENT_TYPES, upcast
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.scripts import sources
+from jobledger.replay.ledger_file import RawEntry
+from jobledger.replay.progress import Callback
+from jobledger.replay.source import read_ledger
 
-Progress = Callable[[int], None]
 T = TypeVar("T")
 
 #: How many batches the reader thread may run ahead of the applier.
@@ -128,9 +128,6 @@ class Applier:
         if args:
             self.script(keys=[self.prefix], args=args)
 
-    def apply_entries(self, entries: Iterable[RawEntry]) -> None:
-        self.apply(flatten(entries))
-
 
 @dataclass(frozen=True)
 class Folded:
@@ -147,7 +144,7 @@ def fold(
     after: str | None = None,
     until: str | None = None,
     batch: int = 2000,
-    progress: Progress | None = None,
+    progress: Callback | None = None,
 ) -> Folded:
     """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional)."""
     batches = (
@@ -170,7 +167,7 @@ def rebuild(
     target: str,
     until: str | None = None,
     batch: int = 2000,
-    progress: Progress | None = None,
+    progress: Callback | None = None,
 ) -> int:
     """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
     empty namespace ``target``; the number of events applied.  The target receives projections

@@ -13,10 +13,10 @@ from typing import Any, cast
 
 import redis
 
-from ledger.durations import parse_time
-from ledger.keys import Keys
-from ledger.stream import id_key
-from replay.archive import (
+from jobledger.ledger.durations import parse_time
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.stream import id_key
+from jobledger.replay.archive.records import (
     ArchiveRecord,
     archive_key,
     archived_entries,
@@ -25,7 +25,7 @@ from replay.archive import (
     parse_record,
     segment_entries,
 )
-from replay.ledger_file import RawEntry
+from jobledger.replay.ledger_file import RawEntry
 
 EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
 
@@ -87,15 +87,6 @@ def ledger_length(client: redis.Redis, keys: Keys) -> int:
     return int(client.xlen(keys.events)) + (rec.count if rec else 0)
 
 
-def newest_id(client: redis.Redis, keys: Keys) -> str | None:
-    """The id of the newest event (archived, if the stream is empty); None for an empty ledger."""
-    newest = xrevrange(client, keys.events, count=1)
-    if newest:
-        return _s(newest[0][0])
-    rec = load_record(client, keys)
-    return rec.last_id if rec else None
-
-
 def _last_archived(rec: ArchiveRecord, until_key: tuple[int, int]) -> str | None:
     """The id of the newest archived event at or before ``until_key``."""
     found = None
@@ -138,8 +129,9 @@ def last_id_at_or_before_time(client: redis.Redis, keys: Keys, at_ms: int) -> st
     A binary search over the stream, probing by id (server milliseconds) and reading the ``at``
     (our clock) of the event found, so it takes about 40 round trips whatever the stream's length;
     then, if the point is older than the stream, the archive's manifest and one segment.  It relies
-    on ``at`` not decreasing along the stream, which holds while the writers' clocks agree; where
-    they disagree by a few ms the boundary is exact to within that skew.
+    on ``at`` not decreasing along the stream, which the commands' scripts guarantee (the ledger's
+    clock, :mod:`jobledger.ledger.scripts`): the events up to the answer are exactly those whose
+    ``at`` is ``at_ms`` or earlier, a prefix of the stream.
     """
     first = xrange(client, keys.events, count=1)
     if first and _at(first[0]) <= at_ms:

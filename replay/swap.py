@@ -1,7 +1,7 @@
 """Online rebuild: new projections built beside the live ones while the server takes writes, then
 swapped in (``jobledger replay rebuild --swap``).
 
-1. The new generation (the live one + 1, see :mod:`ledger.keys`) is folded from the ledger — the
+1. The new generation (the live one + 1, see :mod:`jobledger.ledger.keys`) is folded from the ledger — the
    archive, then the stream — into ``{NS}:g<N>:`` while commands keep appending and applying to the
    live generation.
 2. Catch-up rounds fold what was appended meanwhile, until less than ``tail`` events remain.
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import redis
 
-from ledger.keys import Keys
-from ledger.runner import live_keys
-from ledger.scripts import sources
-from replay.rebuild import Applier, fold
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import live_keys
+from jobledger.ledger.scripts import sources
+from jobledger.replay.rebuild import Applier, fold
 
 #: Catch-up rounds before giving up: writes that outpace replay would never let the tail shrink.
 MAX_ROUNDS = 50

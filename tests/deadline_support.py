@@ -15,12 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from api.config import Config
-from ledger import launchers, scheduler
-from ledger.launchers import LauncherSpec
-from ledger.redis_clients import async_client
-from ledger.runner import AsyncLedger, Ledger
-from ledger.tasks import cancel_and_wait
+from jobledger.ledger import launchers
+from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.runner import AsyncLedger, Ledger
+from jobledger.ledger.tasks import cancel_and_wait
+from jobledger.runtime.config import Config
+from jobledger.scheduler import loop as scheduler
 from tests.support import create, events, fetch_one, put_queue, update
 
 #: The check intervals ``serve`` runs with when none are configured (30 s, 1 m, 5 m).

@@ -15,12 +15,12 @@ import redis
 from freezegun import freeze_time
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.config import Config
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from replay.compare import snapshot
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.compare import snapshot
+from jobledger.runtime.config import Config
+from jobledger.scheduler.loop import tick
+from jobledger.server.app import create_app
 
 #: RFC 3339 UTC with microseconds, as every datetime of the API is written.
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

@@ -1,6 +1,6 @@
 """A real jobledger HTTP server for the client, worker and CLI tests: the app served by uvicorn in a
 background thread on a free port, on a test's namespace, with no scheduler task (tests drive the
-scheduler with ``ledger.scheduler.tick``)."""
+scheduler with ``jobledger.scheduler.loop.tick``)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,22 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from api.app import create_app
-from api.config import Config
+from jobledger.runtime.config import Config
+from jobledger.server.app import create_app
 
 T = TypeVar("T")
 
 
 @contextmanager
-def live_server(redis_url: str, namespace: str, **server: Any) -> Iterator[str]:
-    """Serve the app on 127.0.0.1 (a port the OS picks) while the block runs; yields its base URL."""
+def live_server(redis_url: str, namespace: str, listen_port: int = 0, **server: Any) -> Iterator[str]:
+    """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
+    yields its base URL."""
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
     app = create_app(config, redis_url, run_scheduler=False)
     uv = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning", access_log=False)
+        uvicorn.Config(
+            app, host="127.0.0.1", port=listen_port, lifespan="on", log_level="warning", access_log=False
+        )
     )
     thread = threading.Thread(target=uv.run, name="live-server", daemon=True)
     thread.start()

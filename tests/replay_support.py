@@ -9,12 +9,12 @@ from pathlib import Path
 import redis
 import redis.asyncio
 
-from ledger import commands
-from ledger.keys import Keys
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from replay.archiver import SEGMENT_EVENTS, Archiver
-from replay.source import xrange
+from jobledger.ledger import commands
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.runner import Ledger
+from jobledger.replay.archive.writer import SEGMENT_EVENTS, Archiver
+from jobledger.replay.source import xrange
+from jobledger.scheduler.loop import tick
 from tests.support import create, fetch, put_queue, update
 
 QUEUES = ("mail", "video")

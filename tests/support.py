@@ -13,16 +13,16 @@ import redis
 from freezegun import freeze_time
 from freezegun.api import FrozenDateTimeFactory
 
-from ledger import commands
-from ledger.commands import Call, Fetched
-from ledger.errors import JobLedgerError
-from ledger.keys import Keys
-from ledger.requests import JobOptions, JobUpdate, QueueSettings
-from ledger.runner import Ledger
-from ledger.scheduler import tick
-from projections import readers
-from replay.compare import snapshot
-from replay.placement import misplaced
+from jobledger.ledger import commands
+from jobledger.ledger.commands import Call, Fetched
+from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.projections import readers
+from jobledger.replay.compare import snapshot
+from jobledger.replay.placement import misplaced
+from jobledger.scheduler.loop import tick
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)

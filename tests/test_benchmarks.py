@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.benchmarks import report
-from tests.benchmarks.figures import Figure
+from jobledger.bench import report
+from jobledger.bench.figures import Figure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,20 +51,28 @@ def test_the_table_prints_every_row(quick_run: dict[str, Any]) -> None:
     for _, label, _ in report.ROWS:
         line = next(line for line in text.splitlines() if line.startswith(f"| {label}"))
         assert any(ch.isdigit() for ch in line.split("|")[2]), line
-    assert "SPEC section 7 bars:" in text
+    assert "jobledger's bars:" in text
 
 
-def test_the_harness_imports_itself_relatively_so_it_installs_as_jobledger_bench() -> None:
-    """pyproject installs tests/benchmarks as ``jobledger_bench`` (for ``jobledger bench``); an
-    absolute ``tests.benchmarks`` import would only work in a checkout."""
-    harness = ROOT / "tests" / "benchmarks"
-    absolute = [
-        f"{path.relative_to(ROOT)}:{n}"
-        for path in harness.rglob("*.py")
-        for n, line in enumerate(path.read_text().splitlines(), 1)
-        if line.lstrip().startswith(("from tests.", "import tests."))
-    ]
-    assert absolute == []
-    from api.cli import _bench_app
+def test_jobledger_bench_is_part_of_the_command_line() -> None:
+    """``jobledger bench`` comes with the package: its harness is jobledger.bench, not the tests."""
+    from typer.testing import CliRunner
 
-    assert _bench_app() is not None
+    from jobledger.cli.main import build_app
+
+    out = CliRunner().invoke(build_app(), ["bench", "--help"])
+    assert out.exit_code == 0, out.output
+    assert "--redis-url" in out.output
+
+
+def test_only_names_the_peers_it_was_given() -> None:
+    from jobledger.bench.figures import OURS_PARTS
+    from jobledger.bench.run import parts
+
+    assert parts("ours") == set(OURS_PARTS)
+    assert parts("ours,saq", ["saq", "bullmq"]) == {*OURS_PARTS, "saq"}
+    assert parts("peers", ["saq", "bullmq"]) == {"saq", "bullmq"}
+    with pytest.raises(ValueError, match="unknown part 'saq'"):
+        parts("saq")
+    with pytest.raises(ValueError, match="unknown part 'peers'"):
+        parts("peers")

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from api.worker import JobContext
+from jobledger.worker.worker import JobContext
 
 #: No handler here blocks longer than this, so a stray subprocess always ends.
 LONGEST = 30.0

@@ -1,25 +1,27 @@
 """The Python client of jobledger's HTTP API: :class:`Client` (sync) and :class:`AsyncClient`.
 
-Requests are built and parsed once, in :mod:`api.client.calls`; the two clients only send them.
-Errors are the :mod:`api.client.errors` tree, each carrying the server's message.
+Requests are built and parsed once, in :mod:`jobledger.client.calls`; the two clients only send them.
+Errors are the :mod:`jobledger.client.errors` tree, each carrying the server's message.
 """
 
-from api.client import calls
-from api.client.aio import AsyncClient
-from api.client.calls import DEFAULT_URL
-from api.client.errors import (
+from jobledger.client import calls
+from jobledger.client.aio import AsyncClient
+from jobledger.client.calls import DEFAULT_URL
+from jobledger.client.errors import (
     BadRequest,
     ClientError,
     Conflict,
+    Forbidden,
     NotFound,
     ReadOnly,
     ServerError,
+    Unauthorized,
     Unavailable,
     WaitTimeout,
 )
-from api.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sync import Client
+from jobledger.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.policy import Retry
+from jobledger.client.sync import Client
 
 __all__ = [
     "DEFAULT_URL",
@@ -30,6 +32,7 @@ __all__ = [
     "Conflict",
     "Event",
     "FetchedJob",
+    "Forbidden",
     "Job",
     "JobSpec",
     "NotFound",
@@ -37,6 +40,7 @@ __all__ = [
     "ReadOnly",
     "Retry",
     "ServerError",
+    "Unauthorized",
     "Unavailable",
     "WaitTimeout",
     "calls",

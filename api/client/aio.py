@@ -1,45 +1,32 @@
-"""The asynchronous client: the same calls as :class:`api.client.sync.Client`, awaited."""
+"""The asynchronous client: the same calls as :class:`jobledger.client.sync.Client`, awaited."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
-from api.client import calls
-from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from api.client.errors import WaitTimeout
-from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client import calls
+from jobledger.client.calls import UNSET, ApiCall
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.sse import Deadline, filter_params
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
-class AsyncClient:
-    """A jobledger server over HTTP, for asyncio: the methods of :class:`~api.client.sync.Client`, awaited.
+class AsyncClient(ClientBase):
+    """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
+    awaited, with the same ``url``, ``timeout`` and ``retry``; extra keyword arguments go to
+    ``httpx.AsyncClient``."""
 
-    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`api.client.errors` tree with the server's message.  Transient failures are retried as
-    ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
-    Extra keyword arguments go to ``httpx.AsyncClient`` (headers, auth, event hooks...).
-    """
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: Retry | None = None,
-        **httpx_options: Any,
-    ) -> None:
-        self.url = resolve_url(url)
-        self.retry = retry or Retry()
-        self._timeout = timeout
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, **httpx_options)
+    _HTTP = httpx.AsyncClient
+    _http: httpx.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -54,21 +41,7 @@ class AsyncClient:
 
     async def send(self, call: ApiCall[R]) -> R:
         """Send one call, retrying as :attr:`retry` allows; its parsed result."""
-        tried = 0
-        while True:
-            tried += 1
-            try:
-                args = call.request_args(self._timeout)
-                response = await self._http.request(call.method, call.path, **args)
-            except httpx.TransportError as exc:
-                delay = self.retry.after_error(call, exc, tried)
-                if delay is None:
-                    raise unreachable(self.url, exc) from exc
-            else:
-                delay = self.retry.after_status(call, response.status_code, tried)
-                if delay is None:
-                    return call.finish(response)
-            await asyncio.sleep(delay)
+        return await self._complete(self._sending(call))
 
     # Queues
 
@@ -118,14 +91,19 @@ class AsyncClient:
 
     # Jobs
 
-    async def submit(self, queue: str, input: Any = None, **options: Any) -> int:
-        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
-        return await self.send(calls.create_job(queue, JobSpec(input, **options)))
+    async def submit(
+        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+    ) -> int:
+        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
+        return await self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
 
-    async def submit_many(self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[int]:
+    async def submit_many(
+        self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[int]:
         """Create several jobs in one request; their ids, in order (each a :class:`JobSpec` or a
         dict of its fields)."""
-        return await self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs]))
+        return await self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs], idempotency_key))
 
     async def fetch(
         self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
@@ -151,7 +129,7 @@ class AsyncClient:
         **extra: Any,
     ) -> None:
         """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
-        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        ``extra``: progress, message, error (see :func:`jobledger.client.calls.update_job`)."""
         await self.send(calls.update_job(job_id, status, output, attempt, **extra))
 
     async def progress(
@@ -210,7 +188,7 @@ class AsyncClient:
     async def create_launcher(
         self, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any
     ) -> int:
-        """A launcher creating jobs on ``queue`` (see the README's Launchers): ``type`` ``@cron``,
+        """A launcher creating jobs on ``queue`` (see Launchers in docs/http-api.md): ``type`` ``@cron``,
         ``@interval``, ``@at`` or ``@event``; ``spec``: ``template``, ``max_pending``, ``debounce``."""
         return await self.send(calls.create_launcher(type, arguments, queue, **spec))
 
@@ -226,25 +204,10 @@ class AsyncClient:
         await self.send(calls.delete_launcher(launcher_id))
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:
-        """The job once it has ended; :class:`~api.client.errors.WaitTimeout` after ``timeout``
+        """The job once it has ended; :class:`~jobledger.client.errors.WaitTimeout` after ``timeout``
         seconds (None: no limit).  One GET first, then the event feed filtered by the job, as
-        :meth:`api.client.sync.Client.wait` does."""
-        job = await self.get(job_id)
-        if job.ended:
-            return job
-        last = [job]
-
-        async def ended_meanwhile() -> bool:
-            last[0] = await self.get(job_id)
-            return last[0].ended
-
-        try:
-            async for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
-                if ends_job(event):
-                    return await self.get(job_id)
-        except FeedTimeout:
-            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
-        return last[0]
+        :meth:`jobledger.client.sync.Client.wait` does."""
+        return await self._complete(self._waiting(job_id, timeout))
 
     # The ledger
 
@@ -255,18 +218,15 @@ class AsyncClient:
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
         page_size: int = 500,
     ) -> AsyncGenerator[Event, None]:
         """Every event after the id ``after`` matching the filters, oldest first, page by page, up
         to the ledger's current end (``async for``)."""
-        filters = filter_params(type, queue, job)
-        while True:
-            page = await self.send(calls.list_events(after, page_size, filters))
-            for event in page.events:
-                yield event
-            if page.next is None:
-                return
-            after = page.next
+        async for event in self._iterate(
+            self._paging(after, filter_params(type, queue, job, actor), page_size)
+        ):
+            yield event
 
     async def follow(
         self,
@@ -275,40 +235,53 @@ class AsyncClient:
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The events matching the filters as they are appended, without end (``async for``);
-        reconnects and resumes after the last event seen, as :meth:`api.client.sync.Client.follow`."""
-        async for event in self._follow(after, filter_params(type, queue, job), Deadline(None), None):
+        reconnects and resumes after the last event seen, as :meth:`jobledger.client.sync.Client.follow`."""
+        async for event in self._iterate(
+            self._following(after, filter_params(type, queue, job, actor), Deadline(None))
+        ):
             yield event
 
-    async def _follow(
-        self,
-        after: str | None,
-        filters: dict[str, str | int],
-        deadline: Deadline,
-        on_open: Callable[[], Awaitable[bool]] | None,
-    ) -> AsyncGenerator[Event, None]:
-        """The feed, reconnecting as :attr:`retry` allows, as :meth:`api.client.sync.Client._follow`."""
-        feed = Feed(self.url, after, filters, self.retry, deadline)
-        while True:
+    # Running the steps of jobledger.client.steps, as the sync client does, awaited
+
+    async def _complete(self, work: Steps[T], stream: AsyncExitStack | None = None) -> T:
+        async with AsyncExitStack() as own:
+            stream = own if stream is None else stream
             try:
-                stream = self._http.stream("GET", feed.call.path, **feed.connect(self._timeout))
-                async with stream as response:
-                    if not response.is_success:
-                        await response.aread()
-                        delay = feed.refused(response)
-                    elif on_open is not None and await on_open():
-                        return
-                    else:
-                        async for line in response.aiter_lines():
-                            if (event := feed.line(line)) is not None:
-                                yield event
-                        delay = feed.ended()
-            except httpx.TransportError as exc:
-                delay = feed.lost(exc)
-            except StreamFailed as failure:
-                delay = feed.failed(failure)
-            await asyncio.sleep(feed.pause(delay))
+                step = next(work)
+                while True:
+                    step = advance(work, await self._do(step, stream))
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            finally:
+                work.close()
+
+    async def _iterate(self, work: Steps[Any]) -> AsyncGenerator[Event, None]:
+        async with AsyncExitStack() as stream:
+            try:
+                while (event := await self._complete(next_event(work), stream)) is not None:
+                    yield event
+            finally:
+                work.close()
+
+    async def _do(self, step: Step, stream: AsyncExitStack) -> Any:
+        try:
+            if isinstance(step, ApiCall):
+                return await self._http.request(step.method, step.path, **step.request_args(self._timeout))
+            if isinstance(step, Pause):
+                return await asyncio.sleep(step.seconds)
+            if isinstance(step, Connect):
+                await stream.aclose()
+                response = await stream.enter_async_context(self._http.stream("GET", step.path, **step.args))
+                if not response.is_success:
+                    await response.aread()
+                return response, response.aiter_lines()
+            assert isinstance(step, NextLine), step
+            return await anext(step.lines, None)
+        except httpx.TransportError as exc:
+            return exc  # thrown into the steps where they asked
 
     # Server
 

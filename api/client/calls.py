@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -17,8 +18,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from api.client.errors import Unavailable, error_for
-from api.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
+from jobledger.client.errors import Unavailable, error_for
+from jobledger.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
 
 R = TypeVar("R")
 
@@ -33,7 +34,7 @@ class ApiCall(Generic[R]):
     """One request and how to read its answer.  ``safe``: sending it twice does no harm, so it may
     be retried after a failure that leaves unknown whether the server acted on it.  ``holds``:
     seconds the server may hold the request before it answers (a long-poll), on top of the
-    client's own timeout."""
+    client's own timeout.  ``headers``: the call's own request headers (an Idempotency-Key)."""
 
     method: str
     path: str
@@ -42,18 +43,22 @@ class ApiCall(Generic[R]):
     body: Any = UNSET
     safe: bool = True
     holds: float = 0.0
+    headers: dict[str, str] | None = None
 
     def request_args(self, timeout: float) -> dict[str, Any]:
         """Keyword arguments of ``httpx.Client.request`` for this call, for a client whose timeout
         is ``timeout``.  The body is encoded here, not by httpx's ``json=``, which would send no
         body at all for a JSON ``null``."""
         args: dict[str, Any] = {"params": self.params}
+        headers = dict(self.headers or {})
         if self.holds:
             args["timeout"] = httpx.Timeout(timeout, read=timeout + self.holds)
         if self.body is not UNSET:
             text = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             args["content"] = text.encode()
-            args["headers"] = {"content-type": "application/json"}
+            headers["content-type"] = "application/json"
+        if headers:
+            args["headers"] = headers
         return args
 
     def finish(self, response: httpx.Response) -> R:
@@ -133,19 +138,34 @@ def pause_queue(name: str, paused: bool) -> ApiCall[None]:
 # Jobs
 
 
-def create_job(queue: str, spec: JobSpec) -> ApiCall[int]:
-    """Create a job; its id.  Safe to resend only with a ``unique_key``, which makes a repeat
-    return the first job's id instead of creating a second job."""
-    safe = spec.unique_key is not None
-    return ApiCall("POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(), safe=safe)
+#: The request header that makes a create safe to resend: the server answers a resend as the first
+#: time, without creating anything (see Idempotency-Key in docs/http-api.md).
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
-def create_jobs(queue: str, specs: list[JobSpec]) -> ApiCall[list[int]]:
-    """Create many jobs in one request (one round trip on the server); their ids.  Safe to resend
-    only when every job has a ``unique_key``."""
-    safe = all(spec.unique_key is not None for spec in specs)
+def _idempotency(key: str | None) -> dict[str, str]:
+    """The headers of one logical create: the caller's key, or a new one (a uuid4).  Every resend
+    of the call carries the same key, so none of them creates a second time."""
+    return {IDEMPOTENCY_HEADER: key if key is not None else str(uuid.uuid4())}
+
+
+def create_job(queue: str, spec: JobSpec, idempotency_key: str | None = None) -> ApiCall[int]:
+    """Create a job; its id.  Sent with an Idempotency-Key (``idempotency_key``, else a new one),
+    so it is safe to resend after a lost answer: the server answers the first job's id again."""
+    return ApiCall(
+        "POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(),
+        headers=_idempotency(idempotency_key),
+    )  # fmt: skip
+
+
+def create_jobs(queue: str, specs: list[JobSpec], idempotency_key: str | None = None) -> ApiCall[list[int]]:
+    """Create many jobs in one request (one round trip on the server); their ids.  Sent with an
+    Idempotency-Key, as :func:`create_job`, so it is safe to resend."""
     body = [spec.body() for spec in specs]
-    return ApiCall("POST", _queue(queue, "/jobs"), lambda r: [int(i) for i in r.json()], body=body, safe=safe)
+    return ApiCall(
+        "POST", _queue(queue, "/jobs"), lambda r: [int(i) for i in r.json()], body=body,
+        headers=_idempotency(idempotency_key),
+    )  # fmt: skip
 
 
 def fetch_jobs(
@@ -188,8 +208,8 @@ def update_job(
 ) -> ApiCall[None]:
     """PATCH a job: status, output, progress / message, and with status failed an ``error`` (text,
     or ``{"kind", "message"}``: its kind decides retry).  Safe to resend when it names the attempt:
-    fencing makes a repeat a 409 that changes nothing (a 409 after a retry may mean the first
-    succeeded)."""
+    a repeat of an update that took effect answers 204 and changes nothing; once the job has moved
+    on (another attempt, a requeue) a repeat is a 409 that changes nothing."""
     given = {"status": status, "attempt": attempt, "progress": progress, "message": message, "error": error}
     body: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if output is not UNSET:
@@ -244,9 +264,11 @@ def health() -> ApiCall[dict[str, Any]]:
 def create_launcher(type: str, arguments: str | dict[str, Any], queue: str, **spec: Any) -> ApiCall[int]:
     """Create a launcher (``POST /launcher``): ``type`` ``@cron`` / ``@interval`` / ``@at`` /
     ``@event``, its ``arguments``, its ``queue``, and ``template``, ``max_pending``, ``debounce``
-    as the server takes them; its id.  Not safe to resend: a repeat is a second launcher."""
+    as the server takes them; its id.  Sent with an Idempotency-Key (``idempotency_key=`` in
+    ``spec``, else a new one), as :func:`create_job`, so it is safe to resend."""
+    key = spec.pop("idempotency_key", None)
     body = {"type": type, "arguments": arguments, "queue": queue, **spec}
-    return ApiCall("POST", "/launcher", lambda r: int(r.json()["id"]), body=body, safe=False)
+    return ApiCall("POST", "/launcher", lambda r: int(r.json()["id"]), body=body, headers=_idempotency(key))
 
 
 def list_launchers() -> ApiCall[list[dict[str, Any]]]:
@@ -290,6 +312,16 @@ DEFAULT_URL = "http://127.0.0.1:8023"
 def resolve_url(url: str | None) -> str:
     """The server's base URL: ``url``, else ``$JOBLEDGER_URL``, else :data:`DEFAULT_URL`."""
     return (url or os.environ.get("JOBLEDGER_URL") or DEFAULT_URL).rstrip("/")
+
+
+def resolve_token(token: str | None) -> str | None:
+    """The API token: ``token``, else ``$JOBLEDGER_TOKEN``, else None (no Authorization header)."""
+    return token or os.environ.get("JOBLEDGER_TOKEN") or None
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers that present ``token`` (none without one)."""
+    return {"authorization": f"Bearer {token}"} if token else {}
 
 
 def unreachable(url: str, exc: httpx.TransportError) -> Unavailable:

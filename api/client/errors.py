@@ -25,7 +25,16 @@ class NotFound(ClientError):
 
 
 class Conflict(ClientError):
-    """409: the current state refuses the request, e.g. a stale attempt or a transition not allowed."""
+    """409: the current state refuses the request, e.g. a stale attempt or a transition not allowed;
+    or 422: an Idempotency-Key sent again with another request than its first."""
+
+
+class Unauthorized(ClientError):
+    """401: the server wants a token (``token=`` or ``$JOBLEDGER_TOKEN``), or does not know this one."""
+
+
+class Forbidden(ClientError):
+    """403: the token's scopes do not cover the request."""
 
 
 class ReadOnly(ClientError):
@@ -51,10 +60,13 @@ class WaitTimeout(ClientError, TimeoutError):
 
 _BY_STATUS: dict[int, type[ClientError]] = {
     400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
     404: NotFound,
     405: ReadOnly,
     409: Conflict,
     413: BadRequest,
+    422: Conflict,
     503: Unavailable,
 }
 

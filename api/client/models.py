@@ -58,13 +58,15 @@ class QueueSettings(_Answer):
 
 
 class Event(_Answer):
-    """One event of the ledger: ``{id, type, at, queue, job, data}``."""
+    """One event of the ledger: ``{id, type, at, queue, job, actor, data}``; ``actor`` says who
+    caused it (a token's name, ``local``, ``scheduler`` or ``launcher:ID``)."""
 
     id: str
     type: str
     at: datetime
     queue: str | None = None
     job: int | None = None
+    actor: str = "local"
     data: dict[str, Any] = {}
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from api.client.calls import ApiCall
+from jobledger.client.calls import ApiCall
 
 #: Failures where the request never reached the server: resending any request is harmless.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -22,8 +22,9 @@ class Retry:
     """Retry transient failures with capped exponential backoff and jitter.
 
     ``attempts`` counts every try (1 means no retry).  A failure to connect is retried for any
-    request; a failure after the request may have been acted on (a lost answer, or a 503 from a
-    server that lost Redis mid-command) only for a call marked ``safe``.
+    request; a failure after the request may have been acted on (a lost answer, a timeout, or a 503
+    from a server that lost Redis mid-command) only for a call marked ``safe``.  Creates are safe:
+    each carries one Idempotency-Key over all its tries, so a resend never creates twice.
     """
 
     attempts: int = 4

@@ -6,7 +6,7 @@ the last event block it saw, including the blocks the server sends without data 
 position, and its position at each keep-alive), so a follower that reconnects with
 ``Last-Event-ID`` resumes exactly where it stopped, without receiving an event twice or missing one.
 A block ``event: error`` (data ``{"error": ..., "status": ...}``) is the server saying why it ends the
-feed: it becomes the matching :class:`~api.client.errors.ClientError`, never an event.
+feed: it becomes the matching :class:`~jobledger.client.errors.ClientError`, never an event.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pydantic
 
-from api.client import calls
-from api.client.errors import ClientError, ServerError, Unavailable, error_for
-from api.client.models import Event
-from api.client.policy import Retry
+from jobledger.client import calls
+from jobledger.client.errors import ClientError, ServerError, Unavailable, error_for
+from jobledger.client.models import Event
+from jobledger.client.policy import Retry
 
 STREAM_PATH = "/events/stream"
 #: The server sends a keep-alive every 15 s at most; a read that waits longer has lost the server.
@@ -39,9 +39,11 @@ def ends_job(event: Event) -> bool:
     return event.type in ENDING or (event.type in ENDING_IF_ENDED and bool(event.data.get("ended")))
 
 
-def filter_params(type: str | None, queue: str | None, job: int | None) -> dict[str, str | int]:
+def filter_params(
+    type: str | None, queue: str | None, job: int | None, actor: str | None = None
+) -> dict[str, str | int]:
     """The feed's filters as query parameters (only those given)."""
-    given: dict[str, str | int | None] = {"type": type, "queue": queue, "job": job}
+    given: dict[str, str | int | None] = {"type": type, "queue": queue, "job": job, "actor": actor}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -69,8 +71,8 @@ def stream_error(text: str) -> ClientError:
 
 @dataclass
 class SseDecoder:
-    """Server-Sent Events, fed one line at a time (the spec's parsing, for the fields the feed uses).
-    ``blocks`` counts the blocks completed, events or not."""
+    """Server-Sent Events, fed one line at a time (parsed as the HTML standard's event-stream format
+    says, for the fields the feed uses).  ``blocks`` counts the blocks completed, events or not."""
 
     last_id: str | None = None
     blocks: int = 0

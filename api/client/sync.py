@@ -1,45 +1,37 @@
-"""The synchronous client: each method sends one call built in :mod:`api.client.calls`."""
+"""The synchronous client: each method sends one call built in :mod:`jobledger.client.calls`."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, closing
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
-from api.client import calls
-from api.client.calls import UNSET, ApiCall, resolve_url, unreachable
-from api.client.errors import WaitTimeout
-from api.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
-from api.client.policy import Retry
-from api.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job, filter_params
+from jobledger.client import calls
+from jobledger.client.calls import UNSET, ApiCall
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.sse import Deadline, filter_params
+from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
-class Client:
+class Client(ClientBase):
     """A jobledger server over HTTP.
 
-    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``.  Errors raise the
-    :mod:`api.client.errors` tree with the server's message.  Transient failures are retried as
+    ``url`` defaults to ``$JOBLEDGER_URL``, else ``http://127.0.0.1:8023``; ``token`` (an API token,
+    sent as ``Authorization: Bearer``) to ``$JOBLEDGER_TOKEN``, else none.  Errors raise the
+    :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
     ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
     Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        timeout: float = 10.0,
-        retry: Retry | None = None,
-        **httpx_options: Any,
-    ) -> None:
-        self.url = resolve_url(url)
-        self.retry = retry or Retry()
-        self._timeout = timeout
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, **httpx_options)
+    _HTTP = httpx.Client
+    _http: httpx.Client
 
     def close(self) -> None:
         self._http.close()
@@ -54,20 +46,7 @@ class Client:
 
     def send(self, call: ApiCall[R]) -> R:
         """Send one call, retrying as :attr:`retry` allows; its parsed result."""
-        tried = 0
-        while True:
-            tried += 1
-            try:
-                response = self._http.request(call.method, call.path, **call.request_args(self._timeout))
-            except httpx.TransportError as exc:
-                delay = self.retry.after_error(call, exc, tried)
-                if delay is None:
-                    raise unreachable(self.url, exc) from exc
-            else:
-                delay = self.retry.after_status(call, response.status_code, tried)
-                if delay is None:
-                    return call.finish(response)
-            time.sleep(delay)
+        return self._complete(self._sending(call))
 
     # Queues
 
@@ -117,14 +96,19 @@ class Client:
 
     # Jobs
 
-    def submit(self, queue: str, input: Any = None, **options: Any) -> int:
-        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...)."""
-        return self.send(calls.create_job(queue, JobSpec(input, **options)))
+    def submit(
+        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+    ) -> int:
+        """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
+        return self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
 
-    def submit_many(self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]]) -> list[int]:
+    def submit_many(
+        self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[int]:
         """Create several jobs in one request; their ids, in order.  Each job is a :class:`JobSpec`
         or a dict of its fields (``{"input": ..., "priority": 5}``)."""
-        return self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs]))
+        return self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs], idempotency_key))
 
     def fetch(
         self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
@@ -150,7 +134,7 @@ class Client:
         **extra: Any,
     ) -> None:
         """Set the job's status (completed, failed, cancelled, queued) and/or output, for ``attempt``;
-        ``extra``: progress, message, error (see :func:`api.client.calls.update_job`)."""
+        ``extra``: progress, message, error (see :func:`jobledger.client.calls.update_job`)."""
         self.send(calls.update_job(job_id, status, output, attempt, **extra))
 
     def progress(
@@ -207,7 +191,7 @@ class Client:
         return self.send(calls.tagged(tag))
 
     def create_launcher(self, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any) -> int:
-        """A launcher creating jobs on ``queue`` (see the README's Launchers): ``type`` ``@cron``,
+        """A launcher creating jobs on ``queue`` (see Launchers in docs/http-api.md): ``type`` ``@cron``,
         ``@interval``, ``@at`` or ``@event``; ``spec``: ``template``, ``max_pending``, ``debounce``."""
         return self.send(calls.create_launcher(type, arguments, queue, **spec))
 
@@ -224,30 +208,15 @@ class Client:
 
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """The job once it has ended (completed, cancelled, or failed / timed out with no retry
-        left); :class:`~api.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
+        left); :class:`~jobledger.client.errors.WaitTimeout` after ``timeout`` seconds (None: no limit).
 
         One ``GET /job/{id}`` first, so a job that has already ended returns at once; then it
         follows the event feed filtered by the job, and returns the job when an event ends it.
         Each time the feed is (re)connected the job is read once more, which closes the gap
         between the first read and the feed's starting point.  A job deleted or expired meanwhile
-        raises :class:`~api.client.errors.NotFound`, as :meth:`get` does.
+        raises :class:`~jobledger.client.errors.NotFound`, as :meth:`get` does.
         """
-        job = self.get(job_id)
-        if job.ended:
-            return job
-        last = [job]
-
-        def ended_meanwhile() -> bool:
-            last[0] = self.get(job_id)
-            return last[0].ended
-
-        try:
-            for event in self._follow(None, {"job": job_id}, Deadline(timeout), ended_meanwhile):
-                if ends_job(event):
-                    return self.get(job_id)
-        except FeedTimeout:
-            raise WaitTimeout(job_id, timeout or 0.0, last[0].status) from None
-        return last[0]
+        return self._complete(self._waiting(job_id, timeout))
 
     # The ledger
 
@@ -258,17 +227,13 @@ class Client:
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
         page_size: int = 500,
     ) -> Iterator[Event]:
         """Every event after the id ``after`` (from the first, without), oldest first, that matches
-        the filters: ``GET /events`` page by page, up to the ledger's current end."""
-        filters = filter_params(type, queue, job)
-        while True:
-            page = self.send(calls.list_events(after, page_size, filters))
-            yield from page.events
-            if page.next is None:
-                return
-            after = page.next
+        the filters (``actor``: only the events it caused): ``GET /events`` page by page, up to the
+        ledger's current end."""
+        yield from self._iterate(self._paging(after, filter_params(type, queue, job, actor), page_size))
 
     def follow(
         self,
@@ -277,41 +242,53 @@ class Client:
         type: str | None = None,
         queue: str | None = None,
         job: int | None = None,
+        actor: str | None = None,
     ) -> Iterator[Event]:
         """The events matching the filters as they are appended, without end: after the id ``after``,
         or from the live end without.  ``GET /events/stream``; a lost connection is made again and
         resumes after the last event seen (``Last-Event-ID``), so none is missed or repeated."""
-        yield from self._follow(after, filter_params(type, queue, job), Deadline(None), None)
+        yield from self._iterate(
+            self._following(after, filter_params(type, queue, job, actor), Deadline(None))
+        )
 
-    def _follow(
-        self,
-        after: str | None,
-        filters: dict[str, str | int],
-        deadline: Deadline,
-        on_open: Callable[[], bool] | None,
-    ) -> Iterator[Event]:
-        """The feed, reconnecting as :attr:`retry` allows (see :class:`~api.client.sse.Feed`); stops
-        when ``on_open`` (called each time the feed is connected) returns True; raises
-        :class:`FeedTimeout` at the deadline, and the server's error when it gives up."""
-        feed = Feed(self.url, after, filters, self.retry, deadline)
-        while True:
+    # Running the steps of jobledger.client.steps
+
+    def _complete(self, work: Steps[T], stream: ExitStack | None = None) -> T:
+        """Run ``work`` to its end; what it returns.  ``stream`` holds the stream it opens, if it
+        is to outlive this run."""
+        with ExitStack() as own, closing(work):
+            stream = own if stream is None else stream
             try:
-                with self._http.stream("GET", feed.call.path, **feed.connect(self._timeout)) as response:
-                    if not response.is_success:
-                        response.read()
-                        delay = feed.refused(response)
-                    elif on_open is not None and on_open():
-                        return
-                    else:
-                        for line in response.iter_lines():
-                            if (event := feed.line(line)) is not None:
-                                yield event
-                        delay = feed.ended()
-            except httpx.TransportError as exc:
-                delay = feed.lost(exc)
-            except StreamFailed as failure:
-                delay = feed.failed(failure)
-            time.sleep(feed.pause(delay))
+                step = next(work)
+                while True:
+                    step = advance(work, self._do(step, stream))
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    def _iterate(self, work: Steps[Any]) -> Iterator[Event]:
+        """Run ``work`` to its end, handing on the events it yields."""
+        with ExitStack() as stream, closing(work):
+            while (event := self._complete(next_event(work), stream)) is not None:
+                yield event
+
+    def _do(self, step: Step, stream: ExitStack) -> Any:
+        """The outcome of one step (see :mod:`jobledger.client.steps`), a network error included;
+        ``stream`` holds the open stream."""
+        try:
+            if isinstance(step, ApiCall):
+                return self._http.request(step.method, step.path, **step.request_args(self._timeout))
+            if isinstance(step, Pause):
+                return time.sleep(step.seconds)
+            if isinstance(step, Connect):
+                stream.close()
+                response = stream.enter_context(self._http.stream("GET", step.path, **step.args))
+                if not response.is_success:
+                    response.read()
+                return response, response.iter_lines()
+            assert isinstance(step, NextLine), step
+            return next(step.lines, None)
+        except httpx.TransportError as exc:
+            return exc  # thrown into the steps where they asked
 
     # Server
 

@@ -3,15 +3,12 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
 -- returns the ids timed out
+--- @include "ledger/lua/lib/each_due.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/retry_decision.lua"
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local done = {}
-for _, id in ipairs(due(K.due_queued, now, limit)) do
-  local job = load_job(id)
-  if job then
-    local e = {kind = 'queued_timeout', message = 'queued longer than max_queued_time'}
-    local ended, retry_at = retry_decision(job, now, e.kind)
-    emit(now, 'job_timed_out', id, job.queue, {error = e, ended = ended, retry_at = retry_at})
-    done[#done + 1] = tonumber(id)
-  end
-end
-return done
+return each_due(K.due_queued, now, limit, function(id, job)
+  local e = {kind = 'queued_timeout', message = 'queued longer than max_queued_time'}
+  local ended, retry_at = retry_decision(job, now, e.kind)
+  emit(now, 'job_timed_out', id, job.queue, {error = e, ended = ended, retry_at = retry_at})
+end)

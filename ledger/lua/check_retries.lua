@@ -3,17 +3,13 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
 -- returns the ids requeued or ended
+--- @include "ledger/lua/lib/each_due.lua"
+--- @include "ledger/lua/lib/emit.lua"
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local done = {}
-for _, id in ipairs(due(K.due_retry, now, limit)) do
-  local job = load_job(id)
-  if job then
-    if redis.call('EXISTS', K.queue(job.queue)) == 1 then
-      emit(now, 'job_requeued', id, job.queue, {retry = true})
-    else
-      emit(now, 'job_ended', id, job.queue, {reason = 'queue_deleted'})
-    end
-    done[#done + 1] = tonumber(id)
+return each_due(K.due_retry, now, limit, function(id, job)
+  if redis.call('EXISTS', K.queue(job.queue)) == 1 then
+    emit(now, 'job_requeued', id, job.queue, {retry = true})
+  else
+    emit(now, 'job_ended', id, job.queue, {reason = 'queue_deleted'})
   end
-end
-return done
+end)

@@ -5,19 +5,16 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] most jobs to handle in this call
 -- returns the ids timed out
+--- @include "ledger/lua/lib/each_due.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/retry_decision.lua"
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local done = {}
-for _, id in ipairs(due(K.due_run, now, limit)) do
-  local job = load_job(id)
-  if job then
-    local timeout = tonumber(job.timeout or 0)
-    local e = {kind = 'heartbeat_timeout', message = 'no heartbeat within heartbeat_timeout'}
-    if timeout > 0 and tonumber(job.started_at) + timeout <= now then
-      e = {kind = 'timeout', message = 'running longer than timeout'}
-    end
-    local ended, retry_at = retry_decision(job, now, e.kind)
-    emit(now, 'job_timed_out', id, job.queue, {error = e, ended = ended, retry_at = retry_at})
-    done[#done + 1] = tonumber(id)
+return each_due(K.due_run, now, limit, function(id, job)
+  local timeout = tonumber(job.timeout or 0)
+  local e = {kind = 'heartbeat_timeout', message = 'no heartbeat within heartbeat_timeout'}
+  if timeout > 0 and tonumber(job.started_at) + timeout <= now then
+    e = {kind = 'timeout', message = 'running longer than timeout'}
   end
-end
-return done
+  local ended, retry_at = retry_decision(job, now, e.kind)
+  emit(now, 'job_timed_out', id, job.queue, {error = e, ended = ended, retry_at = retry_at})
+end)

@@ -1,10 +1,21 @@
 -- create_job: a new job; settings the request leaves out come from the queue.  With a future run_at
 -- (or a delay) it is scheduled until then; with a unique_key held by a live job of the queue, that
--- job's id is answered and nothing is created.
+-- job's id is answered and nothing is created.  With an Idempotency-Key already recorded for the
+-- same request, its first answer is given again and nothing is created (another request: MISMATCH).
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name
 -- ARGV[3] options JSON (only the fields given; durations in ms, run_at in ms since the epoch)
 -- ARGV[4] input JSON text, '' for none   ARGV[5] launcher id, '' for none
--- returns {id, 1 created | 0 existing}; NOT_FOUND when there is no such queue
-local id, created = new_job(tonumber(ARGV[1]), ARGV[2], require_queue(ARGV[2]), cjson.decode(ARGV[3]), ARGV[4], ARGV[5])
-return {id, created and 1 or 0}
+-- ARGV[6] Idempotency-Key, '' for none   ARGV[7] request hash   ARGV[8] the key's window (ms)
+-- returns {id, 1 created | 0 existing, 1 when answered again from the key}; NOT_FOUND when there is
+-- no such queue
+--- @include "ledger/lua/lib/idempotency_fields.lua"
+--- @include "ledger/lua/lib/new_job.lua"
+--- @include "ledger/lua/lib/recorded_answer.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
+local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[6]
+local answer = recorded_answer(key, ARGV[7])
+if answer then return {answer, 1, 1} end
+local extra = idempotency_fields({}, now, key, ARGV[7], ARGV[8])
+local id, created = new_job(now, name, require_queue(name), cjson.decode(ARGV[3]), ARGV[4], ARGV[5], extra)
+return {id, created and 1 or 0, 0}

@@ -1,12 +1,22 @@
 -- create_launcher: a new launcher on an existing queue.  Its spec was validated and its first firing
--- time (next_at) computed in Python (ledger/launchers.py); here it gets the next launcher id.
+-- time (next_at) computed in Python (ledger/launchers.py); here it gets the next launcher id.  With an
+-- Idempotency-Key already recorded for the same request, that launcher's id is answered again and
+-- nothing is created (another request: MISMATCH).
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name
 -- ARGV[3] launcher_created data JSON, without the launcher id
--- returns the launcher's id; NOT_FOUND when there is no such queue
-local now, name = tonumber(ARGV[1]), ARGV[2]
+-- ARGV[4] Idempotency-Key, '' for none   ARGV[5] request hash   ARGV[6] the key's window (ms)
+-- returns {the launcher's id, 1 when answered again from the key}; NOT_FOUND when there is no such
+-- queue
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/idempotency_fields.lua"
+--- @include "ledger/lua/lib/recorded_answer.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
+local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[4]
+local answer = recorded_answer(key, ARGV[5])
+if answer then return {answer, 1} end
 require_queue(name)
-local data = cjson.decode(ARGV[3])
+local data = idempotency_fields(cjson.decode(ARGV[3]), now, key, ARGV[5], ARGV[6])
 data.launcher = tonumber(redis.call('GET', K.launcher_id) or '0') + 1
 emit(now, 'launcher_created', nil, name, data)
-return data.launcher
+return {data.launcher, 0}

@@ -2,6 +2,8 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] job id
 -- returns 1; NOT_FOUND
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/require_job.lua"
 local now, id = tonumber(ARGV[1]), ARGV[2]
 local job = require_job(id)
 emit(now, 'job_deleted', id, job.queue, '{}')

@@ -5,6 +5,9 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] count   ARGV[4] worker id, '' for none
 -- returns a list of {id, attempt, input JSON text or false}; NOT_FOUND when there is no such queue
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
 local now, name, count, worker = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local queue = require_queue(name)
 if queue.paused then return {} end
@@ -25,11 +28,11 @@ if count < 1 then return started end
 if redis.call('EXISTS', K.queue_heads(name)) == 0 then
   -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
   -- starting a job without a quota_key changes no lane, so one read gives every job to start
-  for _, id in ipairs(redis.call('ZRANGE', K.queue_jobs(name), 0, count - 1)) do start(id) end
+  for _, id in ipairs(redis.call('ZRANGE', K.queued_ids(name), 0, count - 1)) do start(id) end
   return started
 end
 for _ = 1, count do
-  local plain = redis.call('ZRANGE', K.queue_jobs(name), 0, 0, 'WITHSCORES')
+  local plain = redis.call('ZRANGE', K.queued_ids(name), 0, 0, 'WITHSCORES')
   local lane = redis.call('ZRANGE', K.queue_heads(name), 0, 0, 'WITHSCORES')
   local id = plain[1]
   if lane[1] and (not id or tonumber(lane[2]) < tonumber(plain[2])) then

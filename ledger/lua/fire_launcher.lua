@@ -7,6 +7,9 @@
 -- ARGV[5] missed: firing times after due_at, up to now, coalesced into this firing
 -- ARGV[6] trigger event id ('' none: an @event launcher's last trigger)
 -- returns 0 nothing to do, 1 fired, 2 skipped; BAD_REQUEST when next_at is not after due_at
+--- @include "ledger/lua/lib/launch.lua"
+--- @include "ledger/lua/lib/load_launcher.lua"
+--- @include "ledger/lua/lib/refuse.lua"
 local now, id, due_at = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local next_at, missed, trigger = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 if next_at and next_at <= due_at then

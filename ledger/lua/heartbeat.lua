@@ -2,6 +2,10 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] job id   ARGV[3] attempt the caller acts for ('' none)
 -- returns 1; NOT_FOUND, CONFLICT when the job (or that attempt) is not running
+--- @include "ledger/lua/lib/check_attempt.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/require_job.lua"
+--- @include "ledger/lua/lib/require_status.lua"
 local now, id, attempt = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local job = require_job(id)
 check_attempt(id, job, attempt)

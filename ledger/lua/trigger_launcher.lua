@@ -7,6 +7,11 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] launcher id   ARGV[3] event id
 -- returns 0 nothing to do, 1 fired, 2 skipped, 3 triggered (debounced)
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/event_matches.lua"
+--- @include "ledger/lua/lib/launch.lua"
+--- @include "ledger/lua/lib/load_launcher.lua"
+--- @include "ledger/lua/lib/newer_id.lua"
 local now, id, event_id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local launcher = load_launcher(id)
 if not launcher or launcher.type ~= '@event' or not newer_id(event_id, launcher.last_trigger) then return 0 end

@@ -4,4 +4,5 @@
 -- ARGV[4] output JSON text ('' none)   ARGV[5] attempt the caller acts for ('' none)
 -- ARGV[6] {progress, message} JSON ('' none)   ARGV[7] error {kind, message} JSON ('' none)
 -- returns the number of events appended; NOT_FOUND, CONFLICT, BAD_REQUEST
+--- @include "ledger/lua/lib/update.lua"
 return update(tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])

@@ -4,6 +4,7 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2..] six values per update, as update_job's ARGV[2..7]
 -- returns per update: the number of events appended, or the refusal as text "CODE message"
+--- @include "ledger/lua/lib/update.lua"
 local now = tonumber(ARGV[1])
 local REFUSALS = {NOT_FOUND = true, CONFLICT = true, BAD_REQUEST = true}
 local results = {}

@@ -3,6 +3,7 @@
 -- KEYS[1] namespace prefix of the projections being built
 -- ARGV    six values per event: id, type, at, job ('' none), queue ('' none), data JSON
 -- returns the number of events applied
+--- @include "projections/lua/apply.lua"
 for i = 1, #ARGV, 6 do
   apply(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
 end

@@ -2,19 +2,27 @@
 -- their own ids, and apply each right after its append, as a live command does: the projections of
 -- the namespace change only by applying events that are in its stream.
 -- KEYS[1] namespace prefix
--- ARGV    eight values per event: id, type, v, at, job ('' none), queue ('' none), data as stored,
---         data at the current version of its type ('' when the stored data is current)
+-- ARGV    nine values per event: id, type, v, at, job ('' none), queue ('' none), actor ('' none:
+--         an entry written before events recorded their actor), data as stored, data at the
+--         current version of its type ('' when the stored data is current)
+-- The ledger's clock moves to the latest `at` imported, so the commands that follow stamp no
+-- earlier time (see ledger/scripts.py).
 -- returns the number of events imported
-for i = 1, #ARGV, 8 do
+--- @include "projections/lua/apply.lua"
+local latest = tonumber(redis.call('GET', K.clock) or 0)
+for i = 1, #ARGV, 9 do
   local id, kind, v, at, job, queue = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
-  local data, current = ARGV[i + 6], ARGV[i + 7]
+  local actor, data, current = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8]
   local fields = {'type', kind, 'v', v, 'at', at}
   if job ~= '' then fields[#fields + 1] = 'job'; fields[#fields + 1] = job end
   if queue ~= '' then fields[#fields + 1] = 'queue'; fields[#fields + 1] = queue end
+  if actor ~= '' then fields[#fields + 1] = 'actor'; fields[#fields + 1] = actor end
   fields[#fields + 1] = 'data'
   fields[#fields + 1] = data
   redis.call('XADD', K.events, id, unpack(fields))
   if current == '' then current = data end
   apply(id, kind, at, job, queue, current)
+  if tonumber(at) > latest then latest = tonumber(at) end
 end
-return #ARGV / 8
+if #ARGV > 0 then redis.call('SET', K.clock, latest) end
+return #ARGV / 9

@@ -10,6 +10,8 @@
 -- returns {'swapped', tail applied} | {'moved', live generation}: another swap came first |
 --   {'behind', n}: more than ARGV[4] events, or archived ones, or ones at an older version (which
 --   Python upcasts), to fold first
+--- @include "projections/lua/apply.lua"
+--- @include "ledger/lua/lib/newer_id.lua"
 local ledger, position, limit = KEYS[2], ARGV[1], tonumber(ARGV[4])
 local live = redis.call('GET', ledger .. 'generation') or '0'
 if live ~= ARGV[2] then return {'moved', live} end

@@ -1,1 +1,4 @@
-"""Benchmarks: measured on a real server, reported as figures and ratios, never as timed tests."""
+"""The comparison run: jobledger's own benchmark (:mod:`jobledger.bench`) with the peers beside it.
+
+The peers (Dramatiq, saq, BullMQ) are measured here only, never by the installed ``jobledger bench``.
+"""

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import redis
 
-from ledger import commands
-from ledger.durations import parse_ms
-from ledger.runner import Ledger
+from jobledger.ledger import commands
+from jobledger.ledger.durations import parse_ms
+from jobledger.ledger.runner import Ledger
 
 DEFAULT_QUEUE = "default"
 BATCH = 500

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import redis
 
-from ledger.keys import Keys
+from jobledger.ledger.keys import Keys
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
@@ -80,10 +80,10 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def command(port: int, redis_url: str | None, namespace: str, *args: str) -> list[str]:
-    """``python -m api.cli serve --port P --redis-url URL --namespace NS ARGS...``; without a
+    """``python -m jobledger.cli.main serve --port P --redis-url URL --namespace NS ARGS...``; without a
     port or URL (0, None) the configuration gives them."""
     address = (["--port", str(port)] if port else []) + (["--redis-url", redis_url] if redis_url else [])
-    return [sys.executable, "-m", "api.cli", "serve", *address, "--namespace", namespace, *args]
+    return [sys.executable, "-m", "jobledger.cli.main", "serve", *address, "--namespace", namespace, *args]
 
 
 @contextmanager

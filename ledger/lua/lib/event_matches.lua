@@ -2,6 +2,7 @@
 -- of @event launcher `id` ({type, queue} JSON in its arguments).  Launcher events never match, nor
 -- the job_created of a job the launcher itself created (a launcher never feeds on its own firing).
 -- Returns the event's time (ms), or nil when it does not match.
+--- @include "projections/lua/lib/present.lua"
 local function event_matches(id, launcher, entry)
   local f = {}
   for i = 1, #entry[2], 2 do f[entry[2][i]] = entry[2][i + 1] end

@@ -1,8 +1,5 @@
 -- load_launcher(id): the launcher's stored fields as a table, or nil when there is no such launcher
+--- @include "ledger/lua/lib/load_hash.lua"
 local function load_launcher(id)
-  local flat = redis.call('HGETALL', K.launcher(id))
-  if #flat == 0 then return nil end
-  local launcher = {}
-  for i = 1, #flat, 2 do launcher[flat[i]] = flat[i + 1] end
-  return launcher
+  return load_hash(K.launcher(id))
 end

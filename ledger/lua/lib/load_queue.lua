@@ -1,8 +1,5 @@
 -- load_queue(name): the queue's settings as a table, or nil when there is no such queue
+--- @include "ledger/lua/lib/load_hash.lua"
 local function load_queue(name)
-  local flat = redis.call('HGETALL', K.queue(name))
-  if #flat == 0 then return nil end
-  local settings = {}
-  for i = 1, #flat, 2 do settings[flat[i]] = flat[i + 1] end
-  return settings
+  return load_hash(K.queue(name))
 end

@@ -1,10 +1,13 @@
--- new_job(now, name, queue, options, input, launcher): create a job on queue `name` (its settings
+-- new_job(now, name, queue, options, input, launcher, extra): create a job on queue `name` (its settings
 -- `queue`, from require_queue: a batch reads them once) from decoded options (settings left out come
 -- from the queue; the retry policy, delays or backoff, comes whole from one or the other), input
--- JSON text ('' none) and launcher id ('' none).
+-- JSON text ('' none) and launcher id ('' none: a job a launcher creates records `launcher:ID` as its actor).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
-local function new_job(now, name, queue, options, input, launcher)
+-- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/present.lua"
+local function new_job(now, name, queue, options, input, launcher, extra)
   if present(options.unique_key) then
     local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
     if holder then return tonumber(holder), false end
@@ -34,7 +37,12 @@ local function new_job(now, name, queue, options, input, launcher)
   if present(run_at) and run_at > now then data.run_at = run_at end
   if input ~= '' then data.input = input end
   if launcher ~= '' then data.launcher = launcher end
+  if extra then
+    for field, v in pairs(extra) do data[field] = v end
+  end
   local id = tonumber(redis.call('GET', K.job_id) or '0') + 1
-  emit(now, 'job_created', id, name, data)
+  local actor = nil
+  if launcher ~= '' then actor = 'launcher:' .. launcher end
+  emit(now, 'job_created', id, name, data, actor)
   return id, true
 end

@@ -1,6 +1,7 @@
 -- require_status(id, job, allowed, action): refuse with CONFLICT unless the job's status is one of
 -- allowed (a table: status -> true, or 'waiting' to admit a failed / timed_out job only while it
 -- waits to retry, not once it has ended)
+--- @include "ledger/lua/lib/refuse.lua"
 local function require_status(id, job, allowed, action)
   local s = job.status
   local rule = allowed[s]

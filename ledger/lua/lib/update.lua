@@ -3,8 +3,31 @@
 -- output need a running job.  Every check comes before the first event, so a refused update appends
 -- nothing.  Arguments as update_job's ARGV[2..7]; returns the number of events appended, or refuses
 -- (NOT_FOUND, CONFLICT, BAD_REQUEST)
+--
+-- A resend by the attempt that made it answers as the first did and appends nothing (0 events):
+-- an update naming attempt N and a status that ends a run (completed, failed, timed_out, cancelled)
+-- is a resend when the job's last attempt is N, its status is the one asked for and its output is
+-- the one sent, if one is: attempt N ended exactly so.  A hand-back (queued) naming
+-- attempt N is a resend when the job is queued and its last attempt is N: it is back in its queue,
+-- as asked.  Once the job has moved on (a failed attempt retried, a cancelled job requeued, a next
+-- attempt started, the job gone), the resend is refused like any update of an attempt that is over.
+--- @include "ledger/lua/lib/check_attempt.lua"
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/refuse.lua"
+--- @include "ledger/lua/lib/require_job.lua"
+--- @include "ledger/lua/lib/require_status.lua"
+--- @include "ledger/lua/lib/retry_decision.lua"
+local RUN_ENDS = {completed = true, failed = true, timed_out = true, cancelled = true}
+
+local function resent(job, status, output, attempt)
+  if attempt == '' or job.attempt ~= attempt or job.status ~= status then return false end
+  if RUN_ENDS[status] then return output == '' or job.output == output end
+  return status == 'queued'
+end
+
 local function update(now, id, status, output, attempt, progress, err)
   local job = require_job(id)
+  if resent(job, status, output, attempt) then return 0 end
   check_attempt(id, job, attempt)
   local RUNNING = {running = true}
   -- the status asked for -> the statuses it may come from (see require_status for 'waiting')

@@ -1,4 +1,5 @@
 -- apply_job_cancelled(e)
+--- @include "projections/lua/lib/stop_run.lua"
 local function apply_job_cancelled(e)
-  apply_job_stopped(e, 'cancelled', true, nil, 'total_jobs_cancelled')
+  stop_run(e, 'cancelled', true, nil, 'total_jobs_cancelled')
 end

@@ -1,4 +1,5 @@
 -- apply_job_completed(e)
+--- @include "projections/lua/lib/stop_run.lua"
 local function apply_job_completed(e)
-  apply_job_stopped(e, 'completed', true, nil, 'total_jobs_completed')
+  stop_run(e, 'completed', true, nil, 'total_jobs_completed')
 end

@@ -2,7 +2,13 @@
 -- hash written in one HSET.  A numeric setting at 0 is not stored (absent reads as 0), nor is it in
 -- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are
 -- handed out in order by the command that appends job_created, so the ids of these events only
--- grow along the stream: job_id is simply the latest.
+-- grow along the stream: job_id is simply the latest.  A job created with an Idempotency-Key records
+-- the key (remember_request): the answer is the job's id, or the batch's ids the event names.
+--- @include "projections/lua/lib/enter_queue.lua"
+--- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/remember_request.lua"
+--- @include "projections/lua/lib/set_fields.lua"
+--- @include "projections/lua/lib/track_pending.lua"
 local function apply_job_created(e)
   local d, id = e.data, e.job
   redis.call('SET', K.job_id, id)
@@ -32,4 +38,5 @@ local function apply_job_created(e)
     enter_queue(id, job, e.at, true)
   end
   redis.call('HINCRBY', K.stats, 'total_jobs_created', 1)
+  remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
 end

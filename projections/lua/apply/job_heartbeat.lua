@@ -1,4 +1,6 @@
 -- apply_job_heartbeat(e): the worker is alive; the heartbeat deadline moves on
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/run_deadline.lua"
 local function apply_job_heartbeat(e)
   local job = load_job(e.job)
   redis.call('HSET', K.job(e.job), 'last_heartbeat', e.at)

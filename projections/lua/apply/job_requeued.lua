@@ -3,6 +3,10 @@
 -- automatic retry in retries_attempted too.  A requeue of an ended job takes its unique_key back if
 -- no other live job holds it, and is pending again for its launcher.  keep_run (v1 events only):
 -- the last run's fields stay and only an automatic retry counts, as v1 applied it.
+--- @include "projections/lua/lib/enter_queue.lua"
+--- @include "projections/lua/lib/leave_place.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/track_pending.lua"
 local function apply_job_requeued(e)
   local id = e.job
   local job = load_job(id)

@@ -1,5 +1,10 @@
 -- apply_job_started(e): a worker took the job: a new attempt begins, without what the previous one
 -- left (its heartbeat, end, worker, progress and message: those stay in the job's history)
+--- @include "projections/lua/lib/count_running_key.lua"
+--- @include "projections/lua/lib/leave_place.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/run_deadline.lua"
 local function apply_job_started(e)
   local id = e.job
   local job = load_job(id)

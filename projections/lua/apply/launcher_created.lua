@@ -1,5 +1,9 @@
 -- apply_launcher_created(e): a new launcher, its spec and counters, firing at next_at (if any); an
--- @event launcher matches only events after this one (last_trigger starts here)
+-- @event launcher matches only events after this one (last_trigger starts here).  Created with an
+-- Idempotency-Key, it records the key, its answer the launcher's id.
+--- @include "projections/lua/lib/launcher_next.lua"
+--- @include "projections/lua/lib/remember_request.lua"
+--- @include "projections/lua/lib/set_fields.lua"
 local function apply_launcher_created(e)
   local d, id = e.data, e.data.launcher
   if id > tonumber(redis.call('GET', K.launcher_id) or '0') then redis.call('SET', K.launcher_id, id) end
@@ -15,4 +19,5 @@ local function apply_launcher_created(e)
   end
   launcher_next(id, d.next_at)
   redis.call('SADD', K.launchers, id)
+  remember_request(e, id)
 end

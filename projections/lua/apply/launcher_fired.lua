@@ -1,5 +1,7 @@
 -- apply_launcher_fired(e): the launcher created a job (its job_created came just before): counted,
 -- and it fires next at next_at (if any)
+--- @include "projections/lua/lib/launcher_next.lua"
+--- @include "projections/lua/lib/present.lua"
 local function apply_launcher_fired(e)
   local d = e.data
   local key = K.launcher(d.launcher)

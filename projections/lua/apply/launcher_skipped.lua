@@ -1,4 +1,6 @@
 -- apply_launcher_skipped(e): a firing time passed without a job: counted; it fires next at next_at
+--- @include "projections/lua/lib/launcher_next.lua"
+--- @include "projections/lua/lib/present.lua"
 local function apply_launcher_skipped(e)
   local d = e.data
   local key = K.launcher(d.launcher)

@@ -2,6 +2,7 @@
 -- first, then first in, first out: the score is (100 - priority) * 2^40 + a growing sequence
 -- number), in its quota key's lane if it has one, and start its max_queued_time clock.  Its status
 -- becomes queued (unless status_written: the caller wrote it with its other fields)
+--- @include "projections/lua/lib/refresh_head.lua"
 local function enter_queue(id, job, at, status_written)
   local seq = redis.call('INCR', K.seq)
   local score = (100 - tonumber(job.priority or 0)) * 1099511627776 + seq
@@ -12,7 +13,7 @@ local function enter_queue(id, job, at, status_written)
     redis.call('INCR', K.queue_laned(job.queue))
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZADD', K.queue_jobs(job.queue), score, id)
+    redis.call('ZADD', K.queued_ids(job.queue), score, id)
   end
   if job.max_queued_time then redis.call('ZADD', K.due_queued, at + tonumber(job.max_queued_time), id) end
 end

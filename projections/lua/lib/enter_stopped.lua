@@ -2,6 +2,8 @@
 -- waiting: its status set, then either the expiry schedule (ended: its unique_key is free again, and
 -- it no longer counts as pending for its launcher) or the retry schedule.  `fields` (field, value,
 -- ...; optional): the caller's changes to the job hash, written in the same HSET
+--- @include "projections/lua/lib/release_unique.lua"
+--- @include "projections/lua/lib/track_pending.lua"
 local function enter_stopped(id, job, status, ended, at, retry_at, fields)
   fields = fields or {}
   redis.call('ZADD', K.queue_status(job.queue, status), id, id)

@@ -1,5 +1,6 @@
 -- launcher_next(id, next_at): when the launcher fires next, or never (nil / JSON null): kept in its
 -- hash and in K.due_launch alike
+--- @include "projections/lua/lib/present.lua"
 local function launcher_next(id, next_at)
   if present(next_at) then
     redis.call('HSET', K.launcher(id), 'next_at', next_at)

@@ -1,5 +1,7 @@
 -- leave_place(id, job): take the job out of the one place its current status puts it, and out of
 -- the deadline set that status schedules it in
+--- @include "projections/lua/lib/count_running_key.lua"
+--- @include "projections/lua/lib/leave_queue.lua"
 local function leave_place(id, job)
   local status = job.status
   if status == 'queued' then

@@ -1,4 +1,5 @@
 -- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane)
+--- @include "projections/lua/lib/refresh_head.lua"
 local function leave_queue(id, job)
   if job.quota_key then
     local lane = K.queue_lane(job.queue, job.quota_key)
@@ -7,7 +8,7 @@ local function leave_queue(id, job)
     if redis.call('EXISTS', lane) == 0 then redis.call('SREM', K.queue_lanes(job.queue), job.quota_key) end
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZREM', K.queue_jobs(job.queue), id)
+    redis.call('ZREM', K.queued_ids(job.queue), id)
   end
   if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
 end

@@ -1,6 +1,7 @@
 -- set_fields(key, data, names, pairs): copy the named fields of event data into a hash: numbers and
 -- strings as they are, true as '1', non-empty tables as JSON; missing, null, false, 0-length left
 -- out.  One HSET, of those fields and of `pairs` (field, value, ...: written with them; optional).
+--- @include "projections/lua/lib/present.lua"
 local function set_fields(key, data, names, pairs)
   local args = pairs or {}
   for _, name in ipairs(names) do

@@ -1,6 +1,7 @@
 -- track_pending(id, launcher, pending): count a job in (true) or out of (false) the pending set of
 -- the launcher that created it (launcher: its id, or nil for none); a job joins only the set of a
 -- launcher that exists
+--- @include "projections/lua/lib/present.lua"
 local function track_pending(id, launcher, pending)
   if not present(launcher) then return end
   if not pending then

@@ -8,8 +8,8 @@ peers install from the ``bench`` extra; BullMQ from ``tests/benchmarks/node/pack
 
 from __future__ import annotations
 
-from types import ModuleType
+from jobledger.bench.run import Peer
 
 from . import bullmq_peer, dramatiq_peer, saq_peer
 
-PEERS: dict[str, ModuleType] = {"dramatiq": dramatiq_peer, "saq": saq_peer, "bullmq": bullmq_peer}
+PEERS: dict[str, Peer] = {"dramatiq": dramatiq_peer, "saq": saq_peer, "bullmq": bullmq_peer}

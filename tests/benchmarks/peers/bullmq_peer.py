@@ -12,19 +12,22 @@ from the npm registry, into its ``node_modules`` (not committed).  Then, on fres
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import redis
 
-from .. import figures as F
-from ..figures import Figure, Results, Settings
-from ..runs import NodeWorkers, Probe, process
-from ..sampling import Meter, sample
-from ..server import Servers
+from jobledger.bench import figures as F
+from jobledger.bench.figures import Figure, Results, Settings
+from jobledger.bench.runs import Probe, RunFailed, process
+from jobledger.bench.sampling import Meter, sample
+from jobledger.bench.server import Servers
+
 from .common import (
     PeerRun,
     best_of_grid,
@@ -37,6 +40,47 @@ NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 GRID = ((1, 50), (1, 200), (2, 50), (2, 200))
 BULK_BATCHES = (100, 1000)
 COMPLETED = "bull:bench:completed"
+
+
+class NodeWorkers:
+    """``procs`` Node processes of ``command``; each prints ``ready``, waits for ``go`` on stdin,
+    and works until its stdin closes."""
+
+    def __init__(self, command: Sequence[str], procs: int, cwd: str) -> None:
+        self.procs = [
+            subprocess.Popen(list(command), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(procs)
+        ]
+
+    def wait_ready(self) -> None:
+        for proc in self.procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()
+            if line != "ready":
+                raise RunFailed(f"node worker did not start (said {line!r}, exit {proc.poll()})")
+
+    def go(self) -> None:
+        for proc in self.procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in self.procs)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.stdin is not None and not proc.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def _installed() -> bool:

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import figures as F
-from ..figures import Figure, Results, Settings
-from ..runs import RunFailed
-from ..sampling import Usage, script_calls
+from jobledger.bench import figures as F
+from jobledger.bench.figures import Figure, Results, Settings
+from jobledger.bench.runs import RunFailed
+from jobledger.bench.sampling import Usage, script_calls
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ from typing import Any
 
 import redis
 
-from .. import figures as F
-from ..figures import Figure, Results, Settings
-from ..runs import Probe, PyWorkers, process
-from ..sampling import Meter, sample
-from ..server import Servers
+from jobledger.bench import figures as F
+from jobledger.bench.figures import Figure, Results, Settings
+from jobledger.bench.runs import Probe, PyWorkers, process
+from jobledger.bench.sampling import Meter, sample
+from jobledger.bench.server import Servers
+
 from .common import (
     PeerRun,
     best_of_grid,

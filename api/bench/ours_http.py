@@ -1,0 +1,114 @@
+"""Ours over HTTP: a job's lifecycle through the app, beside bare Starlette requests, in one run.
+
+Both apps run under the same uvicorn command (a subprocess; ``--workers`` 1 and 2 are tried), on
+the same fresh server, driven by the same load generator (:mod:`jobledger.bench.http_load`) with
+the same three requests per job.  The figure is the cost ratio: time per job through ours over
+time per three bare requests (each one Redis call).  The ``--workers`` count that gives ours its
+best rate is the one reported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from . import figures as F
+from . import http_load
+from .figures import Figure, Results, Settings
+from .ours_process import QUEUE, ledger_on
+from .server import Servers
+
+WORKER_COUNTS = (1, 2)
+APPS = {name: f"jobledger.bench.http_apps:{name}" for name in ("ours", "bare")}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def uvicorn_flavour() -> str:
+    """Which event loop and HTTP parser uvicorn picks here ("auto" takes uvloop / httptools if present)."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"uvicorn {loop}/{http}"
+
+
+@contextmanager
+def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[int]:
+    """Run ``app`` under uvicorn with ``workers`` processes; yield its port once it answers."""
+    port = _free_port()
+    env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_NAMESPACE": namespace}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", APPS[app], "--factory", "--host", "127.0.0.1",
+         "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
+        env=env,
+    )  # fmt: skip
+    try:
+        _wait_answering(port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_answering(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not start on port {port} (exit {proc.poll()})")
+        time.sleep(0.05)
+
+
+def one(servers: Servers, app: str, workers: int, settings: Settings) -> float:
+    """Jobs per second of the lifecycle through ``app``, on a fresh server."""
+    with (
+        servers.fresh() as url,
+        ledger_on(servers, url) as ledger,
+        serving(app, url, ledger.keys.namespace, workers) as port,
+    ):
+        result = http_load.run(
+            "127.0.0.1", port, QUEUE, settings.http_jobs, settings.http_connections,
+            warmup=min(200, settings.http_jobs),
+        )  # fmt: skip
+    return result.rate
+
+
+def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
+    counts = WORKER_COUNTS[:1] if settings.quick else WORKER_COUNTS
+    table: dict[int, dict[str, float]] = {}
+    for workers in counts:
+        table[workers] = {}
+        for app in APPS:
+            runs = sorted(one(servers, app, workers, settings) for _ in range(settings.repeats))
+            table[workers][app] = runs[len(runs) // 2]
+        log(f"  http --workers {workers}: ours {table[workers]['ours']:,.0f} jobs/s, "
+            f"bare {table[workers]['bare']:,.0f} jobs/s (x3 requests)")  # fmt: skip
+    best = max(table, key=lambda w: table[w]["ours"])
+    ours, bare = table[best]["ours"], table[best]["bare"]
+    note = f"{uvicorn_flavour()} --workers {best}, {settings.http_connections} connections"
+    detail = {"by_workers": {w: {k: round(v) for k, v in r.items()} for w, r in table.items()}}
+    return {
+        F.HTTP_OURS: Figure(ours, "jobs/s", note, detail),
+        F.HTTP_BARE: Figure(bare, "jobs/s", "bare Starlette, 3 requests x 1 Redis call each"),
+        F.HTTP_RATIO: Figure(bare / ours, "x cost", note),
+    }

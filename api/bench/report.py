@@ -1,0 +1,201 @@
+"""The report: every figure of ours beside each peer's, as a ratio, and the bars jobledger sets itself.
+
+A ratio is always ours / theirs, so read it with the row's direction: for "higher is better" rows
+a ratio above 1 means ours leads, for "lower is better" rows a ratio below 1 does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import calibration
+from . import figures as F
+from .figures import Figure, Results
+
+#: (key, label, better): better is "higher", "lower" or "" (no direction: context only).
+ROWS: list[tuple[str, str, str]] = [
+    (F.PROCESS_BEST, "processing, best configuration (jobs/s)", "higher"),
+    (F.PROCESS_1X1, "processing, 1 worker x concurrency 1 (jobs/s)", "higher"),
+    (F.PROCESS_WORKER, "processing, jobledger.worker.worker.Worker over redis (jobs/s)", "higher"),
+    (F.CPU_PROCESS, "server CPU per job, processing (us)", "lower"),
+    (F.CPU_LIFECYCLE, "server CPU per job, enqueue + processing (us)", "lower"),
+    (F.CALLS_LIFECYCLE, "Redis commands per job, enqueue + processing", "lower"),
+    (F.ENQUEUE_BULK, "bulk enqueue (jobs/s)", "higher"),
+    (F.ENQUEUE_ONE, "one-by-one enqueue (jobs/s)", "higher"),
+    (F.LATENCY_P50, "latency one job at a time, p50 (ms)", "lower"),
+    (F.LATENCY_P99, "latency one job at a time, p99 (ms)", "lower"),
+    (F.MEMORY, "retained bytes per ended job, events included", "lower"),
+    (F.HTTP_OURS, "HTTP lifecycle: create+fetch+complete (jobs/s)", "higher"),
+    (F.HTTP_BARE, "bare Starlette, 3 requests x 1 Redis call (jobs/s)", ""),
+    (F.HTTP_RATIO, "HTTP cost ratio, ours / bare", "lower"),
+    (F.REPLAY, "replay rebuild (events/s)", "higher"),
+    (F.SCHED_SMALL, "scheduler check, 10 running, none due (us)", "lower"),
+    (F.SCHED_LARGE, "scheduler check, 100k running, none due (us)", "lower"),
+    (F.SCHED_RATIO, "scheduler check ratio, 100k / 10", "lower"),
+    (F.QUOTA_SMALL, "fetch past 10 jobs held by quota (us)", "lower"),
+    (F.QUOTA_LARGE, "fetch past 100k jobs held by quota (us)", "lower"),
+    (F.QUOTA_RATIO, "quota fetch ratio, 100k / 10", "lower"),
+]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One bar jobledger sets itself: a ratio measured in the run against a limit."""
+
+    name: str
+    ratio: float | None
+    limit: float
+    at_least: bool  # True: ratio >= limit is met; False: ratio <= limit is met
+    basis: str
+
+    @property
+    def met(self) -> bool | None:
+        if self.ratio is None:
+            return None
+        return self.ratio >= self.limit if self.at_least else self.ratio <= self.limit
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ratio": self.ratio, "limit": self.limit,
+                "at_least": self.at_least, "basis": self.basis, "met": self.met}  # fmt: skip
+
+
+def _value(systems: dict[str, Results], system: str, key: str) -> float | None:
+    figure = systems.get(system, {}).get(key)
+    return figure.value if figure is not None else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _peer_extreme(
+    systems: dict[str, Results], key: str, pick: Callable[..., Any]
+) -> tuple[str, float | None]:
+    values = {s: _value(systems, s, key) for s in systems if s != "ours"}
+    present = {s: v for s, v in values.items() if v is not None}
+    if not present:
+        return "no peer", None
+    name = pick(present, key=lambda s: present[s])
+    return str(name), present[name]
+
+
+def targets(systems: dict[str, Results]) -> list[Target]:
+    """The bars, each as a ratio measured in this run (a bar against a peer not measured: None)."""
+
+    def ours(key: str) -> float | None:
+        return _value(systems, "ours", key)
+
+    def vs(key: str, peer: str) -> float | None:
+        return _ratio(ours(key), _value(systems, peer, key))
+
+    top, top_rate = _peer_extreme(systems, F.PROCESS_BEST, max)
+    low, low_cpu = _peer_extreme(systems, F.CPU_LIFECYCLE, min)
+    lowp, lowp_cpu = _peer_extreme(systems, F.CPU_PROCESS, min)
+    return [
+        Target("lifecycle throughput >= every peer's", _ratio(ours(F.PROCESS_BEST), top_rate), 1, True,
+               f"ours / {top} (the fastest peer), best configurations"),
+        Target("server CPU per job <= the lowest peer's", _ratio(ours(F.CPU_LIFECYCLE), low_cpu), 1, False,
+               f"ours / {low}, enqueue + processing"),
+        Target("  (the same, processing only)", _ratio(ours(F.CPU_PROCESS), lowp_cpu), 1, False,
+               f"ours / {lowp}, processing only"),
+        Target("bulk enqueue >= BullMQ addBulk", vs(F.ENQUEUE_BULK, "bullmq"), 1, True, "ours / bullmq"),
+        Target("latency p50 <= saq's", vs(F.LATENCY_P50, "saq"), 1, False, "ours / saq"),
+        Target("latency p99 <= BullMQ's", vs(F.LATENCY_P99, "bullmq"), 1, False, "ours / bullmq"),
+        Target("HTTP lifecycle within 2x bare Starlette", ours(F.HTTP_RATIO), 2, False,
+               "time per job over HTTP / time per 3 bare requests"),
+        Target("replay >= 100,000 events/s", _ratio(ours(F.REPLAY), 100_000), 1, True, "ours / 100,000"),
+        Target("scheduler check, 100k running within 2x of 10", ours(F.SCHED_RATIO), 2, False, "100k / 10"),
+        Target("memory per ended job <= 2x BullMQ's", vs(F.MEMORY, "bullmq"), 2, False,
+               "ours / bullmq (BullMQ's events capped at 10,000)"),
+    ]  # fmt: skip
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _cell(ours: Figure | None, theirs: Figure | None) -> str:
+    if theirs is None:
+        return ""
+    if theirs.value is None:
+        return "n/a"
+    ratio = _ratio(ours.value if ours else None, theirs.value)
+    return _num(theirs.value) + (f" ({ratio:.2f}x)" if ratio is not None else "")
+
+
+def table(systems: dict[str, Results]) -> str:
+    """The figures as an aligned text table (a Markdown table, so the README can hold it as is)."""
+    names = list(systems)
+    header = ["figure", *[n if n == "ours" else f"{n} (ours/{n})" for n in names]]
+    lines = [header]
+    for key, label, better in ROWS:
+        if not any(key in systems[n] for n in names):
+            continue
+        ours = systems.get("ours", {}).get(key)
+        mark = {"higher": " ^", "lower": " v"}.get(better, "")
+        cells = [label + mark, _num(ours.value) if ours else ""]
+        cells += [_cell(ours, systems[n].get(key)) for n in names[1:]]
+        lines.append(cells)
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    out = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in lines]
+    out.insert(1, "| " + " | ".join("-" * w for w in widths) + " |")
+    return "\n".join(out)
+
+
+def notes(systems: dict[str, Results]) -> list[str]:
+    """How each figure was reached (configuration, method), system by system."""
+    out = []
+    for name, results in systems.items():
+        for key, label, _ in ROWS:
+            figure = results.get(key)
+            if figure is not None and figure.note:
+                out.append(f"{name}: {label.split(' (')[0]}: {figure.note}")
+    return out
+
+
+def target_lines(found: list[Target]) -> list[str]:
+    out = []
+    for t in found:
+        sign = ">=" if t.at_least else "<="
+        status = {True: "MET", False: "NOT MET", None: "not measured"}[t.met]
+        ratio = "-" if t.ratio is None else f"{t.ratio:.2f}"
+        out.append(f"{status:<12} {t.name}: {ratio} (needs {sign} {t.limit:g}; {t.basis})")
+    return out
+
+
+def render(run: dict[str, Any]) -> str:
+    """The whole report as text."""
+    meta = run["meta"]
+    systems = run["systems"]
+    head = [
+        f"jobledger benchmark, {meta['date']}: {meta['machine']}",
+        f"server: {meta['server']}; jobs per run: {meta['jobs']:,}; revision: {meta['revision']}",
+        f"command: {meta['command']}",
+        f"load average before / after: {meta['load_before']} / {meta['load_after']}",
+        f"raw server: {calibration.describe(meta.get('raw_server'))}",
+        "ratios are ours / theirs: ^ higher is better, v lower is better",
+        "",
+        table(systems),
+        "",
+        "jobledger's bars:",
+        *target_lines(targets(systems)),
+    ]
+    if run.get("unavailable"):
+        head += ["", "not measured:", *[f"  {k}: {v}" for k, v in run["unavailable"].items()]]
+    head += ["", "how each figure was reached:", *[f"  {n}" for n in notes(systems)]]
+    return "\n".join(head)
+
+
+def as_json(run: dict[str, Any]) -> str:
+    systems = {s: {k: f.as_json() for k, f in r.items()} for s, r in run["systems"].items()}
+    out = {**run, "systems": systems, "targets": [t.as_json() for t in targets(run["systems"])]}
+    return json.dumps(out, indent=2, default=str)

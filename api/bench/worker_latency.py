@@ -1,0 +1,185 @@
+"""The :class:`jobledger.worker.worker.Worker`'s latency, one job at a time, at its default settings.
+
+``python -m jobledger.bench.worker_latency [--samples N] [--gap S] [--transport redis|http|both]``
+``python -m jobledger.bench.worker_latency --idle S``: instead, what an idle worker costs the server
+(the commands ``INFO commandstats`` counts over S seconds, the HTTP server's scheduler off).
+
+The producer side is :mod:`jobledger.bench.ours_client`'s latency measurement (create a job, block
+on ``XREAD`` until its ``job_completed``); the worker is the real ``Worker`` class (an async no-op
+handler, concurrency 1, every other setting at its default) in a process of its own, over Redis or
+over HTTP (a ``jobledger`` app served by uvicorn in another process).  Each transport runs on a
+fresh bundled Valkey.  ``--gap S`` waits S seconds between one completion and the next job (0,
+the default, is the benchmark's back-to-back measurement; a gap shows what an idle worker costs).
+Prints p50 / p99 / max in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import time
+from typing import Any
+
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions
+from jobledger.ledger.runner import Ledger
+
+from . import figures as F
+from .ours_client import WARMUP, _last_id, _wait_completed
+from .ours_process import QUEUE, _warm, job_id, ledger_on
+from .runs import PyWorkers
+from .server import Servers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_process(ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, port: int) -> None:
+    """The HTTP server on ``port``, without its scheduler, until ``stop``."""
+    import threading
+
+    import uvicorn
+
+    from jobledger.runtime.config import Config
+    from jobledger.server.app import create_app
+
+    config = Config.model_validate({"redis": {"key_namespace": namespace}})
+    app = create_app(config, url, run_scheduler=False)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    ready.put(index)
+    stop.wait()
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def worker_process(
+    ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, http_url: str | None
+) -> None:
+    """The Worker class at its defaults, over HTTP when ``http_url`` is given, else over Redis."""
+    import redis
+
+    from jobledger.worker.worker import Worker
+
+    async def noop(job: Any) -> None:
+        return None
+
+    _warm(redis.Redis.from_url(url))
+    if http_url:
+        worker = Worker(noop, QUEUE, url=http_url)
+    else:
+        worker = Worker(noop, QUEUE, transport="redis", redis_url=url, namespace=namespace)
+
+    async def main() -> None:
+        await asyncio.to_thread(go.wait)
+        task = asyncio.create_task(worker.run_async())
+        await asyncio.to_thread(stop.wait)
+        worker.stop()
+        await task
+
+    ready.put(index)
+    asyncio.run(main())
+
+
+def _latencies(ledger: Ledger, samples: int, gap: float) -> list[float]:
+    create = commands.create_job(QUEUE, JobOptions())
+    stream = ledger.keys.events
+    cursor = _last_id(ledger.client, stream)
+    out: list[float] = []
+    for i in range(samples + WARMUP):
+        if gap:
+            time.sleep(gap)
+        start = time.perf_counter()
+        created = ledger.run(create)
+        cursor = _wait_completed(ledger.client, stream, cursor, str(job_id(created)).encode())
+        if i >= WARMUP:
+            out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def measure(transport: str, samples: int, gap: float) -> list[float]:
+    """Milliseconds from create to completion seen, one job at a time, with the Worker class."""
+    with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
+        ns = ledger.keys.namespace
+        server = None
+        http_url = None
+        if transport == "http":
+            port = _free_port()
+            server = PyWorkers(server_process, (url, ns, port), 1)
+            server.wait_ready()
+            http_url = f"http://127.0.0.1:{port}"
+        workers = PyWorkers(worker_process, (url, ns, http_url), 1)
+        try:
+            workers.wait_ready()
+            workers.go()
+            time.sleep(1.0)  # let the worker reach its idle state before the first job
+            return _latencies(ledger, samples, gap)
+        finally:
+            workers.stop()
+            if server is not None:
+                server.stop()
+
+
+def idle_cost(transport: str, seconds: float) -> dict[str, int]:
+    """The commands a fresh server ran during ``seconds`` of an idle worker (after a second to start)."""
+    with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
+        ns = ledger.keys.namespace
+        server = None
+        http_url = None
+        if transport == "http":
+            port = _free_port()
+            server = PyWorkers(server_process, (url, ns, port), 1)
+            server.wait_ready()
+            http_url = f"http://127.0.0.1:{port}"
+        workers = PyWorkers(worker_process, (url, ns, http_url), 1)
+        try:
+            workers.wait_ready()
+            workers.go()
+            time.sleep(1.0)
+            before = _calls(ledger.client)
+            time.sleep(seconds)
+            after = _calls(ledger.client)
+        finally:
+            workers.stop()
+            if server is not None:
+                server.stop()
+    ran = {name: n - before.get(name, 0) for name, n in after.items() if name != "info"}
+    return {name: n for name, n in ran.items() if n}
+
+
+def _calls(client: Any) -> dict[str, int]:
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--gap", type=float, default=0.0)
+    parser.add_argument("--idle", type=float, default=0.0)
+    parser.add_argument("--transport", choices=("redis", "http", "both"), default="both")
+    args = parser.parse_args()
+    for transport in ("redis", "http") if args.transport == "both" else (args.transport,):
+        if args.idle:
+            ran = idle_cost(transport, args.idle)
+            print(f"idle Worker over {transport}, {args.idle:g}s: {sum(ran.values())} commands {ran}")
+            continue
+        lat = measure(transport, args.samples, args.gap)
+        print(
+            f"Worker over {transport}: latency one job at a time, {len(lat)} jobs, gap {args.gap:g}s: "
+            f"p50 {F.percentile(lat, 50):.2f} ms, p99 {F.percentile(lat, 99):.2f} ms, "
+            f"max {max(lat):.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The `jobledger` command line."""

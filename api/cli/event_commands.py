@@ -1,0 +1,145 @@
+"""``jobledger events``: the ledger itself.
+
+- ``export --to FILE.jsonl [--until ID|TIME]`` and ``import FILE.jsonl`` move a whole ledger (archived
+  events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
+  talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
+- ``tail [--type T] [--queue Q] [--job ID] [--actor A] [--after ID]`` follows a server's event feed
+  over HTTP (``--url`` / ``$JOBLEDGER_URL``): one line per event, who caused it included, as it
+  happens, until interrupted; quiet
+  spells of any length keep it waiting (the server's keep-alives), a lost connection is made
+  again, resuming after the last event shown.
+
+Exit codes: 0 done (tail: interrupted by Ctrl-C); 1 the server refused or failed (tail: after its
+retries, with the server's message on one line); 2 bad usage; 3 the run could not be done (e.g. a
+non-empty namespace, a file that is not an export); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import redis
+import typer
+from rich.text import Text
+
+from jobledger.cli.common import (
+    LEDGER_DEFAULTS,
+    LedgerOptions,
+    SignalStop,
+    fail,
+    ledger_options,
+)
+from jobledger.cli.job_commands import UrlOption, connected
+from jobledger.cli.output import EVENT_STYLES, JsonOption, Output, event_details, when
+from jobledger.cli.replay_commands import ledger_client, removed_unless_done, until_id
+from jobledger.client import Event
+from jobledger.ledger.keys import Keys
+from jobledger.replay.archive.records import ArchiveError
+from jobledger.replay.ledger_file import LedgerFileError, count_lines
+from jobledger.replay.progress import Meter
+from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty
+from jobledger.replay.source import ledger_length
+from jobledger.replay.transfer import export_ledger, import_ledger
+
+app = typer.Typer(name="events", help="The ledger itself: export, import, and follow its events.",
+                  no_args_is_help=True)  # fmt: skip
+
+FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, LedgerFileError, redis.RedisError, OSError)
+
+
+@app.command("export")
+@ledger_options
+def export_command(
+    to: Annotated[Path, typer.Option("--to", dir_okay=False, help="The JSON-lines file to write.")],
+    until: Annotated[
+        str | None, typer.Option(metavar="ID|TIME", help="Last event id to export (or an RFC 3339 time).")
+    ] = None,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
+) -> None:
+    """Write the ledger to a file, one JSON event per line (archived events included)."""
+    config = ledger.config()
+    ns = config.redis.key_namespace
+    with SignalStop() as stop, ledger_client(config, stop) as client:
+        last = until_id(client, Keys(ns), until)
+        with Meter("export", ledger_length(client, Keys(ns))) as meter:
+            try:
+                export_ledger(client, ns, to, last, progress=meter.update)
+            except FAILURES as exc:
+                fail(f"export failed: {exc}", code=3)
+        typer.echo(f"exported {meter.summary()} from ledger '{ns}' to {to}")
+    if stop.fired:
+        fail(f"interrupted; {to} was not written", code=130)
+
+
+@app.command("import")
+@ledger_options
+def import_command(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file of events export.")],
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
+) -> None:
+    """Load an exported ledger into an empty namespace: same ids, events applied."""
+    config = ledger.config()
+    ns = config.redis.key_namespace
+    with SignalStop() as stop, ledger_client(config, stop, create=True) as client:
+        try:
+            ensure_empty(client, Keys(ns))
+        except NamespaceNotEmpty as exc:
+            fail(str(exc), code=3)
+        with removed_unless_done(client, ns), Meter("import", count_lines(file)) as meter:
+            try:
+                import_ledger(client, ns, file, progress=meter.update)
+            except FAILURES as exc:
+                fail(f"import failed (namespace '{ns}' left empty): {exc}", code=3)
+        typer.echo(f"imported {meter.summary()} into namespace '{ns}'")
+    if stop.fired:
+        fail(f"interrupted; namespace '{ns}' was left empty", code=130)
+
+
+def print_event(out: Output, event: Event) -> None:
+    """One event on one line: when, its type, job and queue, who caused it (its actor), what its
+    data says (durations and times formatted), and its id (for ``--after``).  Coloured on a
+    terminal; tab-separated when piped; the event as the server sent it with ``--json``."""
+    item = event.model_dump(mode="json")
+    if out.is_json:
+        typer.echo(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+        return
+    plain = out.mode == "plain"
+    details = event_details(event.data, plain)
+    if plain:
+        job = str(event.job) if event.job is not None else ""
+        fields = [when(event.at, plain), event.type, event.queue or "", job, event.actor, details, event.id]
+        typer.echo("\t".join(fields))
+        return
+    line = Text.assemble(
+        (when(event.at, plain), "dim"), " ", (event.type, EVENT_STYLES.get(event.type, "")),
+        f" job {event.job}" if event.job is not None else "", " ", (event.queue or "", "bold"),
+        " ", (f"by {event.actor}", "cyan"), " ", details, " ", (event.id, "dim"),
+    )  # fmt: skip
+    out.console.print(line, soft_wrap=True)
+
+
+@app.command("tail")
+def tail_command(
+    type_: Annotated[str | None, typer.Option("--type", help="Only events of this type.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Only events of this queue.")] = None,
+    job: Annotated[int | None, typer.Option(min=1, help="Only events of this job.")] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option(help="Only events this actor caused (a token's name, local, scheduler, launcher:ID)."),
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option(help="Start after this event id (default: from now on).")
+    ] = None,
+    url: UrlOption = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Follow the server's events as they happen, until interrupted."""
+    out = Output(as_json)
+    try:
+        with connected(url) as client:
+            for event in client.follow(after, type=type_, queue=queue, job=job, actor=actor):
+                print_event(out, event)
+    except KeyboardInterrupt:
+        return

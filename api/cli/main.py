@@ -1,0 +1,45 @@
+"""The ``jobledger`` command line: the commands of :mod:`jobledger.cli.server_commands` and the
+command groups of the other ``jobledger.cli`` modules, assembled into one typer app."""
+
+from __future__ import annotations
+
+import typer
+
+from jobledger.bench import cli as bench_cli
+from jobledger.cli import (
+    event_commands,
+    job_commands,
+    replay_commands,
+    server_commands,
+    token_commands,
+    worker_command,
+)
+
+
+def build_app() -> typer.Typer:
+    """The ``jobledger`` typer app: its commands, and later its command groups as sub-apps."""
+    app = typer.Typer(
+        name="jobledger",
+        help="A job queue server whose source of truth is an event ledger (Ocypod's HTTP API).",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    app.command()(server_commands.serve)
+    app.command()(server_commands.scheduler)
+    app.command()(server_commands.version)
+    app.add_typer(job_commands.app)
+    app.add_typer(worker_command.app)
+    app.add_typer(replay_commands.app, name="replay")
+    app.add_typer(event_commands.app, name="events")
+    app.add_typer(token_commands.app, name="token")
+    app.add_typer(bench_cli.app)
+    return app
+
+
+def main() -> None:
+    """Entry point of the ``jobledger`` console script."""
+    build_app()()
+
+
+if __name__ == "__main__":
+    main()

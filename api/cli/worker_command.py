@@ -1,0 +1,142 @@
+"""``jobledger worker module:function --queue Q``: run a :class:`jobledger.worker.worker.Worker` until
+SIGTERM/SIGINT.
+
+Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
+finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,
+``--redis-url``, ``--namespace``) and runs the ledger's commands directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import os
+import signal
+import sys
+from enum import StrEnum
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from jobledger.cli.common import (
+    LEDGER_DEFAULTS,
+    LedgerOptions,
+    SignalStop,
+    fail,
+    ledger_options,
+    open_redis,
+)
+from jobledger.cli.job_commands import UrlOption
+from jobledger.ledger.durations import parse_ms
+from jobledger.runtime import logs
+from jobledger.worker.worker import Handler, Worker
+
+app = typer.Typer()
+
+
+class TransportKind(StrEnum):
+    http = "http"
+    redis = "redis"
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def load_handler(spec: str) -> Handler:
+    """The callable named ``module:function`` (attributes may be dotted), importable from the
+    current directory as well as the installed packages."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        fail(f"the handler must be given as module:function, not {spec!r}", code=2)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        fail(f"cannot import {module_name!r}: {exc}", code=2)
+    for name in attribute.split("."):
+        try:
+            target = getattr(target, name)
+        except AttributeError:
+            fail(f"{module_name!r} has no {attribute!r}", code=2)
+    if not callable(target):
+        fail(f"{spec} is not callable", code=2)
+    return target
+
+
+def seconds(text: str, option: str) -> float:
+    """A duration option ("30s", "1m", "0.5") in seconds; a usage error if it is not one."""
+    try:
+        return parse_ms(text) / 1000
+    except ValueError as exc:
+        fail(f"{option}: {exc}", code=2)
+
+
+def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
+    """Run the worker: the first SIGTERM / SIGINT stops it gracefully, the second hands its running
+    jobs back at once.  The worker takes every signal while it runs (``stop`` would count only the
+    first); ``stop``'s handlers are put back for whatever follows (stopping an embedded server)."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        worker.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in stop.SIGNALS}
+    try:
+        asyncio.run(worker.run_async())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@app.command("worker")
+@ledger_options
+def worker(
+    handler: Annotated[str, typer.Argument(help="The handler to run for each job, as module:function.")],
+    queue: Annotated[list[str], typer.Option("--queue", "-q", help="A queue to work on (repeatable).")],
+    concurrency: Annotated[int, typer.Option(min=1, help="How many jobs to run at once.")] = 1,
+    transport: Annotated[
+        TransportKind, typer.Option(help="http: through the server; redis: straight to the ledger.")
+    ] = TransportKind.http,
+    url: UrlOption = None,
+    grace_period: Annotated[
+        str, typer.Option(help="On SIGTERM, how long running jobs may take to finish.")
+    ] = "30s",
+    heartbeat_interval: Annotated[
+        str | None,
+        typer.Option(help="Heartbeat this often (default: a third of each job's heartbeat_timeout)."),
+    ] = None,
+    worker_id: Annotated[
+        str | None, typer.Option(help="The id recorded on jobs (default host-pid-random).")
+    ] = None,
+    log_level: Annotated[
+        LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
+    ] = LogLevel.info,
+    ledger: LedgerOptions = LEDGER_DEFAULTS,
+) -> None:
+    """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
+    logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
+    make = functools.partial(
+        Worker,
+        load_handler(handler),
+        queue,
+        concurrency=concurrency,
+        worker_id=worker_id,
+        grace_period=seconds(grace_period, "--grace-period"),
+        heartbeat_interval=None
+        if heartbeat_interval is None
+        else seconds(heartbeat_interval, "--heartbeat-interval"),
+    )
+    with SignalStop() as stop:
+        if transport is TransportKind.http:
+            run_until_stopped(make(transport="http", url=url), stop)
+            return
+        config = ledger.config()
+        with open_redis(config, stop) as found:
+            ns = config.redis.key_namespace
+            run_until_stopped(make(transport="redis", redis_url=found, namespace=ns), stop)

@@ -1,0 +1,304 @@
+"""The scheduler: just another client of the ledger.
+
+Its checks are ordinary commands (``check_releases`` of scheduled jobs, ``check_timeouts`` of
+running jobs, ``check_queued`` against max_queued_time, ``check_retries``, ``check_expiry``, and the
+launcher checks of :mod:`jobledger.ledger.launchers`); each reads only the due part of a deadline set and
+re-checks the job inside its script, so any number of schedulers can run at once and a job still
+times out, retries or expires once.  A check runs in batches until less than a full batch was due.
+Its commands run as the actor ``scheduler``: the events they append record it.
+
+When it runs them: every deadline is kept within about a second of its time, whatever the check
+intervals.  A round reads the head (the earliest deadline) of every due set in one pipelined read,
+runs the checks whose head has come, and then sleeps until the earliest head.  It is woken early by
+any new event of the ledger (it subscribes to the process's :class:`~jobledger.ledger.watch.LedgerWatch`), as
+an event may bring a nearer deadline; woken, it reads the heads again, at most once every
+:data:`WAKE_THROTTLE` seconds however busy the ledger.  The check intervals of the ``[server]``
+config (the shortest of them) bound the sleep: the heads are read at least that often even if no
+event comes.  Idle, the scheduler costs that one read per interval (30 s by default) beside the
+watch's blocking read.  @event launchers follow the ledger on each wake-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobledger.ledger import commands
+from jobledger.ledger.clock import Clock
+from jobledger.ledger.commands import Call
+from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.events import SCHEDULER
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, connect_async
+from jobledger.ledger.tasks import cancel_and_wait
+from jobledger.ledger.watch import ANY, LedgerWatch
+from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
+from jobledger.scheduler import launchers as launcher_checks
+
+if TYPE_CHECKING:
+    from jobledger.runtime.config import Config
+
+log = logging.getLogger("jobledger.scheduler")
+
+BATCH = 500
+#: What a check handled: job ids, or Idempotency-Keys (the idempotency check).
+Handled = list[Any]
+Check = Callable[[int], Call[Handled]]
+CHECKS: dict[str, Check] = {
+    "releases": commands.check_releases,
+    "timeouts": commands.check_timeouts,
+    "queued": commands.check_queued,
+    "retries": commands.check_retries,
+    "expiry": commands.check_expiry,
+    "idempotency": commands.check_idempotency,
+}
+#: The deadline set each check reads its due work from.
+DEADLINES: dict[str, str] = {
+    "releases": "due_release",
+    "timeouts": "due_run",
+    "queued": "due_queued",
+    "retries": "due_retry",
+    "expiry": "due_expire",
+    "idempotency": "due_idempotency",
+}
+#: Every due set whose head a round reads: the checks' and the launchers' (next firing times).
+HEADS: dict[str, str] = {**DEADLINES, "launchers": "due_launch"}
+#: Seconds between two reads of the heads when events keep waking the scheduler.
+WAKE_THROTTLE = 0.1
+#: Milliseconds past a deadline the scheduler wakes, so that the check's clock has passed it.
+DUE_MARGIN_MS = 2
+#: Pause (s) after a round failed, doubling up to RETRY_MAX.
+RETRY_FIRST, RETRY_MAX = 0.5, 2.0
+
+#: The head of a due set: (member, deadline in ms).
+Head = tuple[str, int]
+
+
+def anything_due(name: str, now: int) -> Read[bool]:
+    """Whether the check ``name`` has work due by ``now``: one ZRANGE of its deadline set, LIMIT 1.
+    A check runs its script only when this says so, so an idle check costs the server one O(log N)
+    read instead of a script call (which builds its Lua functions each time, ~20-40 µs).  The
+    script decides again on its own clock; work that falls due in between waits for the next round."""
+    template = DEADLINES[name]
+    return Read(
+        lambda k: [("ZRANGE", k.build(template), "-inf", now, "BYSCORE", "LIMIT", 0, 1)],
+        lambda r: bool(r[0]),
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def due_heads() -> Read[dict[str, Head | None]]:
+    """The earliest entry of every due set (:data:`HEADS`), None for an empty set: one pipelined
+    ``ZRANGE key 0 0 WITHSCORES`` per set."""
+    names = list(HEADS)
+
+    def head(reply: list[Any]) -> Head | None:
+        pairs = score_pairs(reply)
+        if not pairs:
+            return None
+        member, score = pairs[0]
+        return _text(member), int(score)
+
+    def parse(replies: list[Any]) -> dict[str, Head | None]:
+        return {name: head(reply) for name, reply in zip(names, replies, strict=True)}
+
+    return Read(lambda k: [("ZRANGE", k.build(HEADS[n]), 0, 0, "WITHSCORES") for n in names], parse)
+
+
+def _drain_steps(name: str, batch: int) -> Steps[Handled]:
+    """The check ``name`` in batches until less than a full batch was due; the ids it handled."""
+    done: Handled = []
+    while True:
+        ids: Handled = yield CHECKS[name](batch)
+        done += ids
+        if len(ids) < batch:
+            return done
+
+
+def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, Handled]]:
+    out: dict[str, Handled] = {}
+    for name in CHECKS:
+        due = yield anything_due(name, clock())
+        out[name] = (yield from _drain_steps(name, batch)) if due else []
+    out["events"], out["launchers"] = yield from launcher_checks.launcher_steps({}, clock, batch)
+    return out
+
+
+def check(ledger: Ledger, name: str, batch: int = BATCH) -> Handled:
+    """One check, to the end of what is due now; the ids it handled."""
+    ledger = ledger.as_actor(SCHEDULER)
+    if not ledger.read(anything_due(name, ledger.clock())):
+        return []
+    return ledger.drive(_drain_steps(name, batch))
+
+
+def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, Handled]:
+    """Run every check once, to the end of what is due now; the ids each check handled.  The same
+    steps as a round of :func:`run` (which reads every due set's head instead of asking each)."""
+    return ledger.as_actor(SCHEDULER).drive(_tick_steps(ledger.clock, batch))
+
+
+@dataclass
+class SchedulerState:
+    """How a running scheduler fares, for ``GET /ready``."""
+
+    #: Why the last round failed; None while rounds succeed.
+    problem: str | None = None
+    #: Why the scheduler no longer runs; None while it runs.
+    stopped: str | None = None
+    #: Rounds completed.
+    rounds: int = 0
+
+    def ended(self, task: asyncio.Task[Any]) -> None:
+        """A done-callback for the scheduler's task."""
+        if task.cancelled():
+            self.stopped = "cancelled"
+        else:
+            error = task.exception()
+            self.stopped = f"failed: {error!r}" if error is not None else "returned"
+
+
+class _Deadlines:
+    """The scheduler's loop (see the module)."""
+
+    def __init__(self, ledger: AsyncLedger, every: dict[str, int], state: SchedulerState) -> None:
+        self.ledger = ledger
+        self.longest = max(min(every.values(), default=1000), 10) / 1000
+        self.state = state
+        self.positions: dict[int, str] = {}  # how far the event check has read for each @event launcher
+        self.follow = True  # whether @event launchers have events to read (at start, and when woken)
+        #: heads whose check left them in place (a stale entry): name -> (head, until when ignored)
+        self.stale: dict[str, tuple[Head, float]] = {}
+
+    async def run(self, watch: LedgerWatch) -> None:
+        log.info("scheduler running on ledger '%s': deadlines kept when due, due sets read at least "
+                 "every %gs", self.ledger.keys.namespace, self.longest)  # fmt: skip
+        pause = RETRY_FIRST
+        with watch.subscribe([ANY]) as woken:
+            while True:
+                read_at = time.monotonic()
+                try:
+                    wait = await self.round()
+                    self.state.problem, self.state.rounds, pause = None, self.state.rounds + 1, RETRY_FIRST
+                except Unavailable as exc:
+                    log.warning("scheduler checks skipped: %s", exc)
+                    self.state.problem, wait, pause = str(exc), pause, min(pause * 2, RETRY_MAX)
+                    self.follow = True
+                except Exception as exc:
+                    log.exception("scheduler checks failed")
+                    self.state.problem, wait, pause = repr(exc), pause, min(pause * 2, RETRY_MAX)
+                    self.follow = True
+                if await woken.wait(wait):
+                    self.follow = True
+                    await asyncio.sleep(max(0.0, read_at + WAKE_THROTTLE - time.monotonic()))
+
+    async def round(self) -> float:
+        """Run every check whose deadline has come; the seconds to sleep before the next round."""
+        heads = await self.ledger.read(due_heads())
+        now = self.ledger.clock()
+        ran = False
+        if self.follow or self._due("launchers", heads["launchers"], now):
+            self.follow = False
+            acted = await launcher_checks.check_launchers(self.ledger, self.positions)
+            if acted:
+                log.info("launcher checks acted on %d launchers", acted)
+            ran = self._ran("launchers", heads["launchers"], now, acted) or ran
+        for name in CHECKS:
+            if self._due(name, heads[name], now):
+                handled = len(await self.ledger.drive(_drain_steps(name, BATCH)))
+                if handled:
+                    log.info(
+                        "%s check handled %d %s", name, handled, "keys" if name == "idempotency" else "jobs"
+                    )
+                ran = self._ran(name, heads[name], now, handled) or ran
+        if ran:
+            return 0.0  # read the heads again: the checks moved them
+        return self._sleep(heads, now)
+
+    def _due(self, name: str, head: Head | None, now: int) -> bool:
+        if head is None or head[1] > now:
+            return False
+        stale = self.stale.get(name)
+        return stale is None or stale[0] != head or stale[1] <= time.monotonic()
+
+    def _ran(self, name: str, head: Head | None, now: int, handled: int) -> bool:
+        """After the check ``name`` ran: whether it did something.  A due head it left in place is
+        looked at again only after the longest sleep (so a stale entry never makes a busy loop)."""
+        if handled or head is None or head[1] > now:
+            self.stale.pop(name, None)
+            return bool(handled)
+        if name in self.stale and self.stale[name][0] == head:
+            log.warning("the %s check leaves %s (due at %d) in its due set", name, head[0], head[1])
+            self.stale[name] = (head, time.monotonic() + self.longest)
+            return False
+        self.stale[name] = (head, 0.0)  # the next round reads the heads again and decides
+        return True
+
+    def _sleep(self, heads: dict[str, Head | None], now: int) -> float:
+        """Seconds until the earliest deadline not ignored, at most the longest sleep."""
+        wait = self.longest
+        mono = time.monotonic()
+        for name, head in heads.items():
+            if head is None:
+                continue
+            stale = self.stale.get(name)
+            if stale is not None and stale[0] == head and stale[1] > mono:
+                wait = min(wait, stale[1] - mono)
+            else:
+                wait = min(wait, (head[1] - now + DUE_MARGIN_MS) / 1000)
+        return max(wait, 0.0)
+
+
+def intervals(config: Config) -> dict[str, int]:
+    s = config.server
+    return {
+        "releases": s.timeout_check_interval,
+        "timeouts": s.timeout_check_interval,
+        "queued": s.timeout_check_interval,
+        "retries": s.retry_check_interval,
+        "expiry": s.expiry_check_interval,
+        "idempotency": s.expiry_check_interval,
+    }
+
+
+async def run(
+    ledger: AsyncLedger,
+    every: dict[str, int],
+    archive: ArchiveSettings | None = None,
+    *,
+    watch: LedgerWatch | None = None,
+    state: SchedulerState | None = None,
+) -> None:
+    """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), and
+    retention if configured, until cancelled.  ``watch`` is the process's follower of the ledger
+    (one is made, and closed after, when None); ``state`` is kept up to date for ``/ready``."""
+    ledger = ledger.as_actor(SCHEDULER)
+    own_watch = watch is None
+    follower = LedgerWatch(ledger) if watch is None else watch
+    deadlines = _Deadlines(ledger, every, state or SchedulerState())
+    tasks = [asyncio.create_task(deadlines.run(follower), name="scheduler")]
+    if archive is not None:
+        tasks.append(asyncio.create_task(archive_loop(ledger, archive), name="archiver"))
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        await cancel_and_wait(tasks)
+        if own_watch:
+            await follower.close()
+
+
+async def run_forever(config: Config, redis_url: str) -> Any:
+    """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
+    ledger = connect_async(redis_url, config.redis.key_namespace)
+    try:
+        await run(ledger, intervals(config), archive_settings(config))
+    finally:
+        await ledger.client.aclose()

@@ -1,0 +1,186 @@
+"""The Starlette application: routes, error mapping, and the lifespan that owns the resources.
+
+How a request becomes an event: a handler (``jobledger.server.*_handlers``) validates the body into a
+``jobledger.ledger.requests`` model, builds a command (``jobledger.ledger.commands``) and runs it through the
+``AsyncLedger`` (``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with
+EVALSHA; the script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from jobledger.ledger import commands
+from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.requests import QueueSettings
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.tasks import cancel_and_wait
+from jobledger.ledger.watch import LedgerWatch
+from jobledger.replay.archive.writer import archive_settings
+from jobledger.runtime.config import Config
+from jobledger.scheduler import loop as scheduler
+from jobledger.server import event_handlers as events
+from jobledger.server import info_handlers as info
+from jobledger.server import job_handlers as job
+from jobledger.server import launcher_handlers as launcher
+from jobledger.server import metrics, openapi
+from jobledger.server import queue_handlers as queue
+from jobledger.server.auth import REQUIRES, guarded
+from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.inputs import IgnoredKeysHeader
+
+log = logging.getLogger("jobledger.api")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+#: (path, method, endpoint, writes): a write is refused by a read-only server.
+ROUTES: list[tuple[str, str, Endpoint, bool]] = [
+    ("/queue", "GET", queue.list_queues, False),
+    ("/queue/{queue}", "PUT", queue.put_queue, True),
+    ("/queue/{queue}", "GET", queue.get_queue, False),
+    ("/queue/{queue}", "DELETE", queue.delete_queue, True),
+    ("/queue/{queue}/size", "GET", queue.queue_size, False),
+    ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
+    ("/queue/{queue}/job", "POST", queue.create_job, True),
+    ("/queue/{queue}/job", "GET", queue.fetch_job, True),
+    ("/queue/{queue}/jobs", "POST", queue.create_jobs, True),
+    ("/queue/{queue}/jobs", "GET", queue.list_jobs, False),
+    ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
+    ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
+    ("/job/{job_id}", "GET", job.get_job, False),
+    ("/job/{job_id}/status", "GET", job.get_status, False),
+    ("/job/{job_id}", "PATCH", job.update_job, True),
+    ("/job/{job_id}", "DELETE", job.delete_job, True),
+    ("/job/{job_id}/heartbeat", "PUT", job.heartbeat, True),
+    ("/job/{job_id}/output", "GET", job.get_output, False),
+    ("/job/{job_id}/output", "PUT", job.put_output, True),
+    ("/job/{job_id}/history", "GET", job.history, False),
+    ("/tag/{tag}", "GET", job.tagged, False),
+    ("/events", "GET", events.list_events, False),
+    ("/events/stream", "GET", events.stream_events, False),
+    ("/info", "GET", info.info, False),
+    ("/info/version", "GET", info.version, False),
+    ("/health", "GET", info.health, False),
+    ("/ready", "GET", info.ready, False),
+    ("/launcher", "POST", launcher.create_launcher, True),
+    ("/launcher", "GET", launcher.list_launchers, False),
+    ("/launcher/{launcher_id}", "GET", launcher.get_launcher, False),
+    ("/launcher/{launcher_id}", "DELETE", launcher.delete_launcher, True),
+    ("/metrics", "GET", metrics.metrics, False),
+    ("/openapi.json", "GET", openapi.openapi, False),
+]
+
+
+def _allow(methods: list[str]) -> str:
+    """An Allow header's value, HEAD included wherever GET is (Starlette answers HEAD too)."""
+    return ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
+
+
+def refuse_write(allowed: list[str]) -> Endpoint:
+    """A read-only server's answer to a write: 405, naming the methods the path still takes."""
+    headers = {"allow": _allow(allowed)}
+
+    async def refuse(request: Request) -> Response:
+        response = error_response(405, "this server is read-only: it serves a view and accepts no writes")
+        response.headers.update(headers)
+        return response
+
+    return refuse
+
+
+def _dispatch(endpoints: dict[str, Endpoint]) -> Endpoint:
+    async def by_method(request: Request) -> Response:
+        return await endpoints["GET" if request.method == "HEAD" else request.method](request)
+
+    return by_method
+
+
+def _routes(read_only: bool, auth: bool = False) -> list[Route]:
+    """One Route per path, dispatching on the method, so that a method the path does not take gets
+    405 with an Allow header naming all those it does.  With ``auth``, each method behind the token
+    check of :mod:`jobledger.server.auth`."""
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    reads: dict[str, list[str]] = {}
+    for path, method, endpoint, writes in ROUTES:
+        if not writes:
+            reads.setdefault(path, []).append(method)
+        by_path.setdefault(path, {})[method] = endpoint
+    for path, method, _, writes in ROUTES:
+        if read_only and writes:
+            by_path[path][method] = refuse_write(reads.get(path, []))
+        if auth:
+            by_path[path][method] = guarded(REQUIRES[(method, path)], by_path[path][method])
+    return [Route(path, _dispatch(endpoints), methods=list(endpoints)) for path, endpoints in by_path.items()]
+
+
+def configured_queues(config: Config) -> dict[str, QueueSettings]:
+    """``[queue.NAME]`` sections, validated now so a bad config stops the start."""
+    return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
+
+
+async def apply_queues(ledger: AsyncLedger, queues: dict[str, QueueSettings]) -> None:
+    """Create or update the configured queues, retrying while Redis is unreachable."""
+    delay = 0.5
+    while True:
+        try:
+            for name, settings in queues.items():
+                await ledger.run(commands.put_queue(name, settings))
+            return
+        except Unavailable as exc:
+            log.warning("configured queues not applied yet: %s", exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10)
+
+
+def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) -> Starlette:
+    """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else."""
+    read_only = config.server.read_only
+    queues = configured_queues(config)
+    run_scheduler = run_scheduler and config.server.scheduler
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        client = async_client(redis_url)
+        ledger = AsyncLedger(client, config.redis.key_namespace)
+        ledger.observe = app.state.metrics.observe
+        watch = LedgerWatch(ledger)
+        tasks = []
+        checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
+        if not read_only:
+            tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
+            if run_scheduler:
+                checks = scheduler.SchedulerState()
+                every, archive = scheduler.intervals(config), archive_settings(config)
+                task = asyncio.create_task(scheduler.run(ledger, every, archive, watch=watch, state=checks))
+                task.add_done_callback(checks.ended)
+                tasks.append(task)
+        try:
+            yield {"ledger": ledger, "watch": watch, "scheduler": checks}
+        finally:
+            await cancel_and_wait(
+                tasks
+            )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
+            await watch.close()
+            await client.aclose()
+
+    routes = _routes(read_only, config.server.auth)
+    app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
+                    middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
+    app.state.metrics = metrics.Metrics()
+    app.state.strict = config.server.strict
+    app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
+    app.state.max_body_size = config.server.max_body_size
+    app.state.next_job_delay = config.server.next_job_delay
+    app.state.idempotency_window = config.server.idempotency_window
+    return app

@@ -1,0 +1,181 @@
+"""Who may call what: the bearer token check, and the scope each route needs.
+
+With ``[server] auth`` on, every route but ``GET /health`` and ``GET /ready`` wants
+``Authorization: Bearer SECRET``.  The secret's SHA-256 is looked up in the token projection
+(``token:{digest}``, see :mod:`jobledger.ledger.tokens`) at every request, so a revoked token stops
+working at once on every server of the ledger (nothing is cached); a route on a job reads the job's
+queue in the same round trip.  No token, or one the ledger does not know: 401 with
+``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
+nothing is appended, and neither names the secret.  A request that passes runs its commands as the
+token's name (:meth:`jobledger.ledger.runner.AsyncLedger.as_actor`).
+
+:data:`REQUIRES` is the route x scope table, keyed like :data:`jobledger.server.app.ROUTES`;
+docs/http-api.md shows it.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.tokens import Token, digest
+from jobledger.projections import tokens
+from jobledger.server.errors import error_response
+from jobledger.server.inputs import valid_job_id
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+Kind = Literal["open", "read", "produce", "work", "admin"]
+
+REALM = 'Bearer realm="jobledger"'
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a route needs.  ``kind``: ``open`` (nothing), ``admin``, ``read``, ``produce`` or
+    ``work``.  ``on``: the queue the route acts on, ``queue`` (the path's) or ``job`` (the job's).
+    ``read`` on a queue is also granted by a ``produce`` or ``work`` scope that matches it."""
+
+    kind: Kind
+    on: Literal["queue", "job", "events"] | None = None
+
+    def describe(self) -> str:
+        if self.kind in ("produce", "work"):
+            return f"{self.kind}:GLOB matching the queue"
+        if self.on == "events":
+            return "read, or a queue or job filter on a queue its produce:/work: scopes match"
+        if self.on:
+            return "read, or produce:/work: on the queue"
+        return self.kind
+
+    def allows(self, token: Token, queue: str | None) -> bool:
+        """Whether ``token`` may: with ``queue`` None, whatever the queue (its scope is not a
+        queue's); else on that queue."""
+        if self.kind == "open" or token.admin:
+            return True
+        if self.kind in ("admin", "read") and token.grants(self.kind):
+            return True
+        if queue is None or self.on is None:
+            return False
+        if self.kind == "read":
+            return token.on_queue(queue)
+        return token.grants(self.kind, queue)
+
+
+READ, ADMIN = Needs("read"), Needs("admin")
+READ_QUEUE, READ_JOB = Needs("read", "queue"), Needs("read", "job")
+
+#: (METHOD, path) -> what it needs.  Every route of the app is here (a test checks it).
+REQUIRES: dict[tuple[str, str], Needs] = {
+    ("GET", "/queue"): READ,
+    ("PUT", "/queue/{queue}"): ADMIN,
+    ("GET", "/queue/{queue}"): READ_QUEUE,
+    ("DELETE", "/queue/{queue}"): ADMIN,
+    ("GET", "/queue/{queue}/size"): READ_QUEUE,
+    ("GET", "/queue/{queue}/job_ids"): READ_QUEUE,
+    ("POST", "/queue/{queue}/job"): Needs("produce", "queue"),
+    ("GET", "/queue/{queue}/job"): Needs("work", "queue"),  # a fetch: it starts jobs
+    ("POST", "/queue/{queue}/jobs"): Needs("produce", "queue"),
+    ("GET", "/queue/{queue}/jobs"): READ_QUEUE,
+    ("PUT", "/queue/{queue}/pause"): ADMIN,
+    ("PUT", "/queue/{queue}/resume"): ADMIN,
+    ("GET", "/job/{job_id}"): READ_JOB,
+    ("GET", "/job/{job_id}/status"): READ_JOB,
+    ("PATCH", "/job/{job_id}"): Needs("work", "job"),
+    ("DELETE", "/job/{job_id}"): ADMIN,
+    ("PUT", "/job/{job_id}/heartbeat"): Needs("work", "job"),
+    ("GET", "/job/{job_id}/output"): READ_JOB,
+    ("PUT", "/job/{job_id}/output"): Needs("work", "job"),
+    ("GET", "/job/{job_id}/history"): READ_JOB,
+    ("GET", "/tag/{tag}"): READ,
+    ("GET", "/events"): Needs("read", "events"),  # or, filtered by queue / job, a queue scope on it
+    ("GET", "/events/stream"): Needs("read", "events"),
+    ("GET", "/info"): READ,
+    ("GET", "/info/version"): READ,
+    ("GET", "/health"): Needs("open"),
+    ("GET", "/ready"): Needs("open"),
+    ("POST", "/launcher"): ADMIN,
+    ("GET", "/launcher"): READ,
+    ("GET", "/launcher/{launcher_id}"): READ,
+    ("DELETE", "/launcher/{launcher_id}"): ADMIN,
+    ("GET", "/metrics"): READ,
+    ("GET", "/openapi.json"): READ,
+}
+
+
+def unauthorized(message: str, invalid: bool = False) -> JSONResponse:
+    response = error_response(401, message)
+    response.headers["WWW-Authenticate"] = REALM + (', error="invalid_token"' if invalid else "")
+    return response
+
+
+def bearer(request: Request) -> str | None:
+    """The secret of ``Authorization: Bearer SECRET``; None without one."""
+    header = request.headers.get("authorization")
+    if not header:
+        return None
+    scheme, _, secret = header.strip().partition(" ")
+    secret = secret.strip()
+    return secret if scheme.lower() == "bearer" and secret else None
+
+
+def _job_of(request: Request, needs: Needs) -> int | None:
+    """The job whose queue the check needs: the path's, or the events filter's (None: none)."""
+    if needs.on == "job":
+        return valid_job_id(request.path_params["job_id"])
+    if needs.on == "events":
+        return valid_job_id(request.query_params.get("job") or "")
+    return None
+
+
+def _queues_of(request: Request, needs: Needs, job: int | None, job_queue: str | None) -> list[str | None]:
+    """The queues a request acts on (None for a job whose queue is not known: no such job)."""
+    if needs.on == "queue":
+        return [request.path_params["queue"]]
+    if needs.on == "job":
+        return [job_queue]
+    if needs.on == "events":
+        filtered = request.query_params.get("queue")
+        return [*([filtered] if filtered is not None else []), *([job_queue] if job is not None else [])]
+    return []
+
+
+def _refusal(token: Token, needs: Needs, queues: list[str | None]) -> str:
+    if any(q is None for q in queues):
+        where = " on a job that is on no queue it covers (or no such job)"
+    elif queues:
+        where = " on queue " + ", ".join(f"'{q}'" for q in queues)
+    else:
+        where = ""
+    return f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
+
+
+def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` behind the token check (see the module); itself for an open route."""
+    if needs.kind == "open":
+        return endpoint
+
+    async def guard(request: Request) -> Response:
+        secret = bearer(request)
+        if secret is None:
+            return unauthorized("this server wants a token: send Authorization: Bearer <token>")
+        presented = digest(secret)
+        job = _job_of(request, needs)
+        ledger: AsyncLedger = request.state.ledger
+        token, job_queue = await ledger.read(tokens.token(presented, job))
+        if token is None or not hmac.compare_digest(token.digest, presented):
+            return unauthorized("unknown or revoked token", invalid=True)
+        if not needs.allows(token, None):
+            queues = _queues_of(request, needs, job, job_queue)
+            if not queues or not all(q is not None and needs.allows(token, q) for q in queues):
+                return error_response(403, _refusal(token, needs, queues))
+        request.state.ledger = ledger.as_actor(token.name)
+        request.state.token = token.name
+        return await endpoint(request)
+
+    return guard

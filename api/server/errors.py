@@ -1,0 +1,63 @@
+"""Map the exception tree to HTTP: every error is a JSON body ``{"error": "..."}`` that says what
+was wrong, with the status code its class names."""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from jobledger.ledger.errors import JobLedgerError
+
+log = logging.getLogger("jobledger.api")
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def describe(exc: ValidationError) -> str:
+    """A pydantic error as one readable sentence per problem: ``field 'retries': ...``."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        parts.append(f"field '{where}': {msg}" if where else msg)
+    return "; ".join(parts)
+
+
+async def on_ledger_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, JobLedgerError)
+    return error_response(exc.status, exc.message)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ValidationError)
+    return error_response(400, describe(exc))
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code)
+    response = error_response(exc.status_code, str(exc.detail))
+    response.headers.update(exc.headers or {})  # e.g. Allow on a 405
+    return response
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return error_response(500, f"internal error: {type(exc).__name__}")
+
+
+HANDLERS = {
+    JobLedgerError: on_ledger_error,
+    ValidationError: on_validation_error,
+    HTTPException: on_http_error,
+    Exception: on_unexpected,
+}

@@ -1,0 +1,209 @@
+"""``GET /metrics``: Prometheus text for one app, from a registry of its own (on ``app.state.metrics``).
+
+Two kinds of metric: command latency, observed in-process as the runner finishes each command
+(:attr:`jobledger.ledger.runner.AsyncLedger.observe`), and the ledger's state — jobs by queue and status, the
+stream's length, how overdue each scheduler check is — read from Redis when Prometheus scrapes.
+When Redis is unreachable the scrape still answers 200, with ``jobledger_redis_up 0`` and only the
+in-process metrics, as ``/health`` answers 200 ``unhealthy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.keys import TEMPLATES, Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.projections import readers
+
+#: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
+LATENCY_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+)  # fmt: skip
+
+#: Scheduler check (as named in ``jobledger.scheduler.loop``) -> the deadline set
+#: (``jobledger.ledger.keys``) it works
+#: through; a set that this build's keys do not define is left out.
+DEADLINE_SETS = {
+    check: key
+    for check, key in {
+        "releases": "due_release",
+        "timeouts": "due_run",
+        "queued": "due_queued",
+        "retries": "due_retry",
+        "expiry": "due_expire",
+        "launchers": "due_launch",
+    }.items()
+    if key in TEMPLATES
+}
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """What a scrape reads from Redis: ``/info``'s counts, the stream's size, the oldest deadlines."""
+
+    jobs: dict[str, dict[str, int]]
+    statistics: dict[str, int]
+    ledger_length: int
+    events_added: int
+    oldest_due_ms: dict[str, int | None]
+
+
+@dataclass
+class Scrape:
+    """One scrape's reading: the state, or None when Redis did not answer; ``now`` in ms."""
+
+    state: LedgerState | None = None
+    now_ms: int = 0
+
+
+def _int(value: Any) -> int:
+    return int(value.decode() if isinstance(value, bytes) else value)
+
+
+def _entries_added(reply: Any) -> int | None:
+    """``entries-added`` of an ``XINFO STREAM`` reply (flat list in RESP2, a map in RESP3)."""
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
+    for name, value in pairs:
+        if (name.decode() if isinstance(name, bytes) else name) == "entries-added":
+            return _int(value)
+    return None
+
+
+def _first_score(reply: Any) -> int | None:
+    """The score of ``ZRANGE key 0 0 WITHSCORES``: pairs, or a flat list on older redis-py."""
+    pairs = score_pairs(reply)
+    return int(pairs[0][1]) if pairs else None
+
+
+def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:
+    """Stream length and oldest deadlines in one round trip; ``XINFO STREAM`` in a second one when
+    the stream exists (it errs on a missing key).  ``entries-added`` counts events ever appended,
+    so it keeps counting up when archival trims the stream; without it (older servers) the length."""
+    checks = list(DEADLINE_SETS)
+
+    def commands(k: Keys) -> list[tuple[Any, ...]]:
+        oldest = [("ZRANGE", k.build(DEADLINE_SETS[c]), 0, 0, "WITHSCORES") for c in checks]
+        return [("EXISTS", k.events), ("XLEN", k.events), *oldest]
+
+    def state(length: int, added: int | None, r: list[Any]) -> LedgerState:
+        due = {c: _first_score(hit) for c, hit in zip(checks, r, strict=True)}
+        stats = {name.removeprefix("total_"): value for name, value in info["statistics"].items()}
+        return LedgerState(info["queues"], stats, length, length if added is None else added, due)
+
+    def parse(r: list[Any]) -> LedgerState | Read[LedgerState]:
+        length = _int(r[1])
+        if not _int(r[0]):
+            return state(length, None, r[2:])
+        return Read(lambda k: [("XINFO", "STREAM", k.events)],
+                    lambda x: state(length, _entries_added(x[0]), r[2:]))  # fmt: skip
+
+    return Read(commands, parse)
+
+
+async def read_state(ledger: AsyncLedger) -> LedgerState:
+    """Everything a scrape needs from Redis (a few pipelined round trips)."""
+    info = await ledger.read(readers.info())
+    return await ledger.read(_stream_read(info))
+
+
+def _lag_seconds(oldest_ms: int | None, now_ms: int) -> float:
+    """How long the oldest deadline of a set has been due; 0 when none has come yet."""
+    return 0.0 if oldest_ms is None or oldest_ms > now_ms else (now_ms - oldest_ms) / 1000
+
+
+class LedgerCollector(Collector):
+    """Metric families from the latest :class:`Scrape`; the handler sets it just before rendering
+    (with no await between, so concurrent scrapes cannot mix their readings)."""
+
+    def __init__(self) -> None:
+        self.scrape = Scrape()
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing to check for clashes: the registry must not collect at registration
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("jobledger_redis_up", "1 when Redis answered this scrape, else 0.")
+        up.add_metric([], 0 if self.scrape.state is None else 1)
+        yield up
+        if self.scrape.state is not None:
+            yield from _state_families(self.scrape.state, self.scrape.now_ms)
+
+
+def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
+    jobs = GaugeMetricFamily("jobledger_jobs", "Jobs by queue and status.", labels=["queue", "status"])
+    for queue, counts in state.jobs.items():
+        for status, count in counts.items():
+            jobs.add_metric([queue, status], count)
+    yield jobs
+    stats = CounterMetricFamily(
+        "jobledger_statistics", "Ocypod's global statistics (/info).", labels=["statistic"]
+    )
+    for name, value in state.statistics.items():
+        stats.add_metric([name], value)
+    yield stats
+    yield CounterMetricFamily(
+        "jobledger_events", "Events ever appended to the ledger (trimmed ones included).", state.events_added
+    )
+    yield GaugeMetricFamily(
+        "jobledger_ledger_length", "Events now in the ledger stream (XLEN).", state.ledger_length
+    )
+    lag = GaugeMetricFamily(
+        "jobledger_scheduler_lag_seconds",
+        "How overdue the oldest due item of each scheduler check's deadline set is (0 when none is due).",
+        labels=["check"],
+    )
+    for check, oldest in state.oldest_due_ms.items():
+        lag.add_metric([check], _lag_seconds(oldest, now_ms))
+    yield lag
+
+
+class Metrics:
+    """One app's registry: the command latency histogram and the collector of the ledger's state."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.commands = Histogram(
+            "jobledger_command_seconds",
+            "Time to run one ledger command (one Lua script), by script.",
+            labelnames=["command"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.ledger = LedgerCollector()
+        self.registry.register(self.ledger)
+
+    def observe(self, command: str, seconds: float) -> None:
+        """The runner's hook: one command took ``seconds``."""
+        self.commands.labels(command).observe(seconds)
+
+    def render(self, scrape: Scrape) -> bytes:
+        self.ledger.scrape = scrape
+        return generate_latest(self.registry)
+
+
+async def scrape(ledger: AsyncLedger) -> Scrape:
+    """Read the ledger's state now; an empty reading when Redis does not answer."""
+    now = ledger.clock()
+    try:
+        return Scrape(await read_state(ledger), now)
+    except (Unavailable, redis.RedisError, OSError):  # a down Redis is a value here, not an error
+        return Scrape(None, now)
+
+
+async def metrics(request: Request) -> Response:
+    """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
+    registry: Metrics = request.app.state.metrics
+    reading = await scrape(request.state.ledger)
+    return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

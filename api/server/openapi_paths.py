@@ -1,0 +1,363 @@
+"""What ``/openapi.json`` says about each endpoint: summary, body, query parameters, answers.
+
+Keyed by ``(METHOD, path)`` exactly as ``jobledger.server.app.ROUTES`` spells them.  Add an entry beside a new
+route; a route with none is still described (its path parameters and a generic answer), so the
+document always covers every route.  Statuses every endpoint of a kind shares (400 for a body or a
+queue name, 413 for a body, 404 for a job id, 503 when Redis is unreachable) are added by
+``jobledger.server.openapi``; these entries list the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
+from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
+from jobledger.projections.views import JOB_FIELDS
+
+REF = "#/components/schemas/{model}"
+
+JSON = dict[str, Any]
+
+
+def ref(name: str) -> JSON:
+    return {"$ref": REF.format(model=name)}
+
+
+def array(items: JSON, **limits: int) -> JSON:
+    return {"type": "array", "items": items, **limits}
+
+
+QUEUE_NAME: JSON = {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,255}$"}
+JOB_ID: JSON = {"type": "integer", "minimum": 1}
+#: Who caused an event: a token's name, local, scheduler or launcher:ID.
+ACTOR: JSON = {"type": "string", "pattern": ACTOR_PATTERN, "examples": ["local", "scheduler", "launcher:3"]}
+TAG: JSON = {"type": "string", "minLength": 1, "maxLength": 255}
+EVENT_ID: JSON = {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$", "examples": ["1795322898701-0"]}
+_FIELD = "|".join(JOB_FIELDS)
+FIELD_LIST: JSON = {"type": "string", "pattern": f"^({_FIELD})(,({_FIELD}))*$", "examples": ["status,output"]}
+TIME_OR_NULL: JSON = {"type": ["string", "null"], "format": "date-time"}
+DURATION_TEXT: JSON = {"type": "string", "examples": ["5m", "1h15m5s", "0s"]}
+
+
+@dataclass(frozen=True)
+class Param:
+    schema: JSON
+    description: str
+
+
+#: Path parameters by name; any other is a plain string.
+PATH_PARAMS: dict[str, Param] = {
+    "queue": Param(QUEUE_NAME, "Queue name: 1-255 characters of A-Z a-z 0-9 _ - ."),
+    "job_id": Param(JOB_ID, "Job id (an id that is not a positive integer names no job: 404)."),
+    "tag": Param(TAG, "A job tag."),
+    "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
+}
+
+#: Query parameters by name, for the endpoints that take them.
+QUERY_PARAMS: dict[str, Param] = {
+    "fields": Param(FIELD_LIST, "Comma-separated job fields to return."),
+    "attempt": Param(JOB_ID, "The attempt this update acts for (fencing: 409 if it is no longer running)."),
+    "count": Param({"type": "integer", "minimum": 1, "maximum": 1000}, "Fetch up to this many (a list)."),
+    "worker": Param({"type": "string"}, "The fetching worker's id, recorded on the job."),
+    "wait": Param(
+        {"type": "string", "examples": ["30s", "2.5"]},
+        "Long-poll up to this long (a duration or seconds, at most 5m) for a job instead of 204 at once.",
+    ),
+    "after": Param(
+        {**EVENT_ID, "pattern": "^([0-9]+(-[0-9]+)?)?$"},
+        "Events after this id (exclusive): the previous page's next; empty or absent: from the start.",
+    ),
+    "limit": Param({"type": "integer", "minimum": 1, "maximum": 1000}, "Page size (default 100)."),
+    "type": Param({"type": "string", "enum": list(EVENT_TYPES)}, "Only events of this type."),
+    "queue": Param(QUEUE_NAME, "Only events of this queue."),
+    "job": Param(JOB_ID, "Only events of this job."),
+    "actor": Param(
+        ACTOR,
+        "Only events this actor caused: a token's name, local, scheduler or launcher:ID.",
+    ),
+    "status": Param({"type": "string", "enum": list(JOB_STATUSES)}, "Only jobs with this status."),
+    "tag": Param({"type": "string"}, "Only jobs with this tag."),
+    "cursor": Param({"type": "string", "pattern": "^[0-9]+$"}, "The previous page's next."),
+}
+
+
+@dataclass(frozen=True)
+class Body:
+    """A request body: a pydantic model (``many``: a list of them) or a plain JSON schema."""
+
+    model: type[BaseModel] | None = None
+    schema: JSON | None = None
+    required: bool = True
+    many: tuple[int, int] | None = None  # (minItems, maxItems) of a list of ``model``
+
+
+@dataclass(frozen=True)
+class Reply:
+    description: str
+    schema: JSON | None = None  # JSON body of a success; errors always carry the Error schema
+    media_type: str = "application/json"
+    location: bool = False  # a ``location`` header
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    responses: dict[int, Reply]
+    body: Body | None = None
+    query: tuple[str, ...] = ()
+    uses_redis: bool = True  # 503 when Redis is unreachable
+    description: str | None = None
+    headers: dict[str, Param] = field(default_factory=dict)
+
+
+IDEMPOTENT = {
+    "Idempotency-Key": Param(
+        {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+        "Sent again with the same request, answers the first answer without creating again; "
+        "with another request, 422.",
+    )
+}
+MISMATCH = {422: Reply("The Idempotency-Key was first used with another request.")}
+
+NO_CONTENT = Reply("Done; no body.")
+NO_QUEUE = {404: Reply("No such queue.")}
+NOT_RUNNING = {409: Reply("The job is not in a state that allows it, or the attempt named is not running.")}
+
+TIME_FIELDS = ("created_at", "started_at", "ended_at", "last_heartbeat", "run_at", "retry_at")
+_JOB_FIELD_SCHEMAS: dict[str, JSON] = {
+    "id": JOB_ID, "queue": {"type": "string"}, "status": {"type": "string", "enum": list(JOB_STATUSES)},
+    "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+    **{t: TIME_OR_NULL for t in TIME_FIELDS},
+    "input": {}, "output": {},
+    **{d: DURATION_TEXT for d in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time")},
+    **{c: {"type": "integer"} for c in ("retries", "retries_attempted", "attempt", "priority")},
+    "retry_delays": {"type": ["array", "null"], "items": DURATION_TEXT}, "ended": {"type": "boolean"},
+    "progress": {"type": ["integer", "null"]},
+    "errors": array({"type": "object", "properties": {
+        "at": TIME_OR_NULL, "attempt": {"type": "integer"}, "kind": {"type": "string"},
+        "message": {"type": "string"}}}),
+    "retry_on": array({"type": "string"}), "no_retry_on": array({"type": "string"}),
+}  # fmt: skip
+
+
+def job_schema(fields: tuple[str, ...]) -> JSON:
+    """A job as ``GET /job/{id}`` shows it: any of ``fields`` (all, or those asked for)."""
+    return {"type": "object", "properties": {f: _JOB_FIELD_SCHEMAS.get(f, {}) for f in fields}}
+
+
+def event_item() -> JSON:
+    return {
+        "type": "object",
+        "required": ["id", "type", "at", "actor", "data"],
+        "properties": {
+            "id": EVENT_ID, "type": {"type": "string", "enum": list(EVENT_TYPES)},
+            "at": {"type": "string", "format": "date-time"},
+            "queue": {"type": ["string", "null"]}, "job": {"type": ["integer", "null"]},
+            "actor": ACTOR, "data": {"type": "object"},
+        },
+    }  # fmt: skip
+
+
+def launcher_schema() -> JSON:
+    """A launcher as ``GET /launcher/{id}`` shows it."""
+    count = {"type": "integer", "minimum": 0}
+    return {
+        "type": "object",
+        "required": ["id", "type", "arguments", "queue", "template"],
+        "properties": {
+            "id": JOB_ID, "type": {"type": "string", "enum": ["@cron", "@interval", "@at", "@event"]},
+            "arguments": {"description": "cron text, interval, RFC 3339 time, or an event filter object"},
+            "queue": QUEUE_NAME, "template": {"type": "object"}, "max_pending": count,
+            "debounce": DURATION_TEXT, "created_at": TIME_OR_NULL, "next_at": TIME_OR_NULL,
+            "fired": count, "skipped": count, "pending": count, "last_fired_at": TIME_OR_NULL,
+            "last_job": {"type": ["integer", "null"]},
+        },
+    }  # fmt: skip
+
+
+def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
+    """The components that answers refer to (request bodies come from the pydantic models)."""
+    next_event = {**EVENT_ID, "type": ["string", "null"]}
+    fetched = {"type": "object", "required": ["id", "input", "attempt"],
+               "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID}}  # fmt: skip
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+        "Job": job_schema(job_fields),
+        "Fetched": fetched,
+        "JobIds": {"type": "object", "additionalProperties": array(JOB_ID)},
+        "JobPage": {"type": "object", "required": ["jobs", "next"],
+                    "properties": {"jobs": array(ref("Job")), "next": {"type": ["integer", "null"]}}},
+        "Event": event_item(),
+        "EventPage": {"type": "object", "required": ["events", "next"],
+                      "properties": {"events": array(ref("Event")), "next": next_event}},
+        "Info": {"type": "object", "required": ["queues", "statistics"], "properties": {
+            "queues": {"type": "object", "additionalProperties": counts}, "statistics": counts}},
+        "Launcher": launcher_schema(),
+        "Health": {"type": "object", "required": ["status"], "properties": {
+            "status": {"type": "string", "enum": ["healthy", "unhealthy"]}, "error": {"type": "string"}}},
+    }  # fmt: skip
+
+
+LAUNCHER_ID: JSON = {"type": "object", "required": ["id"], "properties": {"id": JOB_ID}}
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("GET", "/queue"): Operation("List queue names", {200: Reply("Queue names.", array({"type": "string"}))}),
+    ("PUT", "/queue/{queue}"): Operation(
+        "Create a queue or replace its settings",
+        {201: Reply("Created.", location=True), 204: Reply("Settings replaced.", location=True)},
+        body=Body(QueueSettings, required=False),
+        description="A field left out takes its default, as in Ocypod.",
+    ),
+    ("GET", "/queue/{queue}"): Operation(
+        "A queue's settings",
+        {200: Reply("Settings, durations as compact strings.", ref("QueueSettings")), **NO_QUEUE},
+    ),
+    ("DELETE", "/queue/{queue}"): Operation(
+        "Delete a queue and its queued jobs",
+        {204: NO_CONTENT, **NO_QUEUE},
+        description="Running and ended jobs stay.",
+    ),
+    ("GET", "/queue/{queue}/size"): Operation(
+        "Number of queued jobs", {200: Reply("Queued jobs.", {"type": "integer"}), **NO_QUEUE}
+    ),
+    ("GET", "/queue/{queue}/job_ids"): Operation(
+        "Job ids by status",
+        {
+            200: Reply("{status: [ids]} for every status.", ref("JobIds")),
+            404: Reply("No such queue, and no job of it is left."),
+        },
+        description="A deleted queue answers with the jobs it left behind (running, failed, ended...).",
+    ),
+    ("POST", "/queue/{queue}/job"): Operation(
+        "Create a job",
+        {
+            201: Reply("Created: the new id.", JOB_ID, location=True),
+            200: Reply("A live job of the queue holds the unique_key: its id.", JOB_ID, location=True),
+            **NO_QUEUE,
+            **MISMATCH,
+        },
+        body=Body(JobOptions, required=False),
+        headers=IDEMPOTENT,
+    ),
+    ("GET", "/queue/{queue}/job"): Operation(
+        "Fetch the next job(s), now running",
+        {
+            200: Reply(
+                "The job, or with count a list of up to count jobs.",
+                {"oneOf": [ref("Fetched"), array(ref("Fetched"))]},
+            ),
+            204: Reply("No job to hand out."),
+            **NO_QUEUE,
+        },
+        query=("count", "worker", "wait"),
+    ),
+    ("POST", "/queue/{queue}/jobs"): Operation(
+        "Create many jobs in one request",
+        {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE, **MISMATCH},
+        body=Body(JobOptions, many=(1, 10_000)),
+        headers=IDEMPOTENT,
+    ),
+    ("GET", "/queue/{queue}/jobs"): Operation(
+        "Job summaries of a queue, paged",
+        {200: Reply("A page; next goes back as cursor.", ref("JobPage")), **NO_QUEUE},
+        query=("status", "tag", "limit", "cursor"),
+    ),
+    ("PUT", "/queue/{queue}/pause"): Operation("Pause a queue", {204: NO_CONTENT, **NO_QUEUE}),
+    ("PUT", "/queue/{queue}/resume"): Operation("Resume a queue", {204: NO_CONTENT, **NO_QUEUE}),
+    ("GET", "/job/{job_id}"): Operation(
+        "A job's fields", {200: Reply("All fields, or those named.", ref("Job"))}, query=("fields",)
+    ),
+    ("GET", "/job/{job_id}/status"): Operation(
+        "A job's status",
+        {200: Reply("The status, a JSON string.", {"type": "string", "enum": list(JOB_STATUSES)})},
+    ),
+    ("PATCH", "/job/{job_id}"): Operation(
+        "Update a job: status, output, progress, message, error",
+        {204: NO_CONTENT, **NOT_RUNNING},
+        body=Body(JobUpdate),
+        query=("attempt",),
+    ),
+    ("DELETE", "/job/{job_id}"): Operation("Delete a job", {204: NO_CONTENT}),
+    ("PUT", "/job/{job_id}/heartbeat"): Operation(
+        "Heartbeat a running job",
+        {204: NO_CONTENT, **NOT_RUNNING},
+        body=Body(schema={"type": "object", "properties": {"attempt": JOB_ID}}, required=False),
+        query=("attempt",),
+    ),
+    ("GET", "/job/{job_id}/output"): Operation("A job's output", {200: Reply("The output (any JSON).", {})}),
+    ("PUT", "/job/{job_id}/output"): Operation(
+        "Set a job's output", {204: NO_CONTENT, **NOT_RUNNING}, body=Body(schema={}), query=("attempt",)
+    ),
+    ("GET", "/job/{job_id}/history"): Operation(
+        "Every event of a job, oldest first",
+        {200: Reply("Event items.", array(ref("Event")))},
+        description="Answers after the job expired or was deleted; 404 only for an id that never existed.",
+    ),
+    ("GET", "/tag/{tag}"): Operation(
+        "Ids of jobs with a tag", {200: Reply("Ids (empty if none).", array(JOB_ID))}
+    ),
+    ("GET", "/events"): Operation(
+        "The ledger, paged",
+        {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
+        query=("after", "limit", "type", "queue", "job", "actor"),
+    ),
+    ("GET", "/events/stream"): Operation(
+        "The ledger live, as Server-Sent Events",
+        {200: Reply("id: the event id, data: the event item.", {"type": "string"}, "text/event-stream")},
+        query=("after", "type", "queue", "job", "actor"),
+        headers={"Last-Event-ID": Param(EVENT_ID, "Resume after this event (when after is not given).")},
+    ),
+    ("POST", "/launcher"): Operation(
+        "Create a launcher (@cron, @interval, @at, @event)",
+        {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE, **MISMATCH},
+        body=Body(LauncherSpec),
+        headers=IDEMPOTENT,
+    ),
+    ("GET", "/launcher"): Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))}),
+    ("GET", "/launcher/{launcher_id}"): Operation(
+        "A launcher", {200: Reply("The launcher.", ref("Launcher")), 404: Reply("No such launcher.")}
+    ),
+    ("DELETE", "/launcher/{launcher_id}"): Operation(
+        "Stop and remove a launcher (the jobs it created stay)",
+        {204: NO_CONTENT, 404: Reply("No such launcher.")},
+    ),
+    ("GET", "/info"): Operation(
+        "Per-queue counts by status and global statistics", {200: Reply("Counts.", ref("Info"))}
+    ),
+    ("GET", "/info/version"): Operation(
+        "Server version", {200: Reply("Version.", {"type": "string"})}, uses_redis=False
+    ),
+    ("GET", "/health"): Operation(
+        "Health",
+        {200: Reply("healthy, or unhealthy with the reason (always 200).", ref("Health"))},
+        uses_redis=False,
+    ),
+    ("GET", "/ready"): Operation(
+        "Readiness",
+        {
+            200: Reply("Redis answers and the scheduler runs.", {"type": "object"}),
+            503: Reply("Not ready: Redis is unreachable, or the scheduler has stopped or fails."),
+        },
+        uses_redis=False,
+    ),
+    ("GET", "/metrics"): Operation(
+        "Prometheus metrics",
+        {
+            200: Reply(
+                "Prometheus text; jobledger_redis_up 0 when Redis is unreachable.",
+                {"type": "string"},
+                "text/plain",
+            )
+        },
+        uses_redis=False,
+    ),
+    ("GET", "/openapi.json"): Operation(
+        "This document", {200: Reply("OpenAPI 3.1.", {"type": "object"})}, uses_redis=False
+    ),
+}

@@ -1,0 +1,396 @@
+"""How a :class:`jobledger.worker.worker.Worker` reaches the ledger: over HTTP, or straight to Redis.
+
+Both transports run the same ledger commands (``fetch_jobs``, ``heartbeat``, ``update_job``) with the
+same arguments, so a job leaves the same events whichever a worker uses.  Both name the attempt on
+every update (fencing) and raise the :mod:`jobledger.client.errors` tree, so the worker handles one kind
+of error.  Neither polls an idle queue: over HTTP the fetch is a long-poll (``?wait=``), one per
+queue at once; over Redis the worker waits on the ledger itself (:class:`jobledger.ledger.watch.LedgerWatch`,
+one follower of the stream per process) and fetches when an event names one of its queues.
+HTTP works from anywhere; Redis is the fast path for Python workers that can reach the ledger's
+Redis: no HTTP hop, and the jobs that finish while one completion is on its way are completed
+together by the next call (:class:`GroupCommit`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from jobledger.client import AsyncClient
+from jobledger.client.calls import UNSET
+from jobledger.client.errors import ClientError
+from jobledger.ledger import commands
+from jobledger.ledger.durations import parse_ms
+from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
+from jobledger.worker.commit import GroupCommit, translated
+from jobledger.worker.watch import JobWatch, QueueFeeds, Watching
+
+__all__ = ["Assignment", "Failure", "GroupCommit", "HttpTransport", "RedisTransport", "Transport"]
+
+log = logging.getLogger("jobledger.worker")
+
+#: Seconds a long-poll (HTTP) waits on the server before it is made again: an idle worker's cost.
+LONG_POLL = 20.0
+#: The shortest time (s) between two long-polls of a queue, should a server answer before its wait.
+MIN_POLL_CYCLE = 1.0
+#: Seconds between two fetches of an idle Redis worker that no event woke (a safety net only).
+IDLE_FETCH = 60.0
+#: Pause (s) after a fetch failed, doubling up to the second figure while it keeps failing.
+ERROR_PAUSE = (0.5, 10.0)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A job this worker fetched: now running as ``attempt``.  ``heartbeat_timeout`` (seconds) is
+    filled in when the transport could read it together with the fetch, else None.
+    ``fetched_at``: ``time.monotonic()`` when the fetch was sent."""
+
+    queue: str
+    id: int
+    attempt: int
+    input: Any
+    heartbeat_timeout: float | None = None
+    fetched_at: float = field(default=0.0, compare=False)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a handler failed: the exception's class name (the error's kind, which decides retry by
+    the job's retry_on / no_retry_on), its message, and its traceback, recorded in the job's errors."""
+
+    kind: str
+    message: str
+    traceback: str | None = None
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failure:
+        text = "".join(traceback.format_exception(exc))
+        return cls(type(exc).__name__, str(exc), tail(text, MAX_TRACEBACK))
+
+    def error(self) -> dict[str, str]:
+        """The ``error`` of the failing PATCH, within the server's limits."""
+        error = {"kind": self.kind[:100] or "error", "message": self.message[:1000]}
+        if self.traceback:
+            error["traceback"] = tail(self.traceback, MAX_TRACEBACK)
+        return error
+
+
+def tail(text: str, limit: int) -> str:
+    """``text`` if it takes at most ``limit`` bytes in UTF-8, else its end that does, marked cut."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    mark = "[...]\n"
+    return mark + raw[len(raw) - limit + len(mark) :].decode(errors="ignore")
+
+
+class Transport(Protocol):
+    """What a worker needs from the ledger.  Every method raises :class:`jobledger.client.ClientError`."""
+
+    def describe(self) -> str: ...
+
+    async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]: ...
+
+    async def next_jobs(
+        self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
+    ) -> list[Assignment]:
+        """Up to ``count`` jobs, first queue first, waiting until some come or ``stopping`` is set
+        (an empty list then, or after a long quiet spell).  More than ``count`` only when several
+        queues answered at once: the worker hands the extra ones back.  Errors are logged here."""
+        ...
+
+    async def heartbeat_timeout(self, job: Assignment) -> float: ...
+
+    async def heartbeat(self, job: Assignment) -> None: ...
+
+    async def set_output(self, job: Assignment, output: Any) -> None: ...
+
+    async def complete(self, job: Assignment, output: Any = UNSET) -> None: ...
+
+    async def fail(self, job: Assignment, failure: Failure) -> None: ...
+
+    async def hand_back(self, job: Assignment) -> None:
+        """Running -> queued (``job_returned``): the job goes back unfinished, no retry counted."""
+        ...
+
+    def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
+        """Call ``on_over(reason)`` within about a second once the job's attempt is over elsewhere
+        (cancelled, deleted, timed out, ...), until the handle is closed."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class FetchErrors:
+    """Fetch failures, logged once per queue until the error changes, and the pause they call for."""
+
+    def __init__(self) -> None:
+        self._failing: dict[str, str] = {}
+        self._pause = ERROR_PAUSE[0]
+
+    def failed(self, queue: str, exc: ClientError) -> float:
+        """Note a failure; the pause to take before trying the queue again."""
+        if self._failing.get(queue) != str(exc):
+            log.warning("cannot fetch from queue %r: %s", queue, exc)
+        self._failing[queue] = str(exc)
+        pause, self._pause = self._pause, min(self._pause * 2, ERROR_PAUSE[1])
+        return pause
+
+    def fine(self, queue: str) -> None:
+        if self._failing.pop(queue, None) is not None:
+            log.info("fetching from queue %r again", queue)
+            self._pause = ERROR_PAUSE[0]
+
+
+class HttpTransport:
+    """The worker over jobledger's HTTP API, through :class:`jobledger.client.AsyncClient`.
+
+    Long-polls wait ``long_poll`` seconds on the server.  They go through a client of their own,
+    whose reads outlast that wait, unless ``client`` is given: it then serves them too, and its
+    timeout must outlast ``long_poll``.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        client: AsyncClient | None = None,
+        long_poll: float = LONG_POLL,
+        token: str | None = None,
+    ) -> None:
+        self.client = client or AsyncClient(url, token=token)
+        self.long_poll = long_poll
+        self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10, token=self.client.token)
+        self._feeds = QueueFeeds(self.client)
+        self._errors = FetchErrors()
+
+    def describe(self) -> str:
+        return f"server {self.client.url}"
+
+    async def fetch(self, queue: str, count: int, worker: str, wait: float | None = None) -> list[Assignment]:
+        sent = time.monotonic()
+        fetched = await (self._polls if wait else self.client).fetch(queue, count, worker, wait)
+        return [Assignment(queue, f.id, f.attempt, f.input, fetched_at=sent) for f in fetched]
+
+    async def next_jobs(
+        self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
+    ) -> list[Assignment]:
+        """One queue: one long-poll.  Several: a look at each in order, then, if all were empty, a
+        long-poll on each at once; the first to answer ends the others (the server, seeing its
+        client leave, fetches nothing more for it)."""
+        if len(queues) > 1:
+            jobs: list[Assignment] = []
+            for queue in queues:
+                if len(jobs) < count:
+                    jobs += await self._fetch_logged(queue, count - len(jobs), worker, None)
+            if jobs or stopping.is_set():
+                return jobs
+        polls = [asyncio.ensure_future(self._poll(q, count, worker)) for q in queues]
+        return await first_answers(polls, stopping)
+
+    async def _poll(self, queue: str, count: int, worker: str) -> list[Assignment]:
+        began = time.monotonic()
+        jobs = await self._fetch_logged(queue, count, worker, self.long_poll, pause=True)
+        if (
+            not jobs
+        ):  # a server that answers at once (one that does not long-poll): not more than once a second
+            await asyncio.sleep(max(0.0, began + MIN_POLL_CYCLE - time.monotonic()))
+        return jobs
+
+    async def _fetch_logged(
+        self, queue: str, count: int, worker: str, wait: float | None, pause: bool = False
+    ) -> list[Assignment]:
+        try:
+            jobs = await self.fetch(queue, count, worker, wait)
+        except ClientError as exc:
+            seconds = self._errors.failed(queue, exc)
+            if pause:
+                await asyncio.sleep(seconds)
+            return []
+        self._errors.fine(queue)
+        return jobs
+
+    async def heartbeat_timeout(self, job: Assignment) -> float:
+        fields = await self.client.get_fields(job.id, "heartbeat_timeout")
+        return parse_ms(fields["heartbeat_timeout"]) / 1000
+
+    async def heartbeat(self, job: Assignment) -> None:
+        await self.client.heartbeat(job.id, job.attempt)
+
+    async def set_output(self, job: Assignment, output: Any) -> None:
+        await self.client.set_output(job.id, output, job.attempt)
+
+    async def complete(self, job: Assignment, output: Any = UNSET) -> None:
+        await self.client.complete(job.id, output, job.attempt)
+
+    async def fail(self, job: Assignment, failure: Failure) -> None:
+        await self.client.fail(job.id, attempt=job.attempt, error=failure.error())
+
+    async def hand_back(self, job: Assignment) -> None:
+        await self.client.update(job.id, "queued", attempt=job.attempt)
+
+    def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
+        return self._feeds.watch(job, on_over)
+
+    async def close(self) -> None:
+        await self._feeds.close()
+        await self._polls.aclose()
+        await self.client.aclose()
+
+
+async def first_answers(
+    polls: Sequence[asyncio.Future[list[Assignment]]], stopping: asyncio.Event
+) -> list[Assignment]:
+    """The jobs of the polls that answered first (all that answered by then, in their order), once
+    one answers with jobs, all answered empty, or ``stopping`` is set; the others are cancelled."""
+    stop = asyncio.ensure_future(stopping.wait())
+    pending: set[asyncio.Future[Any]] = set(polls)
+    try:
+        while pending and not stop.done():
+            done, pending = await asyncio.wait(pending | {stop}, return_when=asyncio.FIRST_COMPLETED)
+            pending.discard(stop)
+            if any(p in done and p.result() for p in polls):
+                break
+    finally:
+        stop.cancel()
+        for poll in pending:
+            poll.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    return [job for p in polls if p.done() and not p.cancelled() for job in p.result()]
+
+
+class RedisTransport:
+    """The worker straight on the ledger: the commands' scripts through :class:`AsyncLedger`."""
+
+    def __init__(self, redis_url: str, namespace: str = DEFAULT_NAMESPACE) -> None:
+        self._url = redis_url
+        self._redis = async_client(redis_url)
+        self.ledger = AsyncLedger(self._redis, namespace)
+        self.ledger_watch = LedgerWatch(self.ledger)
+        self._finishing = GroupCommit(self.ledger)
+        self._woken: Subscription | None = None
+        self._errors = FetchErrors()
+
+    def describe(self) -> str:
+        return f"Redis {_without_password(self._url)}, namespace {self.ledger.keys.namespace}"
+
+    async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]:
+        sent = time.monotonic()
+        fetched = await translated(self.ledger.run(commands.fetch_jobs(queue, count, worker)))
+        if not fetched:
+            return []
+        timeouts = await translated(self.ledger.read(_heartbeat_timeouts([f.id for f in fetched])))
+        return [
+            Assignment(queue, f.id, f.attempt, _decode(f.input_text), hb, sent)
+            for f, hb in zip(fetched, timeouts, strict=True)
+        ]
+
+    async def next_jobs(
+        self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
+    ) -> list[Assignment]:
+        """Fetch from the queues in order; if all are empty, wait for an event naming one of them
+        (subscribed before the first fetch, so none is missed) and fetch again."""
+        if self._woken is None:
+            self._woken = self.ledger_watch.subscribe([queue_topic(q) for q in queues])
+        while not stopping.is_set():
+            jobs: list[Assignment] = []
+            pause = IDLE_FETCH
+            for queue in queues:
+                if len(jobs) >= count:
+                    break
+                try:
+                    jobs += await self.fetch(queue, count - len(jobs), worker)
+                    self._errors.fine(queue)
+                except ClientError as exc:
+                    pause = min(pause, self._errors.failed(queue, exc))
+            if jobs:
+                return jobs
+            await until_either(self._woken.wait(pause), stopping)
+        return []
+
+    async def heartbeat_timeout(self, job: Assignment) -> float:
+        (seconds,) = await translated(self.ledger.read(_heartbeat_timeouts([job.id])))
+        return seconds
+
+    async def heartbeat(self, job: Assignment) -> None:
+        await translated(self.ledger.run(commands.heartbeat(job.id, job.attempt)))
+
+    async def set_output(self, job: Assignment, output: Any) -> None:
+        await translated(self.ledger.run(commands.set_output(job.id, output, job.attempt)))
+
+    async def complete(self, job: Assignment, output: Any = UNSET) -> None:
+        fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
+        if output is not UNSET:
+            fields["output"] = output
+        await self._finishing.update(job.id, JobUpdate(**fields))
+
+    async def fail(self, job: Assignment, failure: Failure) -> None:
+        fields = {"status": "failed", "attempt": job.attempt, "error": failure.error()}
+        await self._finishing.update(job.id, JobUpdate.model_validate(fields))
+
+    async def hand_back(self, job: Assignment) -> None:
+        await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
+
+    def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
+        return JobWatch(self.ledger, self.ledger_watch, job.id, job.attempt, on_over)
+
+    async def close(self) -> None:
+        if self._woken is not None:
+            self._woken.close()
+        await self._finishing.drained()
+        await _close_watch(self.ledger_watch, self._redis)
+        await self._redis.aclose()
+
+
+async def _close_watch(watch: LedgerWatch, client: Any) -> None:
+    """Stop the watch's follower, even when its blocking read shrugs off the cancellation (seen with
+    redis-py 8.1: the read then lasts its whole block): after a moment, the client's connections
+    are closed under it and it is cancelled again."""
+    first = asyncio.ensure_future(watch.close())
+    done, _ = await asyncio.wait({first}, timeout=0.3)
+    if done:
+        return
+    await client.connection_pool.disconnect()
+    await asyncio.wait({first, asyncio.ensure_future(watch.close())}, timeout=2.0)
+
+
+async def until_either(waiting: Any, stopping: asyncio.Event) -> None:
+    """Await the coroutine ``waiting`` until it ends or ``stopping`` is set (then it is cancelled)."""
+    tasks = {asyncio.ensure_future(waiting), asyncio.ensure_future(stopping.wait())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def _heartbeat_timeouts(ids: list[int]) -> Read[list[float]]:
+    """Each job's heartbeat_timeout in seconds (0 when off or gone), read in one round trip."""
+    return Read(
+        lambda keys: [("HGET", keys.job(i), "heartbeat_timeout") for i in ids],
+        lambda replies: [int(r or 0) / 1000 for r in replies],
+    )
+
+
+def _decode(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

@@ -1,0 +1,393 @@
+"""The worker: runs a handler over jobs of one or more queues, with heartbeats, fencing, cancellation
+and a graceful stop.
+
+``Worker(handler, ["emails"], concurrency=4).run()`` fetches jobs (the first queue first, as many as
+it has free slots in one call), calls ``handler(job)`` with a :class:`JobContext` for each, and
+completes the job with what the handler returns, or fails it if the handler raises (the error's
+kind is the exception's class name, its traceback kept with it).  An idle worker does not poll:
+over HTTP it long-polls, over Redis it waits on the ledger (:mod:`jobledger.worker.transports`).
+
+While a handler runs, heartbeats go out in the background at a third of the job's
+``heartbeat_timeout``; once it has run for :data:`WATCH_AFTER`, the worker watches its job, so that
+within about a second of the job being cancelled, deleted or timed out elsewhere ``ctx.cancelled``
+is True and an ``async def`` handler is cancelled (a plain function, run in a thread of its own,
+reads ``ctx.cancelled``).  Every update names the attempt the job was fetched as, so a worker whose
+job went to another can never complete, fail or heartbeat it; a job cancelled elsewhere is not
+completed.
+
+Stopping (SIGTERM / SIGINT, or :meth:`Worker.stop`): no new job is fetched; running handlers get
+``grace_period`` seconds to finish; the jobs of those that have not are handed back (running ->
+queued, ``job_returned``: no retry counted, their attempt fenced off) for another worker to run.
+A second stop hands them back at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from enum import Enum
+from typing import Any
+
+from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
+from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
+from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
+
+__all__ = ["Handler", "JobContext", "Worker"]
+
+log = logging.getLogger("jobledger.worker")
+
+#: Seconds a handler runs before the worker watches its job for a cancellation (short jobs never
+#: pay for it; a cancellation before then is learned at this point).
+WATCH_AFTER = 0.5
+#: Seconds to wait for the updates of the jobs handed back or finished after the grace period.
+FINISH_TIMEOUT = 5.0
+#: Pause (s) before resending a completion or failure the ledger could not take, doubling up to the
+#: second figure.
+RESEND_PAUSE = (0.2, 5.0)
+#: How long (s) a completion or failure is resent when the job has heartbeats off (the worker then
+#: does not know when the attempt is timed out).
+RESEND_LIMIT = 120.0
+
+
+class Ended(Enum):
+    """How a run ended when its handler's result is not recorded."""
+
+    CANCELLED = "cancelled"  # its attempt is over elsewhere
+    RETURNED = "returned"  # the worker stopped before the handler finished
+
+
+class Worker:
+    """Run ``handler`` over the jobs of ``queues``, ``concurrency`` at a time.
+
+    ``transport``: ``"http"`` (the server at ``url``, default ``$JOBLEDGER_URL`` or
+    http://127.0.0.1:8023; ``token``, its API token, default ``$JOBLEDGER_TOKEN``), ``"redis"`` (the
+    ledger at ``redis_url`` in ``namespace``, directly), or a
+    :class:`~jobledger.worker.transports.Transport`.  ``heartbeat_interval`` (seconds) replaces reading
+    each job's ``heartbeat_timeout``.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        queues: str | Sequence[str],
+        *,
+        concurrency: int = 1,
+        transport: str | Transport = "http",
+        url: str | None = None,
+        token: str | None = None,
+        redis_url: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        worker_id: str | None = None,
+        heartbeat_interval: float | None = None,
+        grace_period: float = 30.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.handler = handler
+        self.queues = [queues] if isinstance(queues, str) else list(queues)
+        self.concurrency = concurrency
+        self.transport = _transport(transport, url, redis_url, namespace, token)
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.heartbeat_interval = heartbeat_interval
+        self.grace_period = grace_period
+        self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
+        #: Set once :meth:`run_async` is under way (so :meth:`stop` can reach it from another thread).
+        self.started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._runs: dict[asyncio.Task[None], Run] = {}
+
+    def run(self) -> None:
+        """Work until SIGTERM or SIGINT, then stop gracefully (a second signal: at once).  Blocks;
+        call from the main thread."""
+        asyncio.run(self._run_with_signals())
+
+    async def run_async(self) -> None:
+        """Work until :meth:`stop` is called, then stop gracefully (see the module's docstring)."""
+        self._loop = asyncio.get_running_loop()
+        self.started.set()
+        where, queues = self.transport.describe(), ", ".join(self.queues)
+        log.info(
+            "worker %s started: %s, queues %s, concurrency %d",
+            self.worker_id,
+            where,
+            queues,
+            self.concurrency,
+        )
+        try:
+            await self._fetch_loop()
+            await self._drain()
+        finally:
+            await self.transport.close()
+            done = ", ".join(f"{n} {outcome}" for outcome, n in self.counts.items())
+            log.info("worker %s stopped: %s", self.worker_id, done)
+
+    def stop(self) -> None:
+        """Stop taking jobs and finish (the second call: hand back) those in hand.  Safe from any
+        thread and from a signal handler."""
+        if self._loop is None:
+            self._stopping.set()
+        else:
+            self._loop.call_soon_threadsafe(self._request_stop)
+
+    def _request_stop(self) -> None:
+        if self._stopping.is_set():
+            if not self._hurry.is_set() and self._runs:
+                log.info("stopping now: handing back %d running job(s)", len(self._runs))
+            self._hurry.set()
+        self._stopping.set()
+
+    async def _run_with_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        try:
+            await self.run_async()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+    # Fetching
+
+    async def _fetch_loop(self) -> None:
+        while not self._stopping.is_set():
+            await self._wait_for_slot()
+            if self._stopping.is_set():
+                return
+            free = self.concurrency - len(self._runs)
+            jobs = await self.transport.next_jobs(self.queues, free, self.worker_id, self._stopping)
+            await self._take(jobs)
+
+    async def _wait_for_slot(self) -> None:
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            while len(self._runs) >= self.concurrency and not self._stopping.is_set():
+                await asyncio.wait({stop, *self._runs}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+
+    async def _take(self, jobs: list[Assignment]) -> None:
+        """Start the jobs fetched, as many as there are free slots; hand back the rest (fetched as the
+        worker began to stop, or from two queues that answered at once)."""
+        free = 0 if self._stopping.is_set() else self.concurrency - len(self._runs)
+        for job in jobs[:free]:
+            self._start(job)
+        extra = jobs[free:]
+        if extra:
+            why = "the worker is stopping" if self._stopping.is_set() else "no free slot"
+            log.info("handing back job(s) %s: %s", ", ".join(str(j.id) for j in extra), why)
+            await asyncio.gather(*(self._hand_back(job) for job in extra))
+
+    async def _hand_back(self, job: Assignment) -> None:
+        try:
+            await self.transport.hand_back(job)
+            self.counts["returned"] += 1
+        except ClientError as exc:
+            log.warning("%s: not handed back (%s); its timeout will recover it", _named(job), exc)
+
+    def _start(self, job: Assignment) -> None:
+        run = Run(job, self.worker_id, self.transport, log)
+        task = asyncio.create_task(self._work(run), name=f"job-{job.id}")
+        self._runs[task] = run
+        task.add_done_callback(self._runs.pop)
+
+    # One job
+
+    async def _work(self, run: Run) -> None:
+        beats = None
+        if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
+            beats = asyncio.create_task(self._heartbeats(run))
+        watching = asyncio.create_task(self._watch(run))
+        try:
+            outcome = await self._outcome(run)
+        finally:
+            run.done.set()
+            watching.cancel()
+            await run.close_outbox()
+        await self._finish(run, outcome)
+        if beats is not None:
+            await beats
+
+    async def _watch(self, run: Run) -> None:
+        """After :data:`WATCH_AFTER`, have the transport tell the run when its attempt is over."""
+        await asyncio.sleep(WATCH_AFTER)
+        watching = self.transport.watch(run.job, run.cancel)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            watching.close()
+
+    async def _outcome(self, run: Run) -> Any:
+        """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
+        if inspect.iscoroutinefunction(self.handler):
+            run.future = asyncio.ensure_future(self.handler(run.ctx))
+        else:
+            run.future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
+        abandoned = asyncio.ensure_future(run.abandoned.wait())
+        try:
+            await asyncio.wait({run.future, abandoned}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abandoned.cancel()
+        if run.abandoned.is_set():
+            return Ended.RETURNED
+        if run.ctx.cancelled or run.future.cancelled():
+            return Ended.CANCELLED
+        exc = run.future.exception()
+        if exc is None:
+            return run.future.result()
+        if isinstance(exc, Exception | SystemExit):  # any error of the handler fails its job
+            return Failure.of(exc)
+        raise exc
+
+    async def _finish(self, run: Run, outcome: Any) -> None:
+        """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
+        means the attempt is no longer this worker's."""
+        job, took = run.job, run.seconds()
+        if outcome is Ended.CANCELLED:
+            self.counts["cancelled"] += 1
+            log.info(
+                "%s: cancelled after %.3fs (%s), not completed", _named(job), took, run.ctx.cancel_reason
+            )
+            return
+        try:
+            if outcome is Ended.RETURNED:
+                await self.transport.hand_back(job)
+                self.counts["returned"] += 1
+                log.info("%s: handed back after %.3fs (the worker is stopping)", _named(job), took)
+            elif isinstance(outcome, Failure):
+                await self._until_recorded(run, lambda: self.transport.fail(job, outcome))
+                self.counts["failed"] += 1
+                log.warning(
+                    "%s: failed after %.3fs: %s: %s", _named(job), took, outcome.kind, _short(outcome.message)
+                )
+                log.debug("%s: %s", _named(job), outcome.traceback)
+            else:
+                output = run.ctx._output if outcome is None else outcome
+                await self._until_recorded(run, lambda: self.transport.complete(job, output))
+                self.counts["completed"] += 1
+                log.info("%s: completed in %.3fs", _named(job), took)
+        except (Conflict, NotFound) as exc:
+            self.counts["cancelled"] += 1
+            log.info("%s: not recorded after %.3fs, the attempt is no longer this worker's: %s",
+                     _named(job), took, exc)  # fmt: skip
+        except ClientError as exc:
+            log.error("%s: not recorded (%s); its timeout will recover it", _named(job), exc)
+
+    async def _until_recorded(self, run: Run, send: Callable[[], Awaitable[None]]) -> None:
+        """Send a completion or failure, and send it again, with backoff, while the ledger cannot be
+        reached (the server or Redis down or stalled), until the attempt's deadline has passed: then
+        the ledger times the attempt out and the worker gives up (the last error is raised, logged).
+        A resend after the first took effect unseen answers as the first did (no event appended)."""
+        deadline = run.deadline(RESEND_LIMIT)
+        pause, tries = RESEND_PAUSE[0], 1
+        while True:
+            try:
+                await send()
+                if tries > 1:
+                    log.info("%s: recorded at try %d", _named(run.job), tries)
+                return
+            except (Unavailable, ServerError) as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.error(
+                        "%s: giving up after %d tries, the attempt's deadline has passed: %s",
+                        _named(run.job), tries, exc,
+                    )  # fmt: skip
+                    raise
+                if tries == 1:
+                    log.warning("%s: not recorded yet, sending again for up to %.1fs: %s",
+                                _named(run.job), left, exc)  # fmt: skip
+                await asyncio.sleep(min(pause, left))
+                pause, tries = min(pause * 2, RESEND_PAUSE[1]), tries + 1
+
+    async def _heartbeats(self, run: Run) -> None:
+        interval = await self._heartbeat_interval(run)
+        if not interval:
+            return
+        while not await _wait(run.done, interval):
+            try:
+                sent = time.monotonic()
+                await self.transport.heartbeat(run.job)
+                run.alive_at = sent
+            except (Conflict, NotFound) as exc:
+                log.info("%s: heartbeat refused: %s", _named(run.job), exc)
+                run.cancel("heartbeat refused")
+                return
+            except ClientError as exc:
+                log.warning("%s: heartbeat not sent: %s", _named(run.job), exc)
+
+    async def _heartbeat_interval(self, run: Run) -> float | None:
+        """Seconds between heartbeats: the configured interval, else a third of the job's
+        ``heartbeat_timeout`` (read once, kept in ``run``); None when the job has heartbeats off."""
+        if self.heartbeat_interval is not None:
+            return self.heartbeat_interval
+        job, timeout = run.job, run.heartbeat_timeout
+        if timeout is None:
+            try:
+                timeout = run.heartbeat_timeout = await self.transport.heartbeat_timeout(job)
+            except ClientError as exc:
+                log.warning("%s: heartbeat_timeout not read, no heartbeats: %s", _named(job), exc)
+                return None
+        return timeout / 3 if timeout > 0 else None
+
+    # Stopping
+
+    async def _drain(self) -> None:
+        """Give running handlers the grace period, then hand back the jobs of the rest."""
+        if self._runs and not self._hurry.is_set():
+            log.info("stopping: waiting up to %gs for %d running job(s)", self.grace_period, len(self._runs))
+        assert self._loop is not None
+        deadline = self._loop.time() + self.grace_period
+        hurry = asyncio.ensure_future(self._hurry.wait())
+        try:
+            while self._runs and not self._hurry.is_set() and (left := deadline - self._loop.time()) > 0:
+                await asyncio.wait({hurry, *self._runs}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            hurry.cancel()
+        for run in self._runs.values():
+            run.abandon()
+        if self._runs:
+            await asyncio.wait(set(self._runs), timeout=FINISH_TIMEOUT)
+
+
+def _named(job: Assignment) -> str:
+    return f"job {job.id} ({job.queue}, attempt {job.attempt})"
+
+
+def _transport(
+    kind: str | Transport, url: str | None, redis_url: str | None, namespace: str, token: str | None = None
+) -> Transport:
+    if not isinstance(kind, str):
+        return kind
+    if kind == "http":
+        return HttpTransport(url, token=token)
+    if kind == "redis":
+        if not redis_url:
+            raise ValueError("the redis transport needs redis_url")
+        return RedisTransport(redis_url, namespace)
+    raise ValueError(f"unknown transport {kind!r}: use 'http' or 'redis'")
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> bool:
+    """Wait for ``event`` at most ``seconds``; whether it was set."""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        pass
+    return event.is_set()
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """``text`` for a log line: its first ``limit`` characters (the whole is in the job's error)."""
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,7 @@
+-- apply_job_expired(e): job_expired and job_deleted: the job leaves the projections (not its history)
+--- @applies "job_deleted"
+--- @include "projections/lua/lib/forget_job.lua"
+--- @include "projections/lua/lib/load_job.lua"
+local function apply_job_expired(e)
+  forget_job(e.job, load_job(e.job))
+end

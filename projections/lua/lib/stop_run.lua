@@ -1,0 +1,20 @@
+-- stop_run(e, status, ended, retry_at, stat): the shared step of completed, failed,
+-- timed_out and cancelled: leave the current place, record the end of the run (and its error),
+-- enter the next place
+--- @include "projections/lua/lib/enter_stopped.lua"
+--- @include "projections/lua/lib/leave_place.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/with_error.lua"
+local function stop_run(e, status, ended, retry_at, stat)
+  local id = e.job
+  local job = load_job(id)
+  leave_place(id, job)
+  local fields = {'status', status, 'ended_at', e.at}
+  if present(e.data.output) then fields[#fields + 1] = 'output'; fields[#fields + 1] = e.data.output end
+  if present(e.data.error) then
+    fields[#fields + 1] = 'errors'; fields[#fields + 1] = with_error(job, e.at, e.data.error)
+  end
+  enter_stopped(id, job, status, ended, e.at, retry_at, fields)
+  redis.call('HINCRBY', K.stats, stat, 1)
+end

@@ -1,0 +1,44 @@
+"""Readers of the token projection: the lookup by digest, and the list of live tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobledger.ledger.reads import Read
+from jobledger.ledger.tokens import Token, token_of
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def token(digest: str, job_id: int | None = None) -> Read[tuple[Token | None, str | None]]:
+    """The live token whose secret has this digest (None: no such token), and with ``job_id`` the
+    queue of that job (None: no such job), read together in one round trip."""
+
+    def commands(k: Any) -> list[tuple[Any, ...]]:
+        found: list[tuple[Any, ...]] = [("HGETALL", k.build("token", digest=digest))]
+        if job_id is not None:
+            found.append(("HGET", k.job(job_id), "queue"))
+        return found
+
+    def parse(r: list[Any]) -> tuple[Token | None, str | None]:
+        queue = _s(r[1]) if job_id is not None and r[1] is not None else None
+        return token_of(r[0]), queue
+
+    return Read(commands, parse)
+
+
+def tokens() -> Read[list[Token]]:
+    """Every live token, by name."""
+
+    def listed(r: list[Any]) -> Read[list[Token]] | list[Token]:
+        digests = sorted((_s(n), _s(d)) for n, d in (r[0] or {}).items())
+        if not digests:
+            return []
+        return Read(
+            lambda k: [("HGETALL", k.build("token", digest=d)) for _, d in digests],
+            lambda rr: [t for t in (token_of(f) for f in rr) if t is not None],
+        )
+
+    return Read(lambda k: [("HGETALL", k.build("tokens"))], listed)

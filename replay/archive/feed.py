@@ -1,0 +1,75 @@
+"""The event feed's view of the archive: ``GET /events`` pages and ``GET /events/stream`` read the
+archived events first, then the stream, as if retention had never moved them.
+
+Everything here reads files: from the server's event loop, call it in a thread
+(``asyncio.to_thread``).  The record (:func:`jobledger.replay.archive.records.record`) is read from Redis
+first and
+passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key
+from jobledger.projections.readers import history_ids, stream_events
+from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
+
+if TYPE_CHECKING:
+    from jobledger.ledger.runner import AsyncLedger
+
+
+def reaches_archive(rec: ArchiveRecord | None, after: str | None) -> bool:
+    """Whether a read that starts after ``after`` (from the beginning when None) starts in the archive."""
+    return rec is not None and (after is None or id_key(after) < id_key(rec.last_id))
+
+
+def archive_page(
+    rec: ArchiveRecord, after: str | None, limit: int, flt: EventFilter, budget: int = DEFAULT_SCAN_BUDGET
+) -> Page:
+    """A page of archived events after ``after`` matching ``flt``, as :func:`jobledger.ledger.stream.scan`
+    pages the stream: at most ``limit`` events and ``budget`` scanned.  Its ``next`` is never None
+    (the stream comes after the archive): the archive's last id when the archive was read to its end.
+    """
+    found: list[Event] = []
+    scanned = 0
+    for entries in archived_entries(rec, after, None, batch=500):
+        for entry_id, fields in entries:
+            scanned += 1
+            event = decode_entry(entry_id, fields)
+            if flt.matches(event):
+                found.append(event)
+                if len(found) == limit:
+                    return Page(found, event.id)
+            if scanned >= budget:
+                return Page(found, event.id)
+    return Page(found, rec.last_id)
+
+
+def fill_missing(rec: ArchiveRecord, page: Page, flt: EventFilter) -> Page:
+    """A job page (:func:`jobledger.ledger.stream.scan` with a ``job`` filter) with the events it found only
+    in the archive put back in their places."""
+    archived = [e for e in events_by_id(rec, page.missing).values() if flt.matches(e)]
+    merged = sorted([*page.events, *archived], key=lambda e: id_key(e.id))
+    return replace(page, events=merged, missing=())
+
+
+def archived_after(rec: ArchiveRecord, after: str | None, limit: int = 500) -> list[Event]:
+    """Up to ``limit`` archived events after ``after``, oldest first (empty past the archive's end)."""
+    for entries in archived_entries(rec, after, None, batch=limit):
+        return [decode_entry(entry_id, fields) for entry_id, fields in entries]
+    return []
+
+
+async def job_history(ledger: AsyncLedger, job_id: int) -> list[dict[str, Any]]:
+    """Every event of the job, oldest first, as API event items, archived ones included;
+    NotFound for an id never used (``GET /job/{id}/history``)."""
+    ids = await ledger.read(history_ids(job_id))
+    found = await ledger.read(stream_events(ids))
+    missing = [i for i in ids if i not in found]
+    if missing and (rec := await ledger.read(record())) is not None:
+        found.update(await asyncio.to_thread(events_by_id, rec, missing))
+    return [found[i].item() for i in ids if i in found]

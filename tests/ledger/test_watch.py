@@ -1,0 +1,118 @@
+"""The ledger watch: one follower of the stream wakes the subscriptions an event names, and keeps
+following through quiet spells longer than its client's socket timeout (real time: the quiet spell
+is what is tested)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import redis.asyncio
+
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.watch import ANY, LedgerWatch, job_topic, queue_topic
+
+
+async def _ledger(redis_url: str, namespace: str, socket_timeout: float | None) -> AsyncLedger:
+    client = redis.asyncio.Redis.from_url(redis_url, socket_timeout=socket_timeout)
+    ledger = AsyncLedger(client, namespace)
+    await ledger.run(commands.put_queue("q", QueueSettings()))
+    return ledger
+
+
+def test_a_quiet_spell_longer_than_the_socket_timeout_does_not_end_the_watch(
+    redis_url: str, namespace: str
+) -> None:
+    async def scenario() -> tuple[bool, float]:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=1.5)
+        watch = LedgerWatch(ledger)
+        try:
+            with watch.subscribe([queue_topic("q")]) as sub:
+                await asyncio.sleep(0.2)
+                await sub.wait(0)  # the wake-up every subscription gets when the follower starts
+                # nothing happens for more than twice the socket timeout: a read that failed would
+                # wake every subscription (so that it tries again), so none may come
+                quiet = await sub.wait(4.0)
+                assert not quiet
+                started = time.monotonic()
+                waiting = asyncio.ensure_future(sub.wait(10.0))
+                await asyncio.sleep(0.2)
+                await ledger.run(commands.create_job("q", JobOptions()))
+                return await waiting, time.monotonic() - started
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    woken, after = asyncio.run(scenario())
+    assert woken
+    assert after < 1.5  # woken by the event, not by a timeout
+
+
+def test_only_the_topics_an_event_names_are_woken(redis_url: str, namespace: str) -> None:
+    async def scenario() -> dict[str, bool]:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=None)
+        await ledger.run(commands.put_queue("other", QueueSettings()))
+        watch = LedgerWatch(ledger)
+        try:
+            subs = {
+                "queue q": watch.subscribe([queue_topic("q")]),
+                "queue other": watch.subscribe([queue_topic("other")]),
+                "job 1": watch.subscribe([job_topic(1)]),
+                "job 2": watch.subscribe([job_topic(2)]),
+                "any": watch.subscribe([ANY]),
+            }
+            await asyncio.sleep(0.2)  # the follower has found the live end, and woken everyone once
+            for sub in subs.values():
+                await sub.wait(0)
+            created = await ledger.run(commands.create_job("q", JobOptions()))
+            assert created.id == 1
+            results = await asyncio.gather(*(s.wait(1.0) for s in subs.values()))
+            for sub in subs.values():
+                sub.close()
+            return dict(zip(subs, results, strict=True))
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    assert asyncio.run(scenario()) == {
+        "queue q": True,
+        "queue other": False,
+        "job 1": True,
+        "job 2": False,
+        "any": True,
+    }
+
+
+def test_an_event_between_subscribing_and_waiting_is_not_lost(redis_url: str, namespace: str) -> None:
+    async def scenario() -> bool:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=None)
+        watch = LedgerWatch(ledger)
+        try:
+            with watch.subscribe([queue_topic("q")]) as sub:
+                await asyncio.sleep(0.2)
+                await ledger.run(commands.create_job("q", JobOptions()))
+                await asyncio.sleep(0.2)  # the event arrives before anyone waits
+                return await sub.wait(0.01)
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    assert asyncio.run(scenario())
+
+
+def test_the_follower_stops_when_nobody_is_subscribed(redis_url: str, namespace: str) -> None:
+    async def scenario() -> bool:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=None)
+        watch = LedgerWatch(ledger, block=200)
+        try:
+            await watch.wait([ANY], 0.1)
+            assert watch._task is not None
+            await asyncio.sleep(0.6)  # a quiet read with nobody subscribed ends it
+            return watch._task.done()
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    assert asyncio.run(scenario())

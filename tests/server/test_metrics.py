@@ -1,0 +1,145 @@
+"""``GET /metrics``: Prometheus text whose values match the ledger after a small workload — jobs by
+queue and status, ledger length, command latency, scheduler lag — and a 200 with ``redis_up 0``
+when Redis is unreachable."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime, timedelta
+
+import redis
+from freezegun import freeze_time
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from jobledger.ledger.keys import Keys
+from jobledger.server.metrics import DEADLINE_SETS
+from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(api: TestClient) -> Samples:
+    """Every sample of one scrape, keyed by (sample name, labels)."""
+    response = api.get("/metrics")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def names(samples: Samples) -> set[str]:
+    return {name for name, _ in samples}
+
+
+def test_jobs_by_queue_and_status(api: TestClient) -> None:
+    put_queue(api, "a")
+    put_queue(api, "b")
+    for _ in range(3):
+        create_job(api, "a")
+    create_job(api, "b")
+    first, _second = fetch(api, "a"), fetch(api, "a")
+    no_content(api.patch(f"/job/{first['id']}", json={"status": "completed"}))
+
+    samples = scrape(api)
+    expected = {("a", "queued"): 1, ("a", "running"): 1, ("a", "completed"): 1, ("b", "queued"): 1}
+    for queue in ("a", "b"):
+        for status in JOB_STATUSES:
+            got = value(samples, "jobledger_jobs", queue=queue, status=status)
+            assert got == expected.get((queue, status), 0), (queue, status)
+    assert value(samples, "jobledger_statistics_total", statistic="jobs_created") == 4
+    assert value(samples, "jobledger_statistics_total", statistic="jobs_completed") == 1
+    assert value(samples, "jobledger_redis_up") == 1
+
+
+def test_ledger_length_is_the_stream_length(api: TestClient, client: redis.Redis, namespace: str) -> None:
+    put_queue(api)
+    job_id = create_job(api)
+    fetch(api)
+    no_content(api.put(f"/job/{job_id}/heartbeat"))
+
+    samples = scrape(api)
+    length = client.xlen(Keys(namespace).events)
+    assert length == 4
+    assert value(samples, "jobledger_ledger_length") == length
+    assert value(samples, "jobledger_events_total") == length  # nothing trimmed: every event ever added
+
+
+def test_empty_ledger(api: TestClient) -> None:
+    samples = scrape(api)
+    assert value(samples, "jobledger_ledger_length") == 0
+    assert value(samples, "jobledger_events_total") == 0
+    assert not [key for key in samples if key[0] == "jobledger_jobs"]
+
+
+def test_latency_histogram_counts_every_command_run(api: TestClient) -> None:
+    put_queue(api)
+    put_queue(api)
+    ids = [create_job(api) for _ in range(3)]
+    fetch(api)
+    no_content(api.patch(f"/job/{ids[0]}", json={"status": "completed"}))
+    assert api.patch(f"/job/{ids[0]}", json={"status": "completed"}).status_code == 409  # refused: counted
+
+    samples = scrape(api)
+    runs = {"put_queue": 2, "create_job": 3, "fetch_jobs": 1, "update_job": 2}
+    for command, count in runs.items():
+        assert value(samples, "jobledger_command_seconds_count", command=command) == count
+        assert value(samples, "jobledger_command_seconds_bucket", command=command, le="+Inf") == count
+        assert value(samples, "jobledger_command_seconds_sum", command=command) > 0
+    counted = [dict(labels) for name, labels in samples if name == "jobledger_command_seconds_count"]
+    observed = {labels["command"] for labels in counted}
+    assert observed == set(runs)  # reads (GET /job, /info, the scrape itself) run no command
+
+
+def test_scheduler_lag(api: TestClient) -> None:
+    """0 while nothing is due; how overdue the oldest item is once its deadline has passed."""
+    put_queue(api, timeout="1s")
+    job_id = create_job(api)
+    fetch(api)
+    create_job(api, delay="2s")
+
+    samples = scrape(api)
+    assert {"releases", "timeouts", "queued", "retries", "expiry"} <= DEADLINE_SETS.keys()
+    for check in DEADLINE_SETS:
+        assert value(samples, "jobledger_scheduler_lag_seconds", check=check) == 0
+
+    with freeze_time(datetime.now(UTC) + timedelta(seconds=10)):
+        samples = scrape(api)
+    assert 8.5 <= value(samples, "jobledger_scheduler_lag_seconds", check="timeouts") <= 10
+    assert 7.5 <= value(samples, "jobledger_scheduler_lag_seconds", check="releases") <= 9
+    for check in DEADLINE_SETS.keys() - {"timeouts", "releases"}:
+        assert value(samples, "jobledger_scheduler_lag_seconds", check=check) == 0
+    # nothing ran the scheduler: the job is still running, only overdue
+    assert api.get(f"/job/{job_id}?fields=status").json() == {"status": "running"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_redis_down_answers_200_with_redis_up_0(namespace: str) -> None:
+    with app_client(f"redis://127.0.0.1:{_free_port()}", namespace) as api:
+        assert api.post("/queue/q/job", json={}).status_code == 503
+        samples = scrape(api)
+    assert value(samples, "jobledger_redis_up") == 0
+    assert "jobledger_jobs" not in names(samples)
+    assert "jobledger_ledger_length" not in names(samples)
+    # what the process measured itself is still there: the refused command's attempt
+    assert value(samples, "jobledger_command_seconds_count", command="create_job") == 1
+
+
+def test_each_app_has_its_own_registry(api: TestClient, redis_url: str, namespace: str) -> None:
+    put_queue(api)
+    with app_client(redis_url, namespace) as other:
+        samples = scrape(other)
+    assert "jobledger_command_seconds_count" not in names(samples)
+    assert value(scrape(api), "jobledger_command_seconds_count", command="put_queue") == 1

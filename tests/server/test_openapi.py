@@ -1,0 +1,137 @@
+"""``GET /openapi.json``: a valid OpenAPI 3.1 document that covers every route (those added later
+too), with request bodies from the pydantic models, and whose schemas the real answers match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.server.app import ROUTES, create_app
+from jobledger.server.openapi import openapi_path
+from jobledger.server.openapi_paths import OPERATIONS
+from tests.http_support import create_job, fetch, make_config, put_queue
+
+Doc = dict[str, Any]
+
+
+@pytest.fixture
+def doc(api: TestClient) -> Doc:
+    response = api.get("/openapi.json")
+    assert response.status_code == 200
+    body: Doc = response.json()
+    return body
+
+
+def resolve(doc: Doc, schema: Doc) -> Doc:
+    """Follow a ``#/components/schemas/...`` reference."""
+    while "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def body_schema(doc: Doc, method: str, path: str) -> Doc:
+    return resolve(doc, doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"])
+
+
+def conforms(doc: Doc, component: str, instance: Any) -> None:
+    """``instance`` is valid against ``#/components/schemas/<component>`` of ``doc``."""
+    registry: Registry[Any] = Registry().with_resource("urn:doc", DRAFT202012.create_resource(doc))
+    schema = {"$ref": f"urn:doc#/components/schemas/{component}"}
+    Draft202012Validator(schema, registry=registry).validate(instance)
+
+
+def test_document_is_valid_openapi_3_1(doc: Doc) -> None:
+    assert doc["openapi"].startswith("3.1")
+    validate(doc)
+
+
+def test_every_route_is_described(doc: Doc) -> None:
+    for path, method, _endpoint, _writes in ROUTES:
+        operation = doc["paths"][openapi_path(path)][method.lower()]
+        assert operation["responses"], (method, path)
+        declared = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
+        assert declared == set(path.replace("}", "{").split("{")[1::2]), (method, path)
+
+
+def test_every_metadata_entry_names_a_route() -> None:
+    """No stale entries: each (method, path) of OPERATIONS is served."""
+    served = {(method, path) for path, method, _endpoint, _writes in ROUTES}
+    assert set(OPERATIONS) <= served, set(OPERATIONS) - served
+
+
+def test_bodies_come_from_the_pydantic_models(doc: Doc) -> None:
+    create = body_schema(doc, "post", "/queue/{queue}/job")
+    assert set(create["properties"]) == set(JobOptions.model_fields)
+    assert create["additionalProperties"] is False
+    settings = body_schema(doc, "put", "/queue/{queue}")
+    assert set(settings["properties"]) == set(QueueSettings.model_fields)
+    batch = doc["paths"]["/queue/{queue}/jobs"]["post"]["requestBody"]["content"]["application/json"]
+    batch = batch["schema"]
+    assert batch["type"] == "array" and resolve(doc, batch["items"]) == create
+    assert "Backoff" in doc["components"]["schemas"]  # a nested model, collected into components
+
+
+def test_bodies_accept_what_the_server_accepts(doc: Doc) -> None:
+    """Durations as text or seconds and times as RFC 3339 text, not the milliseconds they become."""
+    conforms(doc, "QueueSettings", {"timeout": "1h15m5s", "expires_after": 30, "retry_delays": ["1s", 2.5],
+                                    "retry_backoff": {"base": "1s", "factor": 2}})  # fmt: skip
+    conforms(doc, "JobOptions", {"input": {"a": [1]}, "run_at": "2026-11-20T18:52:42Z", "tags": ["x"]})
+    conforms(doc, "JobUpdate", {"status": "failed", "error": "boom"})
+    conforms(doc, "JobUpdate", {"status": "failed", "error": {"kind": "network", "message": "down"}})
+
+
+def test_query_parameters_and_error_answers(doc: Doc) -> None:
+    def query(method: str, path: str) -> set[str]:
+        return {p["name"] for p in doc["paths"][path][method]["parameters"] if p["in"] == "query"}
+
+    assert query("get", "/events") == {"after", "limit", "type", "queue", "job", "actor"}
+    assert query("get", "/events/stream") == {"after", "type", "queue", "job", "actor"}
+    assert query("get", "/queue/{queue}/job") == {"count", "worker", "wait"}
+    assert query("get", "/queue/{queue}/jobs") == {"status", "tag", "limit", "cursor"}
+    assert query("get", "/job/{job_id}") == {"fields"}
+    assert query("patch", "/job/{job_id}") == {"attempt"}
+    responses = doc["paths"]["/job/{job_id}"]["patch"]["responses"]
+    assert set(responses) == {"204", "400", "404", "409", "413", "503"}
+    assert resolve(doc, responses["409"]["content"]["application/json"]["schema"])["required"] == ["error"]
+    assert "503" not in doc["paths"]["/health"]["get"]["responses"]
+
+
+def test_answers_match_their_schemas(api: TestClient, doc: Doc) -> None:
+    put_queue(api, timeout="90s", retry_backoff={"base": "1s"})
+    job_id = create_job(api, input={"n": 1}, tags=["t"])
+    conforms(doc, "Fetched", fetch(api))
+    conforms(doc, "QueueSettings", api.get("/queue/q").json())
+    conforms(doc, "Job", api.get(f"/job/{job_id}").json())
+    conforms(doc, "JobIds", api.get("/queue/q/job_ids").json())
+    conforms(doc, "JobPage", api.get("/queue/q/jobs").json())
+    conforms(doc, "EventPage", api.get("/events").json())
+    conforms(doc, "Info", api.get("/info").json())
+    conforms(doc, "Health", api.get("/health").json())
+    conforms(doc, "Error", api.get("/job/999999").json())
+
+
+async def _extra(request: Request) -> Response:
+    return JSONResponse(request.path_params["thing"])
+
+
+def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str) -> None:
+    app = create_app(make_config(namespace), redis_url, run_scheduler=False)
+    app.router.routes.append(Route("/extra/{thing:int}", _extra, methods=["GET", "POST"]))
+    with TestClient(app) as client:
+        doc = client.get("/openapi.json").json()
+    validate(doc)
+    for method in ("get", "post"):
+        operation = doc["paths"]["/extra/{thing}"][method]
+        assert [p["name"] for p in operation["parameters"]] == ["thing"]
+        assert "default" in operation["responses"]
+    assert "head" not in doc["paths"]["/extra/{thing}"]

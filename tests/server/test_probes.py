@@ -1,0 +1,78 @@
+"""Probes: ``GET /ready`` answers 200 only while Redis answers and the server's scheduler runs, 503
+with a JSON error otherwise; ``GET /health`` keeps Ocypod's body (always 200).  Redis is stopped and
+started again under a running app (with its scheduler), which keeps deadlines again once it is back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+from starlette.testclient import TestClient
+
+from jobledger.ledger.runner import Ledger
+from jobledger.server.app import create_app
+from tests.deadline_support import SCENARIOS, lateness_ms
+from tests.http_support import error_of, make_config
+from tests.private_redis import PrivateServer, wait_until
+
+
+@contextmanager
+def serving(url: str, namespace: str, *, run_scheduler: bool = True, **server: Any) -> Iterator[TestClient]:
+    """The app as ``serve`` runs it (its scheduler included) on ``url``, while the block runs."""
+    app = create_app(make_config(namespace, **server), url, run_scheduler=run_scheduler)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def ready(api: TestClient) -> bool:
+    return api.get("/ready").status_code == 200
+
+
+def test_ready_follows_redis_down_and_back_while_health_keeps_its_body(tmp_path: Path) -> None:
+    server = PrivateServer(tmp_path)
+    server.start()
+    try:
+        with serving(server.url, "probes") as api:
+            wait_until(lambda: ready(api), "the app to be ready")
+            assert api.get("/ready").json() == {"status": "ready"}
+            assert api.get("/health").json() == {"status": "healthy"}
+
+            server.kill()
+            message = error_of(api.get("/ready"), 503)
+            assert "redis is unreachable" in message
+            health = api.get("/health")
+            assert health.status_code == 200 and health.json()["status"] == "unhealthy"
+
+            server.start()  # the same port, empty
+            wait_until(lambda: ready(api), "the app to be ready again")
+            assert api.get("/health").json() == {"status": "healthy"}
+            # and its scheduler, woken by the ledger again, keeps a deadline on time
+            ledger = Ledger(redis.Redis.from_url(server.url), "probes")
+            assert 0 <= lateness_ms(ledger, SCENARIOS["retry delay"](ledger)) <= 1500
+            ledger.client.close()
+    finally:
+        server.kill()
+
+
+def test_a_scheduler_that_started_without_redis_keeps_deadlines_once_it_comes(tmp_path: Path) -> None:
+    server = PrivateServer(tmp_path)
+    with serving(server.url, "late") as api:
+        error_of(api.get("/ready"), 503)
+        server.start()
+        try:
+            wait_until(lambda: ready(api), "the app to be ready")
+            ledger = Ledger(redis.Redis.from_url(server.url), "late")
+            assert 0 <= lateness_ms(ledger, SCENARIOS["timeout"](ledger)) <= 1500
+            ledger.client.close()
+        finally:
+            server.kill()
+
+
+def test_ready_without_a_scheduler_asks_only_redis(redis_url: str, namespace: str) -> None:
+    with serving(redis_url, namespace, run_scheduler=False) as api:
+        assert api.get("/ready").json() == {"status": "ready"}
+    with serving(redis_url, namespace, read_only=True) as api:  # a read-only view runs no scheduler
+        assert api.get("/ready").json() == {"status": "ready"}

@@ -1,0 +1,91 @@
+"""A completion the ledger cannot take at once (Redis stalled, the server stopped) is sent again
+until it is recorded, once: the resend of one that took effect unseen appends nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import redis
+
+from jobledger.client import Client
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.worker.jobs import JobContext
+from jobledger.worker.transports import RedisTransport
+from jobledger.worker.worker import Worker
+from tests.live_server import live_server
+from tests.private_redis import PrivateServer, free_port, wait_until
+from tests.support import events
+from tests.worker.worker_support import wait_for, working
+
+
+def _completed(client: redis.Redis, namespace: str, job_id: int) -> list[str]:
+    return [e["id"] for e in events(client, namespace, job_id) if e["type"] == "job_completed"]
+
+
+def test_a_completion_outlasts_a_stalled_redis(tmp_path: Path, gate: threading.Event) -> None:
+    private = PrivateServer(tmp_path / "valkey")
+    private.start()
+    client = redis.Redis.from_url(private.url)
+    try:
+        ledger = Ledger(client, "stall")
+        ledger.run(commands.put_queue("q", QueueSettings()))
+        job_id = ledger.run(commands.create_job("q", JobOptions())).id
+        transport = RedisTransport(private.url, "stall")
+        # answers give up after 0.5 s, so the stall below outlasts several sends
+        transport._redis.connection_pool.connection_kwargs["socket_timeout"] = 0.5
+        started = threading.Event()
+
+        def handler(job: JobContext) -> str:
+            started.set()
+            wait_for(gate)
+            return "done"
+
+        worker = Worker(handler, "q", transport=transport)
+        with working(worker):
+            assert started.wait(10)
+            private.pause()
+            gate.set()
+            time.sleep(2.0)  # the completion is sent, times out, is sent again...
+            private.resume()
+            wait_until(lambda: len(_completed(client, "stall", job_id)) == 1, "the completion")
+            time.sleep(0.5)
+        assert len(_completed(client, "stall", job_id)) == 1
+        assert worker.counts["completed"] == 1 and worker.counts["cancelled"] == 0
+    finally:
+        client.close()
+        private.kill()
+
+
+def test_a_completion_waits_for_a_stopped_server(
+    redis_url: str, namespace: str, client: redis.Redis, gate: threading.Event
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    started = threading.Event()
+
+    def handler(job: JobContext) -> str:
+        started.set()
+        wait_for(gate)
+        return "done"
+
+    with ExitStack() as stack:
+        first = live_server(redis_url, namespace, listen_port=port)
+        first.__enter__()
+        with Client(url) as api:
+            api.put_queue("q")
+            job_id = api.submit("q")
+        worker = Worker(handler, "q", url=url)
+        with working(worker):
+            assert started.wait(10)
+            first.__exit__(None, None, None)  # the server stops while the handler runs
+            gate.set()
+            time.sleep(1.5)  # the completion finds no server, and is sent again...
+            stack.enter_context(live_server(redis_url, namespace, listen_port=port))
+            wait_until(lambda: len(_completed(client, namespace, job_id)) == 1, "the completion")
+        assert len(_completed(client, namespace, job_id)) == 1
+        assert worker.counts["completed"] == 1 and worker.counts["cancelled"] == 0
