@@ -15,6 +15,7 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
@@ -85,3 +86,16 @@ def score_pairs(reply: Any) -> list[tuple[Any, float]]:
     if isinstance(reply[0], (list, tuple)):
         return [(member, float(score)) for member, score in reply]
     return [(reply[i], float(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+
+def masked_url(url: str) -> str:
+    """``url`` fit to print: its password, if any, as ``***`` (``redis://user:***@host:6379/0``)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + parts.netloc.rsplit("@", 1)[1]))

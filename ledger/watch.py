@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Hashable, Iterable
 from types import TracebackType
@@ -60,9 +61,18 @@ def job_topic(job_id: int) -> Topic:
     return ("job", int(job_id))
 
 
+def token_topic(name: str) -> Topic:
+    """Woken by the revocation of the token of that name (a feed opened with it ends)."""
+    return ("token", name)
+
+
 def entry_topics(fields: dict[Any, Any]) -> set[Topic]:
-    """The topics a stream entry wakes: its queue, its job, and ANY."""
+    """The topics a stream entry wakes: its queue, its job, ANY, and for a ``token_revoked`` the
+    token's name."""
     topics = {ANY}
+    if _text(fields.get(b"type", fields.get("type", b""))) == "token_revoked":
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            topics.add(token_topic(str(json.loads(_text(fields.get(b"data", fields.get("data"))))["name"])))
     queue = _text(fields.get(b"queue", fields.get("queue", b"")))
     if queue:
         topics.add(queue_topic(queue))

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from jobledger.ledger.redis_clients import masked_url
+
 from .figures import CALIBRATION, OURS_PARTS, Settings
 
 if TYPE_CHECKING:
@@ -82,6 +84,8 @@ def main(
     parser.add_argument("--save", metavar="FILE", help="also write the run as JSON to FILE")
     args = parser.parse_args(argv)
     command = f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.redis_url:  # the command is printed in the report: no password in it
+        command = command.replace(args.redis_url, masked_url(args.redis_url))
     sys.exit(execute(args.quick, args.only, args.json, args.jobs, args.redis_url, command.strip(), args.save,
                      peers, checkout))  # fmt: skip
 
@@ -104,6 +108,8 @@ def bench(
     """Benchmark jobledger here: throughput, latency, HTTP cost, memory, scheduler, replay."""
     chosen = only or "ours"
     command = (
-        "jobledger bench" + (f" --redis-url {redis_url}" if redis_url else "") + (" --quick" if quick else "")
+        "jobledger bench"
+        + (f" --redis-url {masked_url(redis_url)}" if redis_url else "")
+        + (" --quick" if quick else "")
     )
     raise typer.Exit(execute(quick, chosen, as_json, jobs, redis_url, command))

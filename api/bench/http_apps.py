@@ -1,6 +1,7 @@
 """The two applications the HTTP figure compares, as uvicorn factories (``--factory``).
 
 - :func:`ours`: jobledger's own app (``jobledger.server.app.create_app``), no scheduler task.
+- :func:`ours_auth`: the same app with ``[server] auth`` on (the load generator sends a token).
 - :func:`bare`: a bare Starlette app on the same paths, each endpoint reading its body and making
   exactly one Redis call (INCR) before answering what ours answers (201 + id, a fetched job, 204).
 
@@ -28,13 +29,18 @@ def _env() -> tuple[str, str]:
     return os.environ["BENCH_REDIS_URL"], os.environ.get("BENCH_NAMESPACE", "bench")
 
 
-def ours() -> Starlette:
+def ours(auth: bool = False) -> Starlette:
     """jobledger's application on the bench namespace."""
     url, namespace = _env()
     config = Config.model_validate(
-        {"redis": {"key_namespace": namespace}, "server": {"log_level": "warning"}}
+        {"redis": {"key_namespace": namespace}, "server": {"log_level": "warning", "auth": auth}}
     )
     return create_app(config, url, run_scheduler=False)
+
+
+def ours_auth() -> Starlette:
+    """jobledger's application with auth on: every request's token looked up in the ledger."""
+    return ours(auth=True)
 
 
 def bare() -> Starlette:

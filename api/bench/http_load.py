@@ -4,6 +4,7 @@ Each connection runs job lifecycles one after another: ``POST /queue/Q/job`` (cr
 /queue/Q/job`` (fetch: whichever job is next), ``PATCH /job/{id}`` with ``{"status": "completed",
 "attempt": n}`` (complete the job fetched).  Three requests per job, the same against either app.
 The client is kept as thin as it can be, so that the figure is the servers' cost, not its own.
+With a ``token``, every request carries ``Authorization: Bearer TOKEN``.
 """
 
 from __future__ import annotations
@@ -31,16 +32,19 @@ class LoadResult:
 class Connection:
     """One keep-alive connection."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
-        self.reader, self.writer, self.host = reader, writer, host
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, token: str | None = None
+    ) -> None:
+        self.reader, self.writer = reader, writer
+        self.headers = f"host: {host}\r\n" + (f"authorization: Bearer {token}\r\n" if token else "")
 
     @classmethod
-    async def open(cls, host: str, port: int) -> Connection:
+    async def open(cls, host: str, port: int, token: str | None = None) -> Connection:
         reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, f"{host}:{port}")
+        return cls(reader, writer, f"{host}:{port}", token)
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        head = f"{method} {path} HTTP/1.1\r\nhost: {self.host}\r\n"
+        head = f"{method} {path} HTTP/1.1\r\n{self.headers}"
         if body or method in ("POST", "PATCH", "PUT"):
             head += f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
         self.writer.write(head.encode() + b"\r\n" + body)
@@ -73,8 +77,10 @@ async def lifecycle(conn: Connection, queue: str) -> None:
         raise HttpError(f"complete answered {status}: job {job['id']}")
 
 
-async def _run(host: str, port: int, queue: str, jobs: int, connections: int, warmup: int) -> LoadResult:
-    conns = [await Connection.open(host, port) for _ in range(connections)]
+async def _run(
+    host: str, port: int, queue: str, jobs: int, connections: int, warmup: int, token: str | None
+) -> LoadResult:
+    conns = [await Connection.open(host, port, token) for _ in range(connections)]
     try:
         left = [warmup]
 
@@ -93,6 +99,8 @@ async def _run(host: str, port: int, queue: str, jobs: int, connections: int, wa
             conn.close()
 
 
-def run(host: str, port: int, queue: str, jobs: int, connections: int, warmup: int = 200) -> LoadResult:
+def run(
+    host: str, port: int, queue: str, jobs: int, connections: int, warmup: int = 200, token: str | None = None
+) -> LoadResult:
     """``jobs`` lifecycles over ``connections`` connections, after ``warmup`` untimed ones."""
-    return asyncio.run(_run(host, port, queue, jobs, connections, warmup))
+    return asyncio.run(_run(host, port, queue, jobs, connections, warmup, token))

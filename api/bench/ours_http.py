@@ -5,6 +5,11 @@ the same fresh server, driven by the same load generator (:mod:`jobledger.bench.
 the same three requests per job.  The figure is the cost ratio: time per job through ours over
 time per three bare requests (each one Redis call).  The ``--workers`` count that gives ours its
 best rate is the one reported.
+
+The same lifecycle is measured a third time through ours with ``[server] auth`` on
+(``http_apps.ours_auth``), the load generator sending an admin token on every request: the row
+"HTTP lifecycle with auth" and its cost beside the row without (time per job with auth over
+time per job without), at the same ``--workers`` count.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from jobledger.ledger.tokens import create_token, digest, new_secret
+
 from . import figures as F
 from . import http_load
 from .figures import Figure, Results, Settings
@@ -28,7 +35,7 @@ from .ours_process import QUEUE, ledger_on
 from .server import Servers
 
 WORKER_COUNTS = (1, 2)
-APPS = {name: f"jobledger.bench.http_apps:{name}" for name in ("ours", "bare")}
+APPS = {name: f"jobledger.bench.http_apps:{name}" for name in ("ours", "ours_auth", "bare")}
 
 
 def _free_port() -> int:
@@ -86,9 +93,13 @@ def one(servers: Servers, app: str, workers: int, settings: Settings) -> float:
         ledger_on(servers, url) as ledger,
         serving(app, url, ledger.keys.namespace, workers) as port,
     ):
+        token = None
+        if app == "ours_auth":
+            token = new_secret()
+            ledger.run(create_token("bench", ["admin"], digest(token)))
         result = http_load.run(
             "127.0.0.1", port, QUEUE, settings.http_jobs, settings.http_connections,
-            warmup=min(200, settings.http_jobs),
+            warmup=min(200, settings.http_jobs), token=token,
         )  # fmt: skip
     return result.rate
 
@@ -102,13 +113,16 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
             runs = sorted(one(servers, app, workers, settings) for _ in range(settings.repeats))
             table[workers][app] = runs[len(runs) // 2]
         log(f"  http --workers {workers}: ours {table[workers]['ours']:,.0f} jobs/s, "
+            f"with auth {table[workers]['ours_auth']:,.0f} jobs/s, "
             f"bare {table[workers]['bare']:,.0f} jobs/s (x3 requests)")  # fmt: skip
     best = max(table, key=lambda w: table[w]["ours"])
-    ours, bare = table[best]["ours"], table[best]["bare"]
+    ours, bare, authed = table[best]["ours"], table[best]["bare"], table[best]["ours_auth"]
     note = f"{uvicorn_flavour()} --workers {best}, {settings.http_connections} connections"
     detail = {"by_workers": {w: {k: round(v) for k, v in r.items()} for w, r in table.items()}}
     return {
         F.HTTP_OURS: Figure(ours, "jobs/s", note, detail),
         F.HTTP_BARE: Figure(bare, "jobs/s", "bare Starlette, 3 requests x 1 Redis call each"),
         F.HTTP_RATIO: Figure(bare / ours, "x cost", note),
+        F.HTTP_AUTH: Figure(authed, "jobs/s", note + ", [server] auth on, admin token on every request"),
+        F.HTTP_AUTH_RATIO: Figure(ours / authed, "x cost", "time per job with auth / without, " + note),
     }

@@ -31,6 +31,8 @@ ROWS: list[tuple[str, str, str]] = [
     (F.HTTP_OURS, "HTTP lifecycle: create+fetch+complete (jobs/s)", "higher"),
     (F.HTTP_BARE, "bare Starlette, 3 requests x 1 Redis call (jobs/s)", ""),
     (F.HTTP_RATIO, "HTTP cost ratio, ours / bare", "lower"),
+    (F.HTTP_AUTH, "HTTP lifecycle with auth, admin token (jobs/s)", "higher"),
+    (F.HTTP_AUTH_RATIO, "HTTP cost of auth, with / without", "lower"),
     (F.REPLAY, "replay rebuild (events/s)", "higher"),
     (F.SCHED_SMALL, "scheduler check, 10 running, none due (us)", "lower"),
     (F.SCHED_LARGE, "scheduler check, 100k running, none due (us)", "lower"),

@@ -30,7 +30,7 @@ from jobledger.cli.common import (
 )
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.redis_clients import sync_client
+from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.replay.archive.records import ArchiveError
 from jobledger.replay.progress import Meter
 from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
@@ -96,8 +96,10 @@ def serve_hint(config: Config, namespace: str, reach: list[str]) -> str:
 
 
 def reach_options(ledger: LedgerOptions) -> list[str]:
-    """The shared options given to this command that say where Redis is, to repeat them."""
-    given = {"--config": ledger.config_path, "--data-dir": ledger.data_dir, "--redis-url": ledger.redis_url}
+    """The shared options given to this command that say where Redis is, to repeat them (a
+    password in ``--redis-url`` masked: the hint is printed, and terminals and logs keep it)."""
+    url = masked_url(ledger.redis_url) if ledger.redis_url else None
+    given = {"--config": ledger.config_path, "--data-dir": ledger.data_dir, "--redis-url": url}
     return [f"{flag} {value}" for flag, value in given.items() if value]
 
 

@@ -179,6 +179,7 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
                     middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict
+    app.state.auth = config.server.auth  # /openapi.json describes the token check when on
     app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay

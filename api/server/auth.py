@@ -9,22 +9,30 @@ queue in the same round trip.  No token, or one the ledger does not know: 401 wi
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
 token's name (:meth:`jobledger.ledger.runner.AsyncLedger.as_actor`).
 
+A request that goes on (a live feed, a long-poll) ends when its token is revoked:
+:func:`revocation` follows the token's ``token_revoked`` through the process's
+:class:`jobledger.ledger.watch.LedgerWatch` and checks the ledger at each wake-up.
+
 :data:`REQUIRES` is the route x scope table, keyed like :data:`jobledger.server.app.ROUTES`;
 docs/http-api.md shows it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.tokens import Token, digest
+from jobledger.ledger.watch import LedgerWatch, Subscription, token_topic
 from jobledger.projections import tokens
 from jobledger.server.errors import error_response
 from jobledger.server.inputs import valid_job_id
@@ -176,6 +184,45 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
                 return error_response(403, _refusal(token, needs, queues))
         request.state.ledger = ledger.as_actor(token.name)
         request.state.token = token.name
+        request.state.token_digest = presented
         return await endpoint(request)
 
     return guard
+
+
+class Revocation:
+    """The revocation of a request's token, awaited: :meth:`wait` returns once the ledger no
+    longer knows the token.  Each wake-up of the subscription is checked against the ledger (the
+    watch also wakes everyone when it starts or cannot read), so only a real revocation counts."""
+
+    def __init__(self, ledger: AsyncLedger, token_digest: str, sub: Subscription) -> None:
+        self.ledger, self.digest, self.sub = ledger, token_digest, sub
+        self.revoked = False
+
+    async def wait(self) -> None:
+        while True:
+            await self.sub.woken.wait()
+            self.sub.woken.clear()
+            with contextlib.suppress(redis.RedisError, OSError, JobLedgerError):
+                found, _ = await self.ledger.read(tokens.token(self.digest))
+                if found is None:
+                    self.revoked = True
+                    return
+
+
+@contextlib.contextmanager
+def revocation(request: Request) -> Iterator[Revocation | None]:
+    """Within: the :class:`Revocation` of the request's token (None: auth is off, or the route
+    open).  Subscribed on entering, so a revocation from then on is seen."""
+    token_digest: str | None = getattr(request.state, "token_digest", None)
+    watch: LedgerWatch | None = getattr(request.state, "watch", None)
+    if token_digest is None or watch is None:
+        yield None
+        return
+    with watch.subscribe([token_topic(request.state.token)]) as sub:
+        yield Revocation(request.state.ledger, token_digest, sub)
+
+
+def revoked_response() -> JSONResponse:
+    """What a request whose token was revoked while it waited answers."""
+    return unauthorized("the token was revoked", invalid=True)

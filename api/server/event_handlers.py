@@ -7,6 +7,8 @@ that reconnects with ``Last-Event-ID`` resumes after everything it was shown or 
 by its filters.  Each blocking read ends before the Redis client's socket timeout
 (:func:`jobledger.ledger.redis_clients.block_ms`), so keep-alives come through any quiet spell; a failure to
 read the ledger ends the feed with ``event: error`` and data ``{"error": ..., "status": ...}``.
+A feed opened with a token ends the same way (status 401) within a moment of that token's
+revocation (:func:`jobledger.server.auth.revocation`).
 
 Both read the archive (events retention moved out of the stream) before the stream, when the point
 they start from is older than the stream: :mod:`jobledger.replay.archive.feed`, in a thread.
@@ -32,6 +34,7 @@ from jobledger.ledger.runner import AsyncLedger, translate
 from jobledger.ledger.stream import EventFilter, decode_entries, id_key, newest, scan
 from jobledger.replay.archive.feed import archive_page, archived_after, fill_missing, reaches_archive
 from jobledger.replay.archive.records import ArchiveError, ArchiveRecord, archive_key, parse_record, record
+from jobledger.server.auth import revocation
 from jobledger.server.inputs import positive_int, valid_job_id
 
 T = TypeVar("T")
@@ -124,24 +127,32 @@ class _Follower:
         return decode_entries(reply), parse_record(raw)
 
     async def events(self, request: Request) -> AsyncIterator[str]:
-        """The feed; a failure to read the ledger ends it with an ``event: error`` block."""
-        try:
-            async for chunk in self._follow(request):
-                yield chunk
-        except redis.RedisError as exc:
-            yield _error(translate(exc))
-        except (JobLedgerError, ArchiveError) as exc:
-            yield _error(exc)
+        """The feed; a failure to read the ledger, or the revocation of the token it was opened
+        with, ends it with an ``event: error`` block."""
+        with revocation(request) as revoked:
+            ended = asyncio.ensure_future(revoked.wait()) if revoked is not None else None
+            try:
+                async for chunk in self._follow(request, ended):
+                    yield chunk
+            except redis.RedisError as exc:
+                yield _error(translate(exc))
+            except (JobLedgerError, ArchiveError) as exc:
+                yield _error(exc)
+            finally:
+                if ended is not None:
+                    ended.cancel()
+            if revoked is not None and revoked.revoked:
+                yield _error_block("the token was revoked", 401)
 
-    async def _follow(self, request: Request) -> AsyncIterator[str]:
+    async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
         async for chunk in self.archived(await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
         while not await request.is_disconnected():
-            batch = await _unless(stopping, self.next_batch())
+            batch = await _unless(stopping, self.next_batch(), ended)
             if batch is None:
-                return  # the server is stopping: the client resumes elsewhere with Last-Event-ID
+                return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
             events, rec = batch
             async for chunk in self.archived(rec):
                 yield chunk
@@ -159,12 +170,15 @@ class _Follower:
                 yield _position(self.position)
 
 
-async def _unless(stopping: asyncio.Event, read: Coroutine[Any, Any, T]) -> T | None:
-    """What ``read`` gives, or None as soon as ``stopping`` is set (the read is then cancelled)."""
+async def _unless(
+    stopping: asyncio.Event, read: Coroutine[Any, Any, T], ended: asyncio.Future[None] | None = None
+) -> T | None:
+    """What ``read`` gives, or None as soon as ``stopping`` is set or ``ended`` is done (the read
+    is then cancelled; ``ended`` is left running)."""
     reading = asyncio.ensure_future(read)
     stop = asyncio.ensure_future(stopping.wait())
     try:
-        await asyncio.wait({reading, stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({reading, stop, *([ended] if ended else [])}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stop.cancel()
         if not reading.done():  # stopping, or this feed itself cancelled (its client hung up)
@@ -181,8 +195,11 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
 def _error(exc: Exception) -> str:
     """The block that ends a feed: ``event: error`` with ``{"error", "status"}``, the status an
     HTTP answer would have had (503 while Redis is unreachable: a client may try again)."""
-    status = exc.status if isinstance(exc, JobLedgerError) else 500
-    body = {"error": str(exc), "status": status}
+    return _error_block(str(exc), exc.status if isinstance(exc, JobLedgerError) else 500)
+
+
+def _error_block(message: str, status: int) -> str:
+    body = {"error": message, "status": status}
     return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 

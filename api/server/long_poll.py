@@ -8,6 +8,9 @@ jobs of a fetch that ran as the client left are handed back (``job_returned``) a
 
 A server that is stopping (``app.state.stopping`` set by ``serve`` at the first signal) ends every
 long-poll at once with no job, rather than holding its shutdown for the rest of the wait.
+
+A long-poll made with a token ends too when that token is revoked (:func:`jobledger.server.auth.
+revocation`): it fetches nothing more and the handler answers 401.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from jobledger.ledger.commands import Call, Fetched
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import Subscription
+from jobledger.server.auth import Revocation
 
 log = logging.getLogger("jobledger.api")
 
@@ -32,8 +36,9 @@ log = logging.getLogger("jobledger.api")
 class HangUp:
     """Within ``async with HangUp(request)``: whether the request's client has disconnected."""
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, revocation: Revocation | None = None) -> None:
         self._receive = request.receive
+        self._revocation = revocation
         self._stopping: asyncio.Event | None = getattr(request.app.state, "stopping", None)
         self._listener: asyncio.Future[None] | None = None
 
@@ -51,11 +56,13 @@ class HangUp:
 
     async def _listen(self) -> None:
         """Return once the server reports the disconnect (a request body, if any, is read past),
-        or the server is stopping."""
+        the server is stopping, or the request's token is revoked."""
         disconnect = asyncio.ensure_future(self._disconnect())
         waiting: set[asyncio.Future[Any]] = {disconnect}
         if self._stopping is not None:
             waiting.add(asyncio.ensure_future(self._stopping.wait()))
+        if self._revocation is not None:
+            waiting.add(asyncio.ensure_future(self._revocation.wait()))
         try:
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -69,7 +76,8 @@ class HangUp:
 
     @property
     def gone(self) -> bool:
-        """The client hung up, or the server is stopping: no job goes out any more."""
+        """The client hung up, the server is stopping, or the token was revoked: no job goes out
+        any more."""
         return self._listener is not None and self._listener.done()
 
     async def wait(self, woken: Subscription, timeout: float) -> None:
@@ -83,13 +91,19 @@ class HangUp:
 
 
 async def long_poll(
-    request: Request, ledger: AsyncLedger, call: Call[list[Fetched]], woken: Subscription, seconds: float
+    request: Request,
+    ledger: AsyncLedger,
+    call: Call[list[Fetched]],
+    woken: Subscription,
+    seconds: float,
+    revocation: Revocation | None = None,
 ) -> list[Fetched]:
-    """Run the fetch ``call`` until it starts jobs, ``seconds`` pass, or the client hangs up;
-    ``woken`` (subscribed before: no wake-up lost) says when to try again."""
+    """Run the fetch ``call`` until it starts jobs, ``seconds`` pass, the client hangs up, or the
+    token is revoked (``revocation``); ``woken`` (subscribed before: no wake-up lost) says when to
+    try again."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    async with HangUp(request) as hangup:
+    async with HangUp(request, revocation) as hangup:
         while not hangup.gone:
             jobs = await ledger.run(call)
             if jobs and hangup.gone:

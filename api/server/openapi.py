@@ -5,6 +5,8 @@ without editing a list: described by its entry in :data:`jobledger.server.openap
 without
 one, by its path parameters and a generic answer.  Request body schemas come from the pydantic
 models of ``jobledger.ledger.requests``; their nested models are collected into ``components.schemas``.
+``components.securitySchemes`` names the bearer token; on a server with auth on, every route the
+token check guards (:data:`jobledger.server.auth.REQUIRES`) wants it and answers 401 and 403 too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from jobledger.ledger import requests
 from jobledger.ledger.durations import MAX_MS
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.runtime.version import __version__
+from jobledger.server.auth import REQUIRES
 from jobledger.server.openapi_paths import (
     JSON,
     OPERATIONS,
@@ -139,6 +142,36 @@ def _shared_errors(path: str, op: Operation) -> dict[int, str]:
     return out
 
 
+#: ``components.securitySchemes``: the bearer token every guarded route wants with auth on.
+SECURITY_SCHEMES: JSON = {
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A token's secret (jobledger token create NAME --scope SCOPE...), sent as "
+        "Authorization: Bearer SECRET.  Scopes: admin, read, produce:GLOB, work:GLOB.",
+    }
+}
+AUTH_ERRORS = {
+    401: "No token, or one the ledger does not know (wrong or revoked); WWW-Authenticate says Bearer.",
+    403: "The token's scopes do not cover this route (or its queue).",
+}
+
+
+def _guard(method: str, path: str, out: JSON) -> None:
+    """With auth on: what the route needs, its security requirement and its 401/403 answers (an
+    open route, or one the token check does not cover, says it needs none)."""
+    needs = REQUIRES.get((method, path))
+    if needs is None or needs.kind == "open":
+        out["security"] = []
+        return
+    out["security"] = [{"bearer": []}]
+    out["x-jobledger-scope"] = needs.describe()
+    responses = out["responses"]
+    for status, description in AUTH_ERRORS.items():
+        responses.setdefault(str(status), _error(description))
+    out["responses"] = dict(sorted(responses.items()))
+
+
 def _responses(path: str, op: Operation) -> JSON:
     out = {str(s): _reply(s, r) for s, r in sorted(op.responses.items())}
     for status, description in _shared_errors(path, op).items():
@@ -193,15 +226,18 @@ def openapi_path(path: str) -> str:
     return _PATH_PARAM.sub(r"{\1}", path)
 
 
-def document(routes: Iterable[tuple[str, str]]) -> JSON:
-    """The OpenAPI 3.1 document of ``routes``, ``(METHOD, path)`` pairs."""
+def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
+    """The OpenAPI 3.1 document of ``routes``, ``(METHOD, path)`` pairs; with ``auth``, each
+    guarded route wants the bearer token (``security``, 401 and 403 answers)."""
     components = Components()
     paths: dict[str, JSON] = {}
     for method, path in routes:
         op = OPERATIONS.get((method, path))
         item = described(method, path, op, components) if op else undescribed(method, path)
+        if auth:
+            _guard(method, path, item)
         paths.setdefault(openapi_path(path), {})[method.lower()] = item
-    return {
+    out: JSON = {
         "openapi": "3.1.0",
         "info": {
             "title": "jobledger",
@@ -209,8 +245,11 @@ def document(routes: Iterable[tuple[str, str]]) -> JSON:
             "description": "A job queue whose source of truth is an event ledger; Ocypod's HTTP API.",
         },
         "paths": paths,
-        "components": {"schemas": components.schemas},
+        "components": {"schemas": components.schemas, "securitySchemes": SECURITY_SCHEMES},
     }
+    if auth:
+        out["security"] = [{"bearer": []}]
+    return out
 
 
 def served_routes(app: Starlette) -> list[tuple[str, str]]:
@@ -226,4 +265,4 @@ def served_routes(app: Starlette) -> list[tuple[str, str]]:
 
 async def openapi(request: Request) -> Response:
     """``GET /openapi.json``."""
-    return JSONResponse(document(served_routes(request.app)))
+    return JSONResponse(document(served_routes(request.app), getattr(request.app.state, "auth", False)))

@@ -14,6 +14,7 @@ from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import queue_topic
 from jobledger.projections import listing, readers
+from jobledger.server.auth import revocation, revoked_response
 from jobledger.server.inputs import (
     checked_tag,
     idempotency,
@@ -97,8 +98,13 @@ async def fetch_job(request: Request) -> Response:
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger = _ledger(request)
     if wait:
-        with request.state.watch.subscribe([queue_topic(name)]) as woken:  # before trying: no lost wake-up
-            jobs = await long_poll(request, ledger, call, woken, wait)  # ends if the client hangs up
+        with (
+            request.state.watch.subscribe([queue_topic(name)]) as woken,  # before trying: no lost wake-up
+            revocation(request) as revoked,
+        ):
+            jobs = await long_poll(request, ledger, call, woken, wait, revoked)  # ends if the client hangs up
+        if revoked is not None and revoked.revoked:
+            return revoked_response()
     else:
         jobs = await ledger.run(call)
     if not jobs:

@@ -21,7 +21,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from jobledger.client import AsyncClient
 from jobledger.client.calls import UNSET
@@ -30,7 +29,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.ledger.reads import Read
-from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.redis_clients import async_client, masked_url
 from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
@@ -283,7 +282,7 @@ class RedisTransport:
         self._errors = FetchErrors()
 
     def describe(self) -> str:
-        return f"Redis {_without_password(self._url)}, namespace {self.ledger.keys.namespace}"
+        return f"Redis {masked_url(self._url)}, namespace {self.ledger.keys.namespace}"
 
     async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]:
         sent = time.monotonic()
@@ -373,15 +372,6 @@ async def until_either(waiting: Any, stopping: asyncio.Event) -> None:
     finally:
         for task in tasks:
             task.cancel()
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
 
 
 def _heartbeat_timeouts(ids: list[int]) -> Read[list[float]]:

@@ -12,7 +12,7 @@ import redis.asyncio
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
-from jobledger.ledger.watch import ANY, LedgerWatch, job_topic, queue_topic
+from jobledger.ledger.watch import ANY, LedgerWatch, entry_topics, job_topic, queue_topic, token_topic
 
 
 async def _ledger(redis_url: str, namespace: str, socket_timeout: float | None) -> AsyncLedger:
@@ -116,3 +116,10 @@ def test_the_follower_stops_when_nobody_is_subscribed(redis_url: str, namespace:
             await ledger.client.aclose()
 
     assert asyncio.run(scenario())
+
+
+def test_a_token_revocation_wakes_the_topic_of_that_token_only() -> None:
+    revoked = {b"type": b"token_revoked", b"queue": b"", b"data": b'{"name":"ci"}'}
+    assert entry_topics(revoked) == {ANY, token_topic("ci")}
+    created = {b"type": b"token_created", b"queue": b"", b"data": b'{"name":"ci","scopes":["read"]}'}
+    assert entry_topics(created) == {ANY}

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from jobledger.cli.main import build_app
 from jobledger.client import Client
 from jobledger.ledger import commands
+from jobledger.ledger.redis_clients import masked_url
 from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.tokens import create_token, digest, new_secret
@@ -67,3 +68,29 @@ def test_a_wrong_password_is_refused_without_showing_it(guarded_redis: str) -> N
     result = CliRunner().invoke(build_app(), ["token", "list", "--redis-url", url], env=PIPED)
     assert result.exit_code != 0
     assert f"not-{ACL_PASSWORD}" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://jobledger:s3cret@h:6379/0", "redis://jobledger:***@h:6379/0"),
+        ("redis://:s3cret@h:6379", "redis://:***@h:6379"),
+        ("rediss://u:p%40ss@h/1?ssl_ca_certs=/ca.pem", "rediss://u:***@h/1?ssl_ca_certs=/ca.pem"),
+        ("redis://h:6379", "redis://h:6379"),
+        ("unix:///tmp/valkey.sock", "unix:///tmp/valkey.sock"),
+    ],
+)
+def test_a_printed_url_masks_its_password(url: str, shown: str) -> None:
+    assert masked_url(url) == shown
+
+
+def test_the_rebuild_serve_hint_masks_the_password(guarded_redis: str) -> None:
+    url = f"redis://jobledger:{ACL_PASSWORD}@{guarded_redis}"
+    ledger = connect(url, "hint")
+    ledger.run(commands.put_queue("q", QueueSettings()))
+    ledger.client.close()
+    args = ["replay", "rebuild", "--redis-url", url, "--namespace", "hint", "--into", "hint-view"]
+    result = CliRunner().invoke(build_app(), args, env=PIPED)
+    assert result.exit_code == 0, result.output
+    assert ACL_PASSWORD not in result.output
+    assert f"--redis-url redis://jobledger:***@{guarded_redis}" in result.output

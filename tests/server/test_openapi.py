@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import redis
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from referencing import Registry
@@ -16,7 +17,10 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.server.app import ROUTES, create_app
+from jobledger.server.auth import REQUIRES
 from jobledger.server.openapi import openapi_path
 from jobledger.server.openapi_paths import OPERATIONS
 from tests.http_support import create_job, fetch, make_config, put_queue
@@ -135,3 +139,36 @@ def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str
         assert [p["name"] for p in operation["parameters"]] == ["thing"]
         assert "default" in operation["responses"]
     assert "head" not in doc["paths"]["/extra/{thing}"]
+
+
+def test_with_auth_the_guarded_routes_want_the_bearer_token(redis_url: str, namespace: str) -> None:
+    app = create_app(make_config(namespace, auth=True), redis_url, run_scheduler=False)
+    admin = new_secret()
+    with TestClient(app) as client:
+        Ledger(redis.Redis.from_url(redis_url), namespace).run(create_token("doc", ["admin"], digest(admin)))
+        response = client.get("/openapi.json", headers={"authorization": f"Bearer {admin}"})
+    assert response.status_code == 200
+    doc = response.json()
+    validate(doc)
+    scheme = doc["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert doc["security"] == [{"bearer": []}]
+    for (method, path), needs in REQUIRES.items():
+        operation = doc["paths"][openapi_path(path)][method.lower()]
+        if needs.kind == "open":
+            assert operation["security"] == [], path
+            assert not {"401", "403"} & set(operation["responses"]), path
+        else:
+            assert operation["security"] == [{"bearer": []}], path
+            assert {"401", "403"} <= set(operation["responses"]), path
+            assert operation["x-jobledger-scope"] == needs.describe()
+    assert doc["paths"]["/queue/{queue}"]["put"]["x-jobledger-scope"] == "admin"
+
+
+def test_without_auth_nothing_wants_a_token(doc: Doc) -> None:
+    assert "bearer" in doc["components"]["securitySchemes"]  # described, required nowhere
+    assert "security" not in doc
+    for item in doc["paths"].values():
+        for operation in item.values():
+            assert "security" not in operation
+            assert not {"401", "403"} & set(operation["responses"])
