@@ -25,7 +25,7 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from tests.live_server import live_server
-from tests.private_redis import free_port
+from tests.private_redis import answers, free_port
 
 ACL_PASSWORD = "tls-acl-pass-4d2e"
 PIPED = {"TTY_COMPATIBLE": "0", "NO_COLOR": "1"}
@@ -52,16 +52,6 @@ def _candidates() -> list[str]:
     return found
 
 
-def _answers(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-    finally:
-        client.close()
-
-
 def _start(binary: str, port: int, where: Path) -> subprocess.Popen[bytes] | None:
     """``binary`` serving TLS only on ``port``; None when it has no TLS (it then exits at once)."""
     proc = subprocess.Popen(
@@ -76,7 +66,7 @@ def _start(binary: str, port: int, where: Path) -> subprocess.Popen[bytes] | Non
     for _ in range(250):
         if proc.poll() is not None:
             return None  # e.g. valkey: "Failed finding TLS support"
-        if _answers(url):
+        if answers(url):
             return proc
         subprocess.run(["sleep", "0.02"], check=False)
     proc.kill()
@@ -130,4 +120,4 @@ def test_the_ledger_server_and_replay_verify_work_over_tls(tls_redis: str) -> No
 
 def test_a_plain_connection_to_the_tls_port_fails(tls_redis: str) -> None:
     plain = tls_redis.replace("rediss://", "redis://", 1).split("?", 1)[0]
-    assert not _answers(plain)
+    assert not answers(plain)
