@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from jobledger.ledger import commands
@@ -106,31 +108,11 @@ def _latencies(ledger: Ledger, samples: int, gap: float) -> list[float]:
     return out
 
 
-def measure(transport: str, samples: int, gap: float) -> list[float]:
-    """Milliseconds from create to completion seen, one job at a time, with the Worker class."""
-    with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
-        ns = ledger.keys.namespace
-        server = None
-        http_url = None
-        if transport == "http":
-            port = _free_port()
-            server = PyWorkers(server_process, (url, ns, port), 1)
-            server.wait_ready()
-            http_url = f"http://127.0.0.1:{port}"
-        workers = PyWorkers(worker_process, (url, ns, http_url), 1)
-        try:
-            workers.wait_ready()
-            workers.go()
-            time.sleep(1.0)  # let the worker reach its idle state before the first job
-            return _latencies(ledger, samples, gap)
-        finally:
-            workers.stop()
-            if server is not None:
-                server.stop()
-
-
-def idle_cost(transport: str, seconds: float) -> dict[str, int]:
-    """The commands a fresh server ran during ``seconds`` of an idle worker (after a second to start)."""
+@contextlib.contextmanager
+def idle_worker(transport: str) -> Iterator[Ledger]:
+    """A fresh server with the Worker class running in a process of its own (over Redis, or over
+    HTTP through a served app in another), started and left a second to reach its idle state; the
+    ledger the worker serves."""
     with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
         ns = ledger.keys.namespace
         server = None
@@ -145,13 +127,25 @@ def idle_cost(transport: str, seconds: float) -> dict[str, int]:
             workers.wait_ready()
             workers.go()
             time.sleep(1.0)
-            before = _calls(ledger.client)
-            time.sleep(seconds)
-            after = _calls(ledger.client)
+            yield ledger
         finally:
             workers.stop()
             if server is not None:
                 server.stop()
+
+
+def measure(transport: str, samples: int, gap: float) -> list[float]:
+    """Milliseconds from create to completion seen, one job at a time, with the Worker class."""
+    with idle_worker(transport) as ledger:
+        return _latencies(ledger, samples, gap)
+
+
+def idle_cost(transport: str, seconds: float) -> dict[str, int]:
+    """The commands a fresh server ran during ``seconds`` of an idle worker (after a second to start)."""
+    with idle_worker(transport) as ledger:
+        before = _calls(ledger.client)
+        time.sleep(seconds)
+        after = _calls(ledger.client)
     ran = {name: n - before.get(name, 0) for name, n in after.items() if name != "info"}
     return {name: n for name, n in ran.items() if n}
 
