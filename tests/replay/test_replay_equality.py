@@ -43,6 +43,7 @@ from jobledger.ledger.errors import Conflict, Mismatch, NotFound
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
+from jobledger.ledger.tokens import create_token, digest, revoke_token
 from jobledger.projections import readers
 from jobledger.projections.views import decode_hash
 from jobledger.replay.compare import compare
@@ -433,6 +434,20 @@ class LedgerMachine(RuleBasedStateMachine):
         length = stream_length(self.client, self.namespace)
         if self.run(commands.pause_queue(name, paused)) is not True:
             assert stream_length(self.client, self.namespace) == length
+
+    @rule(
+        name=st.sampled_from(("ci-bot", "ops")),
+        secret=st.sampled_from(("s1", "s2", "s3")),
+        scopes=st.sampled_from((["admin"], ["read", "produce:mail*"], ["work:*"])),
+        revoke=st.booleans(),
+    )
+    def create_or_revoke_token(self, name: str, secret: str, scopes: list[str], revoke: bool) -> None:
+        """Tokens are events like the rest: their lookup replays (a name or secret already live is
+        refused, a revoke of no live token too, each appending nothing)."""
+        if revoke:
+            self.run(revoke_token(name))
+        else:
+            self.run(create_token(name, scopes, digest(secret)))
 
     @rule(actor=st.sampled_from(("local", "ci-bot", "deploy:prod")))
     def act_as(self, actor: str) -> None:
