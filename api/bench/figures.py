@@ -15,7 +15,7 @@ from typing import Any
 
 #: The parts of ours a run can measure, the raw-server calibration, and the peers (``--only``
 #: names; "ours" and "peers" name each group whole).
-OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay")
+OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
@@ -44,6 +44,17 @@ SCHED_RATIO = "sched_ratio"
 QUOTA_SMALL = "quota_fetch_10_us"
 QUOTA_LARGE = "quota_fetch_100k_us"
 QUOTA_RATIO = "quota_ratio"
+DASH_QUEUES = "dash_queues_ms"
+DASH_QUEUE = "dash_queue_ms"
+DASH_QUEUE_DEEP = "dash_queue_deep_ms"
+DASH_QUEUE_STATUS = "dash_queue_status_ms"
+DASH_QUEUE_TAG = "dash_queue_tag_ms"
+DASH_JOB = "dash_job_ms"
+DASH_FAILED = "dash_failed_ms"
+DASH_LEDGER = "dash_ledger_ms"
+DASH_EVENTS = "dash_events_ms"
+DASH_RATIO = "dash_worst_ratio"
+DASH_RSS = "dash_app_rss_mib"
 
 
 @dataclass
@@ -77,6 +88,9 @@ class Settings:
     replay_events: int
     scale_jobs: int
     check_runs: int
+    dashboard_jobs: int
+    dashboard_small_jobs: int
+    page_requests: int
     quick: bool = False
 
     @classmethod
@@ -86,6 +100,7 @@ class Settings:
             jobs=jobs, repeats=3, grid_jobs=max(jobs // 4, 1000), grid=grid,
             latency_samples=2000, enqueue_one_jobs=min(jobs, 10_000), http_jobs=min(jobs, 3000),
             http_connections=32, replay_events=1_000_000, scale_jobs=100_000, check_runs=2000,
+            dashboard_jobs=1_000_000, dashboard_small_jobs=10_000, page_requests=50,
         )  # fmt: skip
 
     @classmethod
@@ -93,7 +108,8 @@ class Settings:
         return cls(
             jobs=jobs, repeats=1, grid_jobs=jobs, grid=((1, 2, 20),), latency_samples=30,
             enqueue_one_jobs=jobs, http_jobs=jobs, http_connections=4, replay_events=3000,
-            scale_jobs=500, check_runs=50, quick=True,
+            scale_jobs=500, check_runs=50, dashboard_jobs=10_000, dashboard_small_jobs=1000,
+            page_requests=10, quick=True,
         )  # fmt: skip
 
 

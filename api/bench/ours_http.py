@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -51,9 +52,17 @@ def uvicorn_flavour() -> str:
     return f"uvicorn {loop}/{http}"
 
 
+@dataclass(frozen=True)
+class Served:
+    """An app being served: its port, and uvicorn's process (the app's own with one worker)."""
+
+    port: int
+    pid: int
+
+
 @contextmanager
-def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[int]:
-    """Run ``app`` under uvicorn with ``workers`` processes; yield its port once it answers."""
+def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[Served]:
+    """Run ``app`` under uvicorn with ``workers`` processes; yield where once it answers."""
     port = _free_port()
     env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_NAMESPACE": namespace}
     proc = subprocess.Popen(
@@ -63,7 +72,7 @@ def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[
     )  # fmt: skip
     try:
         _wait_answering(port, proc)
-        yield port
+        yield Served(port, proc.pid)
     finally:
         proc.terminate()
         try:
@@ -91,14 +100,14 @@ def one(servers: Servers, app: str, workers: int, settings: Settings) -> float:
     with (
         servers.fresh() as url,
         ledger_on(servers, url) as ledger,
-        serving(app, url, ledger.keys.namespace, workers) as port,
+        serving(app, url, ledger.keys.namespace, workers) as served,
     ):
         token = None
         if app == "ours_auth":
             token = new_secret()
             ledger.run(create_token("bench", ["admin"], digest(token)))
         result = http_load.run(
-            "127.0.0.1", port, QUEUE, settings.http_jobs, settings.http_connections,
+            "127.0.0.1", served.port, QUEUE, settings.http_jobs, settings.http_connections,
             warmup=min(200, settings.http_jobs), token=token,
         )  # fmt: skip
     return result.rate

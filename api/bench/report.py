@@ -40,6 +40,17 @@ ROWS: list[tuple[str, str, str]] = [
     (F.QUOTA_SMALL, "fetch past 10 jobs held by quota (us)", "lower"),
     (F.QUOTA_LARGE, "fetch past 100k jobs held by quota (us)", "lower"),
     (F.QUOTA_RATIO, "quota fetch ratio, 100k / 10", "lower"),
+    (F.DASH_QUEUES, "dashboard: queues overview, median (ms)", "lower"),
+    (F.DASH_QUEUE, "dashboard: a queue's first page, median (ms)", "lower"),
+    (F.DASH_QUEUE_DEEP, "dashboard: a deep page of completed jobs, median (ms)", "lower"),
+    (F.DASH_QUEUE_STATUS, "dashboard: a queue's failed jobs, median (ms)", "lower"),
+    (F.DASH_QUEUE_TAG, "dashboard: a queue's jobs by tag, median (ms)", "lower"),
+    (F.DASH_JOB, "dashboard: a job and its timeline, median (ms)", "lower"),
+    (F.DASH_FAILED, "dashboard: failed jobs, median (ms)", "lower"),
+    (F.DASH_LEDGER, "dashboard: the ledger page, median (ms)", "lower"),
+    (F.DASH_EVENTS, "dashboard: the live ledger page, median (ms)", "lower"),
+    (F.DASH_RATIO, "dashboard: worst page time ratio, large / small ledger", "lower"),
+    (F.DASH_RSS, "dashboard: app resident memory, large ledger (MiB)", ""),
 ]
 
 

@@ -2,7 +2,8 @@
 machine they ran on.
 
 Parts of ours: ``process`` (lifecycle throughput, server CPU and commands per job), ``enqueue``
-(bulk, one by one, latency), ``http``, ``memory``, ``scheduler``, ``quotas``, ``replay``.  ``raw``:
+(bulk, one by one, latency), ``http``, ``memory``, ``scheduler``, ``quotas``, ``replay``,
+``dashboard`` (the dashboard's page times on a large ledger and a small one).  ``raw``:
 the raw server's EVALSHA rate (:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.
 A part that fails is recorded (and makes the run fail).
 
@@ -25,7 +26,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import calibration, ours_client, ours_http, ours_process, ours_scale
+from . import calibration, ours_client, ours_dashboard, ours_http, ours_process, ours_scale
 from .figures import CALIBRATION, Results, Settings
 from .figures import OURS_PARTS as OURS
 from .server import Servers, describe
@@ -123,6 +124,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     ]
     steps += [(name, functools.partial(ours_scale.measure, servers, settings, {name}, log))
               for name in ("memory", "scheduler", "quotas", "replay")]  # fmt: skip
+    steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:
             continue
