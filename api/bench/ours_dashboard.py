@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from jobledger.ledger import commands
-from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
+from jobledger.ledger.requests import ErrorReport, JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 
 from . import figures as F
@@ -80,7 +80,7 @@ def _create(ledger: Ledger, queue: str, first: int, count: int) -> None:
 
 def _outcome(n: int, attempt: int) -> JobUpdate:
     if n % 20 == 0:
-        return JobUpdate(status="failed", attempt=attempt, error={"message": f"job {n} failed"})
+        return JobUpdate(status="failed", attempt=attempt, error=ErrorReport(message=f"job {n} failed"))
     return JobUpdate(status="completed", attempt=attempt)
 
 
@@ -99,7 +99,7 @@ def _storied(ledger: Ledger, queue: str) -> int:
     """A job that failed once, was retried, reported progress and output, and completed; its id."""
     job = _created_ids([ledger.run(commands.create_job(queue, JobOptions(input={"story": 1}, retries=1)))])[0]
     first = ledger.run(commands.fetch_jobs(queue, 1, "bench"))[0]
-    error = {"message": "transient", "traceback": TRACEBACK}
+    error = ErrorReport(message="transient", traceback=TRACEBACK)
     ledger.run(commands.update_job(job, JobUpdate(status="failed", attempt=first.attempt, error=error)))
     ledger.run(commands.check_retries(10))
     again = ledger.run(commands.fetch_jobs(queue, 1, "bench"))[0]
