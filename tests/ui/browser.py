@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, ConsoleMessage, Page, ViewportSize
+    from playwright.sync_api import Browser, ConsoleMessage, Locator, LocatorAssertions, Page, ViewportSize
 
 #: No name resolves to anything but this machine: the pages must never reach outside.
 LOCAL_ONLY = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
@@ -62,6 +62,13 @@ def unavailable(reason: str) -> None:
     if os.environ.get("REQUIRE_BROWSER") == "1":
         pytest.fail(f"REQUIRE_BROWSER=1 but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def expect(locator: Locator) -> LocatorAssertions:
+    """Playwright's ``expect``, imported when first used, so the tests' modules import without it."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(locator)
 
 
 class Chromium:

@@ -1,0 +1,122 @@
+"""The dashboard with auth on, in a real browser: every page asks for a sign-in; a token signs in (an
+HttpOnly, SameSite=Strict session cookie) and out; a revoked token's session ends at once; an action
+outside the token's scopes is refused with nothing appended; a cross-site POST is refused even with
+a session open."""
+
+from __future__ import annotations
+
+import re
+
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.tokens import revoke_token
+from tests.ui import story
+from tests.ui.browser import Dashboard, expect
+from tests.ui.conftest import OpenTab, Token, api
+from tests.ui.test_actions_live import action, cross_site_post
+
+SESSION = "jobledger_session"
+
+
+def sign_in(dash: Dashboard, secret: str) -> None:
+    page = dash.open("/ui/signin")
+    page.locator("input[name=token]").fill(secret)
+    page.locator("input[name=token]").evaluate("e => e.form.requestSubmit()")
+    page.wait_for_url(re.compile(r"/ui/?(\?.*)?$"))
+    dash.shot("signed in")
+
+
+def test_sign_in_and_out(auth_server: str, tab: OpenTab, token: Token) -> None:
+    secret = token("alice", "read")
+    dash = tab(auth_server)
+    page = dash.open("/ui/failed", "before sign-in")
+    page.wait_for_url(re.compile(r"/ui/signin"))
+    expect(page.locator("input[name=token]")).to_be_visible()
+
+    page.locator("input[name=token]").fill("not-a-token")
+    page.locator("input[name=token]").evaluate("e => e.form.requestSubmit()")
+    expect(page.locator("input[name=token]")).to_be_visible()
+    assert not [c for c in page.context.cookies() if c["name"] == SESSION]
+    dash.shot("wrong token")
+
+    sign_in(dash, secret)
+    expect(page.locator("#whoami")).to_contain_text("alice")
+    cookie = next(c for c in page.context.cookies() if c["name"] == SESSION)
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+    assert secret not in page.content(), "the page never shows the secret"
+    assert page.evaluate("document.cookie") == "", "scripts cannot read the session"
+
+    page.locator(
+        'form[action$="/ui/signout"] [type=submit], form[action$="/ui/signout"] button'
+    ).first.click()
+    page.wait_for_url(re.compile(r"/ui/signin"))
+    dash.shot("signed out")
+    dash.open("/ui", "after sign-out")
+    page.wait_for_url(re.compile(r"/ui/signin"))
+
+
+def test_a_revoked_token_ends_its_session(
+    auth_server: str, tab: OpenTab, token: Token, ledger: Ledger
+) -> None:
+    dash = tab(auth_server)
+    sign_in(dash, token("bob", "read"))
+    ledger.run(revoke_token("bob"))
+    page = dash.open("/ui/ledger", "after revocation")
+    page.wait_for_url(re.compile(r"/ui/signin"))
+
+
+def test_an_action_outside_the_token_scopes_is_refused(
+    auth_server: str, tab: OpenTab, token: Token, ledger: Ledger
+) -> None:
+    admin = token("admin", "admin")
+    with api(auth_server, admin) as http:
+        story.queue(http, "emails")
+        job = story.failed(http, "emails")
+    length = story.event_count(ledger)
+    dash = tab(auth_server)
+    sign_in(dash, token("reader", "read"))
+    page = dash.open("/ui/failed")
+    action(page, job, "requeue")
+    expect(page.locator("body")).to_contain_text("403")
+    dash.shot("refused")
+    assert story.event_count(ledger) == length
+    with api(auth_server, admin) as http:
+        assert story.status(http, job) == "failed"
+        assert [e["type"] for e in story.history(http, job)][-1] == "job_failed"
+
+
+def test_an_admin_action_is_recorded_with_the_token_name(
+    auth_server: str, tab: OpenTab, token: Token
+) -> None:
+    admin = token("ops", "admin")
+    with api(auth_server, admin) as http:
+        story.queue(http, "emails")
+        job = story.failed(http, "emails")
+    dash = tab(auth_server)
+    sign_in(dash, admin)
+    page = dash.open("/ui/failed")
+    action(page, job, "requeue")
+    expect(page.locator("#flash")).to_be_visible()
+    with api(auth_server, admin) as http:
+        event = story.history(http, job)[-1]
+    assert (event["type"], event["actor"]) == ("job_requeued", "ops")
+    page = dash.open(f"/ui/job/{job}")
+    expect(page.locator("ol#timeline li[data-event-id]").last.locator(".actor")).to_have_text(
+        re.compile(r"\bops\b")
+    )
+
+
+def test_a_cross_site_post_with_a_session_open_is_refused(
+    auth_server: str, tab: OpenTab, token: Token, ledger: Ledger
+) -> None:
+    admin = token("admin", "admin")
+    with api(auth_server, admin) as http:
+        story.queue(http, "emails")
+        job = story.failed(http, "emails")
+    dash = tab(auth_server)
+    sign_in(dash, admin)
+    length = story.event_count(ledger)
+    status = cross_site_post(dash, auth_server, job, "delete")
+    assert status in (303, 302, 401, 403), status
+    assert story.event_count(ledger) == length
+    with api(auth_server, admin) as http:
+        assert story.status(http, job) == "failed"
