@@ -105,7 +105,7 @@ def bench(
     jobs: Annotated[int | None, typer.Option(help="Jobs per run (default 20,000).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")] = False,
 ) -> None:
-    """Benchmark jobledger here: throughput, latency, HTTP cost, memory, scheduler, replay."""
+    """Benchmark jobledger here: throughput, latency, HTTP cost, memory, scheduler, replay, dashboard."""
     chosen = only or "ours"
     command = (
         "jobledger bench"
