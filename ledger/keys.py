@@ -51,6 +51,9 @@ TEMPLATES: dict[str, str] = {
     "queue_laned": "queue:{name}:laned",  # how many queued jobs wait in lanes (string)
     "queue_heads": "queue:{name}:heads",  # key -> score of its lane's head, for keys under quota (zset)
     "queue_keys": "queue:{name}:keys",  # key -> how many of its jobs run (hash)
+    # the last hour's throughput: minute % 60 -> "minute:completed:failed" (hash; a slot whose minute is
+    # over an hour old is stale, and is reset by the next end counted in it)
+    "queue_throughput": "queue:{name}:throughput",
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
     # launchers: they create jobs on a queue from a template, on a schedule or on matching events
     "launcher_id": "launcher_id",  # last launcher id handed out

@@ -118,6 +118,55 @@ def newest() -> Read[str]:
     )
 
 
+def recent(limit: int, flt: EventFilter, budget: int = 2_000) -> Read[list[Event]]:
+    """Up to ``limit`` of the newest events matching ``flt``, newest first, looking at no more than
+    the newest ``budget`` events of the stream (a job's: its own events, from its history)."""
+
+    def parse(r: list[Any]) -> list[Event]:
+        found = [decode_entry(i, fields) for i, fields in r[0]]
+        return [e for e in found if flt.matches(e)][:limit]
+
+    if flt.job is not None:
+        return Read(
+            lambda k: [("LRANGE", k.history(flt.job), -budget, -1)],
+            lambda r: _by_ids(list(reversed([_s(i) for i in r[0]])), limit, flt),
+        )
+    return Read(lambda k: [("XREVRANGE", k.events, "+", "-", "COUNT", budget)], parse)
+
+
+def _by_ids(ids: list[str], limit: int, flt: EventFilter) -> Read[list[Event]]:
+    """The events of ``ids`` the stream still holds that match ``flt``, in the order given."""
+
+    def parse(r: list[Any]) -> list[Event]:
+        found = [decode_entry(*entry[0]) for entry in r if entry]
+        return [e for e in found if flt.matches(e)][:limit]
+
+    return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], parse)
+
+
+@dataclass(frozen=True)
+class Extent:
+    """How many events the stream holds, and the ids of its oldest and newest (None: empty)."""
+
+    length: int
+    first: str | None
+    last: str | None
+
+
+def extent() -> Read[Extent]:
+    def parse(r: list[Any]) -> Extent:
+        return Extent(int(r[0]), _s(r[1][0][0]) if r[1] else None, _s(r[2][0][0]) if r[2] else None)
+
+    return Read(
+        lambda k: [
+            ("XLEN", k.events),
+            ("XRANGE", k.events, "-", "+", "COUNT", 1),
+            ("XREVRANGE", k.events, "+", "-", "COUNT", 1),
+        ],
+        parse,
+    )
+
+
 def decode_entries(reply: Any) -> list[Event]:
     """The events of an XREAD reply for one stream (empty on a timeout)."""
     if not reply:

@@ -170,27 +170,38 @@ def tagged(tag: str) -> Read[list[int]]:
     return Read(lambda k: [("SMEMBERS", k.tag(tag))], lambda r: sorted(int(i) for i in r[0]))
 
 
+def _count_commands(k: Keys, names: list[str]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for n in names:
+        out += _queued_count(k, n)
+        out += [("ZCARD", k.queue_status(n, s)) for s in JOB_STATUSES[1:]]
+    return out
+
+
+def _counts(names: list[str], r: list[Any]) -> dict[str, dict[str, int]]:
+    width = len(JOB_STATUSES) + 1
+    queues = {}
+    for i, n in enumerate(names):
+        plain, laned, *rest = r[i * width : (i + 1) * width]
+        counts = [int(plain) + int(laned or 0), *(int(c) for c in rest)]
+        queues[n] = dict(zip(JOB_STATUSES, counts, strict=True))
+    return queues
+
+
+def status_counts(names: list[str]) -> Read[dict[str, dict[str, int]]]:
+    """``{queue: {status: count}}`` of the named queues, from the counters (no set is listed)."""
+    return Read(lambda k: _count_commands(k, names), lambda r: _counts(names, r))
+
+
 def info() -> Read[dict[str, Any]]:
     """Per-queue counts by status and the global statistics (Ocypod's ``/info``)."""
 
     def counts(names: list[str], stats: dict[str, str]) -> Read[dict[str, Any]]:
-        def commands(k: Keys) -> list[tuple[Any, ...]]:
-            out: list[tuple[Any, ...]] = []
-            for n in names:
-                out += _queued_count(k, n)
-                out += [("ZCARD", k.queue_status(n, s)) for s in JOB_STATUSES[1:]]
-            return out
-
         def parse(r: list[Any]) -> dict[str, Any]:
-            width = len(JOB_STATUSES) + 1
-            queues = {}
-            for i, n in enumerate(names):
-                plain, laned, *rest = r[i * width : (i + 1) * width]
-                counts = [int(plain) + int(laned or 0), *(int(c) for c in rest)]
-                queues[n] = dict(zip(JOB_STATUSES, counts, strict=True))
-            return {"queues": queues, "statistics": {s: int(stats.get(s, 0)) for s in STATS}}
+            statistics = {s: int(stats.get(s, 0)) for s in STATS}
+            return {"queues": _counts(names, r), "statistics": statistics}
 
-        return Read(commands, parse)
+        return Read(lambda k: _count_commands(k, names), parse)
 
     return Read(
         lambda k: [("SMEMBERS", k.build("queues")), ("HGETALL", k.build("stats"))],

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
@@ -39,6 +39,8 @@ from jobledger.server import queue_handlers as queue
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
 from jobledger.server.inputs import IgnoredKeysHeader
+from jobledger.server.ui import routes as dashboard_routes
+from jobledger.server.ui.verify_runs import VerifyRuns
 
 log = logging.getLogger("jobledger.api")
 
@@ -171,15 +173,18 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
+            await app.state.verify_runs.close()
             await watch.close()
             await client.aclose()
 
-    routes = _routes(read_only, config.server.auth)
+    routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
                     middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on
+    app.state.read_only = read_only
+    app.state.verify_runs = VerifyRuns(redis_url, config.redis.key_namespace)  # the dashboard's runs
     app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
 import redis
@@ -57,7 +57,8 @@ def _cursor(raw: str | None, name: str) -> str | None:
     return raw
 
 
-def _filter(request: Request) -> EventFilter:
+def event_filter(request: Request) -> EventFilter:
+    """The ``type``, ``queue``, ``job`` and ``actor`` filters of the query, checked (400 if bad)."""
     q = request.query_params
     type_, queue, job, actor = q.get("type"), q.get("queue"), q.get("job"), q.get("actor")
     if type_ is not None and type_ not in EVENT_TYPES:
@@ -76,7 +77,7 @@ def _filter(request: Request) -> EventFilter:
 async def list_events(request: Request) -> Response:
     after = _cursor(request.query_params.get("after"), "after")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
-    flt = _filter(request)
+    flt = event_filter(request)
     ledger = _ledger(request)
     rec = await ledger.read(record())
     if flt.job is None and rec is not None and reaches_archive(rec, after):
@@ -97,12 +98,15 @@ def _position(position: str) -> str:
     return f"id: {position}\n\n"
 
 
-class _Follower:
+class Follower:
     """One client's walk along the ledger: archived events while its position is archived, then
-    blocking XREADs of the stream."""
+    blocking XREADs of the stream.  ``render`` makes an event's SSE block (JSON by default; the
+    dashboard's feeds send HTML)."""
 
-    def __init__(self, ledger: AsyncLedger, flt: EventFilter, position: str) -> None:
-        self.ledger, self.flt, self.position = ledger, flt, position
+    def __init__(
+        self, ledger: AsyncLedger, flt: EventFilter, position: str, render: Callable[[Event], str] = _sse
+    ) -> None:
+        self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
 
     async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
         """The archived events after the position (none when the position is in the stream)."""
@@ -114,7 +118,7 @@ class _Follower:
             for event in events:
                 self.position = event.id
                 if self.flt.matches(event):
-                    yield _sse(event)
+                    yield self.render(event)
 
     async def next_batch(self) -> tuple[list[Event], ArchiveRecord | None]:
         """The stream's next events (empty after BLOCK_MS), and the archive record read just after
@@ -163,7 +167,7 @@ class _Follower:
                 self.position = event.id
                 if self.flt.matches(event):
                     shown = True
-                    yield _sse(event)
+                    yield self.render(event)
             if not events:
                 yield ": keep-alive\n" + _position(self.position)
             elif not shown:
@@ -203,7 +207,7 @@ def _error_block(message: str, status: int) -> str:
     return f"event: error\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
-async def _live_end(ledger: AsyncLedger) -> str:
+async def live_end(ledger: AsyncLedger) -> str:
     """The newest event's id: in the stream, or the archive's last when retention emptied the stream."""
     position = await ledger.read(newest())
     rec = await ledger.read(record())
@@ -213,12 +217,12 @@ async def _live_end(ledger: AsyncLedger) -> str:
 async def stream_events(request: Request) -> Response:
     """Live events after ``?after=`` or the ``Last-Event-ID`` header; from the live end without."""
     ledger = _ledger(request)
-    flt = _filter(request)
+    flt = event_filter(request)
     position = _cursor(request.query_params.get("after"), "after") or _cursor(
         request.headers.get("last-event-id"), "Last-Event-ID"
     )
     if position is None:
-        position = await _live_end(ledger)
+        position = await live_end(ledger)
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    follower = _Follower(ledger, flt, position)
+    follower = Follower(ledger, flt, position)
     return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=headers)

@@ -1,6 +1,7 @@
 -- stop_run(e, status, ended, retry_at, stat): the shared step of completed, failed,
 -- timed_out and cancelled: leave the current place, record the end of the run (and its error),
 -- enter the next place
+--- @include "projections/lua/lib/count_throughput.lua"
 --- @include "projections/lua/lib/enter_stopped.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
@@ -17,4 +18,5 @@ local function stop_run(e, status, ended, retry_at, stat)
   end
   enter_stopped(id, job, status, ended, e.at, retry_at, fields)
   redis.call('HINCRBY', K.stats, stat, 1)
+  if status ~= 'cancelled' then count_throughput(job.queue, e.at, status) end
 end

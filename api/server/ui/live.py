@@ -1,0 +1,79 @@
+"""The dashboard's live feeds: the ledger's events as HTML over Server-Sent Events, for htmx's SSE
+extension to put into the page.  They follow the ledger exactly as ``GET /events/stream`` does (the
+same :class:`~jobledger.server.event_handlers.Follower`: archive first, then blocking reads, ended
+by a revoked token); only each event's block is HTML instead of JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.events import Event
+from jobledger.ledger.stream import EventFilter
+from jobledger.server.auth import READ, READ_JOB
+from jobledger.server.event_handlers import Follower, event_filter, live_end
+from jobledger.server.inputs import job_id
+from jobledger.server.ui.render import answered, fragment
+from jobledger.server.ui.session import admit
+
+HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def sse_block(event: Event, html: str) -> str:
+    """One SSE message: the event's id, and the HTML as data (a ``data:`` line per line)."""
+    data = "".join(f"data: {line}\n" for line in html.strip().splitlines())
+    return f"id: {event.id}\n{data}\n"
+
+
+def timeline_item(previous_at: int | None) -> Callable[[Event], str]:
+    """Renders each event as an item of a job's timeline, timed from the one before it."""
+    last = [previous_at]
+
+    def render(event: Event) -> str:
+        since = event.at - last[0] if last[0] is not None else None
+        last[0] = event.at
+        return sse_block(event, fragment("_timeline_item.html", item=event.item(), since=since))
+
+    return render
+
+
+def ledger_item(event: Event) -> str:
+    return sse_block(event, fragment("_event_item.html", item=event.item()))
+
+
+def _position(request: Request, name: str) -> str | None:
+    raw = request.query_params.get(name) or None
+    if raw is not None and not all(part.isdigit() for part in raw.split("-", 1)):
+        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
+    return raw
+
+
+def _feed(request: Request, flt: EventFilter, position: str, render: Callable[[Event], str]) -> Response:
+    follower = Follower(request.state.ledger, flt, position, render)
+    return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=HEADERS)
+
+
+@answered
+async def job_timeline(request: Request) -> Response:
+    """The job's events after ``?after=`` (its timeline's last), each timed from the one before
+    (``?prev=``: the last one's time in ms)."""
+    jid = job_id(request)
+    await admit(request, READ_JOB, job=jid)
+    prev = request.query_params.get("prev")
+    if prev is not None and not prev.isdigit():
+        raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
+    position = _position(request, "after") or await live_end(request.state.ledger)
+    render = timeline_item(int(prev) if prev is not None else None)
+    return _feed(request, EventFilter(job=jid), position, render)
+
+
+@answered
+async def ledger_events(request: Request) -> Response:
+    """The ledger's new events matching the page's filters."""
+    await admit(request, READ)
+    flt = event_filter(request)
+    position = _position(request, "after") or await live_end(request.state.ledger)
+    return _feed(request, flt, position, ledger_item)

@@ -1,0 +1,166 @@
+"""The dashboard's pages: each reads only what it shows (counters, one page of a set, one job's
+history, a bounded tail of the stream), through the projections' readers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from jobledger.ledger.clock import now_ms
+from jobledger.ledger.durations import parse_time
+from jobledger.ledger.errors import BadRequest, NotFound
+from jobledger.ledger.events import EVENT_TYPES
+from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.stream import extent, recent
+from jobledger.projections import job_pages, readers, throughput
+from jobledger.projections.launchers import launchers as all_launchers
+from jobledger.replay.archive.feed import job_history
+from jobledger.replay.archive.records import record
+from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
+from jobledger.server.event_handlers import event_filter
+from jobledger.server.inputs import checked_tag, job_id, positive_int, queue_name, valid_job_id
+from jobledger.server.ui.render import answered, error_page, page
+from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
+
+PAGE_SIZE = 50
+MAX_PAGE = 1000  # 50,000 jobs deep; deeper, narrow the filter or search by id
+RECENT_EVENTS = 100
+
+
+def _ledger(request: Request) -> AsyncLedger:
+    ledger: AsyncLedger = request.state.ledger
+    return ledger
+
+
+def _status(request: Request) -> str | None:
+    status = request.query_params.get("status") or None
+    if status is not None and status not in JOB_STATUSES:
+        raise BadRequest(f"unknown status {status!r}; known: {', '.join(JOB_STATUSES)}")
+    return status
+
+
+def _tag(request: Request) -> str | None:
+    tag = request.query_params.get("tag") or None
+    return checked_tag(tag) if tag is not None else None
+
+
+@answered
+async def overview(request: Request) -> Response:
+    """Every queue: counts per status, paused, settings, and the last hour's throughput."""
+    request.state.viewer = await admit(request, READ)
+    names = await _ledger(request).read(readers.queue_names())
+    counts = await _ledger(request).read(readers.status_counts(names))
+    details = await _ledger(request).read(throughput.queue_details(names, now_ms()))
+    rows = [{"name": n, "counts": counts[n], "detail": details[n]} for n in names]
+    return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES)
+
+
+@answered
+async def queue(request: Request) -> Response:
+    """A queue's jobs, one page of one status (or all) and tag (or any); ``?id=`` goes to a job."""
+    name = queue_name(request)
+    request.state.viewer = await admit(request, READ_QUEUE, queue=name)
+    status, tag = _status(request), _tag(request)
+    number = positive_int(request, "page", 1, MAX_PAGE)
+    ledger = _ledger(request)
+    settings = await ledger.read(readers.queue(name))
+    counts = (await ledger.read(readers.status_counts([name])))[name]
+    found = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
+    return page(
+        request, "queue.html", queue=name, settings=settings.view(), counts=counts, statuses=JOB_STATUSES,
+        status=status, tag=tag, number=number, jobs=found.jobs, more=found.more,
+    )  # fmt: skip
+
+
+def search(request: Request) -> Response:
+    """The search form's answer: to the job's page."""
+    raw = (request.query_params.get("id") or "").strip()
+    found = valid_job_id(raw)
+    if found is None:
+        return error_page(request, 400, f"job ids are positive integers, not {raw!r}")
+    return RedirectResponse(f"/ui/job/{found}", status_code=303)
+
+
+def timeline(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The job's events, each with ``since``: ms since the event before it (None for the first)."""
+    out, previous = [], None
+    for item in items:
+        at = parse_time(item["at"])
+        out.append({"item": item, "at_ms": at, "since": None if previous is None else at - previous})
+        previous = at
+    return out
+
+
+@answered
+async def job(request: Request) -> Response:
+    """A job: its fields, input and output, errors, and its timeline (archived events included)."""
+    jid = job_id(request)
+    request.state.viewer = await admit(request, READ_JOB, job=jid)
+    ledger = _ledger(request)
+    try:
+        fields: dict[str, Any] | None = await ledger.read(readers.job(jid))
+    except NotFound:
+        fields = None  # deleted or expired: its history remains
+    events = timeline(await job_history(ledger, jid))
+    return page(request, "job.html", job_id=jid, job=fields, events=events)
+
+
+@answered
+async def events(request: Request) -> Response:
+    """The newest events matching the filters, then new ones live."""
+    request.state.viewer = await admit(request, READ)
+    flt = event_filter(request)
+    found = await _ledger(request).read(recent(RECENT_EVENTS, flt))
+    query = {k: v for k, v in (("type", flt.type), ("queue", flt.queue), ("job", flt.job),
+                               ("actor", flt.actor)) if v is not None}  # fmt: skip
+    return page(
+        request, "events.html", events=[e.item() for e in found], filters=query, types=sorted(EVENT_TYPES),
+        after=found[0].id if found else None,
+    )  # fmt: skip
+
+
+@answered
+async def failed(request: Request) -> Response:
+    """Failed and timed-out jobs of every queue, newest first, with their actions."""
+    request.state.viewer = await admit(request, READ)
+    number = positive_int(request, "page", 1, MAX_PAGE)
+    found = await _ledger(request).read(job_pages.failed_jobs(number, PAGE_SIZE))
+    return page(request, "failed.html", jobs=found.jobs, more=found.more, number=number)
+
+
+@answered
+async def launchers(request: Request) -> Response:
+    request.state.viewer = await admit(request, READ)
+    return page(request, "launchers.html", launchers=await _ledger(request).read(all_launchers()))
+
+
+@answered
+async def ledger(request: Request) -> Response:
+    """The ledger: how many events the stream holds, and what retention has archived."""
+    request.state.viewer = await admit(request, READ)
+    held = await _ledger(request).read(extent())
+    archived = await _ledger(request).read(record())
+    run = request.app.state.verify_runs.get(request.query_params.get("run", ""))
+    return page(request, "ledger.html", extent=held, archive=archived, run=run)
+
+
+@answered
+async def verify_result(request: Request) -> Response:
+    """A verify run's result (a fragment the ledger page polls while the run goes on)."""
+    request.state.viewer = await admit(request, ADMIN)
+    run = request.app.state.verify_runs.get(request.path_params["run"])
+    if run is None:
+        raise NotFound("no such verify run in this server's memory (it may have restarted)")
+    return page(request, "_verify.html", run=run)
+
+
+async def signin(request: Request) -> Response:
+    """The sign-in form (with auth off there is nothing to sign in to)."""
+    target = safe_next(request.query_params.get("next"))
+    if not auth_on(request):
+        return RedirectResponse(target, status_code=303)
+    token, _, _ = await token_of(request)
+    return page(request, "signin.html", next=target, signed_in_as=token.name if token else None)

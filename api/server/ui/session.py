@@ -1,0 +1,154 @@
+"""Who is looking at the dashboard, and whether a form post may act for them.
+
+With auth on, signing in stores the token's secret in the ``jobledger_session`` cookie (HttpOnly,
+SameSite=Strict, Path=/ui, Secure over TLS); every request looks the secret's digest up in the
+ledger's token projection again, exactly as the API's bearer check does, so a revoked token's
+session ends at once and the server keeps no session state.  With auth off, everyone is ``local``.
+
+A form post is refused when the browser says it comes from another site (``Sec-Fetch-Site``, or an
+``Origin`` that is not this server's), and, with auth on, when its ``csrf`` field is not the one
+derived from the session's secret (compared in constant time).  A cross-site page can neither read
+the cookie nor the field, so it cannot forge the pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from urllib.parse import parse_qs, quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.tokens import Token, digest
+from jobledger.projections import tokens
+from jobledger.server.auth import Needs
+from jobledger.server.inputs import read_body
+
+COOKIE = "jobledger_session"
+CSRF_LABEL = b"jobledger dashboard form:"
+LOCAL = "local"
+SAME_SITE = ("same-origin", "none")  # Sec-Fetch-Site values of a request this site made (or typed)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The person behind a request: the token's name (``local`` with auth off), the ``csrf`` value
+    their forms carry ('' with auth off), and the token itself when there is one."""
+
+    name: str
+    csrf: str = ""
+    token: Token | None = None
+
+    @property
+    def signed_in(self) -> bool:
+        return self.token is not None
+
+
+class Refused(Exception):
+    """A request the dashboard will not serve: a page answers with ``status`` and ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class SignInNeeded(Exception):
+    """No valid session with auth on: the page sends the browser to the sign-in form."""
+
+
+def csrf_for(secret: str) -> str:
+    return hashlib.sha256(CSRF_LABEL + secret.encode()).hexdigest()
+
+
+def auth_on(request: Request) -> bool:
+    return bool(request.app.state.auth)
+
+
+async def token_of(request: Request, job: int | None = None) -> tuple[Token | None, str | None, str]:
+    """The session's token (None: no cookie, or a secret the ledger does not know), the queue of
+    ``job`` read in the same round trip, and the secret."""
+    secret = request.cookies.get(COOKIE, "")
+    if not secret:
+        return None, None, ""
+    presented = digest(secret)
+    ledger: AsyncLedger = request.state.ledger
+    token, job_queue = await ledger.read(tokens.token(presented, job))
+    if token is None or not hmac.compare_digest(token.digest, presented):
+        return None, job_queue, secret
+    return token, job_queue, secret
+
+
+async def admit(
+    request: Request, needs: Needs, *, job: int | None = None, queue: str | None = None
+) -> Viewer:
+    """The viewer of a page or action that ``needs`` something (on ``queue``, or on ``job``'s queue);
+    raises :class:`SignInNeeded` or :class:`Refused` (403).  With auth on, the request's ledger then
+    records what it does as the token's name."""
+    if not auth_on(request):
+        return Viewer(LOCAL)
+    token, job_queue, secret = await token_of(request, job)
+    if token is None:
+        raise SignInNeeded
+    on = queue if queue is not None else job_queue
+    if not needs.allows(token, None) and not (on is not None and needs.allows(token, on)):
+        where = f" on queue '{on}'" if on is not None else ""
+        raise Refused(403, f"token '{token.name}' may not do this{where}: it needs {needs.describe()}")
+    ledger: AsyncLedger = request.state.ledger
+    request.state.ledger = ledger.as_actor(token.name)
+    request.state.token, request.state.token_digest = token.name, token.digest  # a live feed ends with it
+    return Viewer(token.name, csrf_for(secret), token)
+
+
+def same_site(request: Request) -> bool:
+    """Whether the browser says this request comes from this site (a request that says nothing,
+    such as curl's, passes: it carries no victim's cookie unless someone put it there)."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site not in SAME_SITE:
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    return origin == own
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """An urlencoded form body (within the server's body limit), each field's first value."""
+    raw = await read_body(request)
+    fields = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def check_post(request: Request, viewer: Viewer, form: dict[str, str]) -> None:
+    """Refuse (403) a form post from another site, or, with a session, without its csrf value."""
+    if not same_site(request):
+        raise Refused(403, "refused: this form was posted from another site")
+    if viewer.signed_in and not hmac.compare_digest(form.get("csrf", ""), viewer.csrf):
+        raise Refused(403, "refused: the form's csrf field is missing or wrong; reload the page")
+
+
+def sign_in_redirect(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/ui/signin?next={quote(target, safe='')}", status_code=303)
+
+
+def set_session(response: Response, request: Request, secret: str) -> None:
+    response.set_cookie(
+        COOKIE, secret, path="/ui", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
+
+
+def clear_session(response: Response, request: Request) -> None:
+    response.delete_cookie(
+        COOKIE, path="/ui", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a path of the dashboard, never another site."""
+    if target and target.startswith("/ui") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/ui"

@@ -1,0 +1,156 @@
+"""Bounded pages of jobs for the dashboard: a queue's jobs (by status, by tag, or all), and the failed
+and timed-out jobs of every queue, each page numbered from 1.
+
+A page at offset ``o`` of size ``n`` reads at most ``o + n + 1`` ids from each set it draws on
+(a rank range of the sorted set, never the whole set) and then only the page's own job hashes, so
+its cost does not grow with the number of jobs in the ledger.  The per-status sets are scored by
+id, so their ranges come newest first.  Queued jobs come in the order they will be handed out
+(the plain set and every quota lane merged by score); in the all-statuses view they are taken
+from the end of that order, so that view is newest first exactly when the queued jobs share one
+priority.  A tag set has no order: a tag page reads the tag's ids (its cost grows with the tag's
+size, not the ledger's) and then the queue and status of just enough of them, newest first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.projections.listing import SUMMARY
+from jobledger.projections.views import decode_hash, job_view
+
+#: How many jobs' queue and status a tag page checks per round trip.
+TAG_CHUNK = 500
+ENDED_BADLY = ("failed", "timed_out")
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of job summaries, and whether there is a page after it."""
+
+    jobs: list[dict[str, Any]]
+    more: bool
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _newest(replies: list[Any]) -> list[int]:
+    """Ids of several id-scored windows merged newest first, each id once."""
+    ids = {int(_s(i)) for reply in replies for i in reply}
+    return sorted(ids, reverse=True)
+
+
+def _summaries(ids: list[int], limit: int) -> Read[JobPage]:
+    """The page of ``ids`` (one more than ``limit`` tells that there is a next page), as summaries."""
+
+    def parse(r: list[Any]) -> JobPage:
+        jobs = [job_view(i, h, SUMMARY) for i, raw in zip(ids, r, strict=True) if (h := decode_hash(raw))]
+        return JobPage(jobs[:limit], len(ids) > limit)
+
+    return Read(lambda k: [("HGETALL", k.job(i)) for i in ids], parse)
+
+
+def _window(k: Keys, queue: str, status: str, count: int) -> tuple[Any, ...]:
+    """The newest ``count`` ids of one status set (the queued ones: the last ``count`` handed out)."""
+    key = k.queued_ids(queue) if status == "queued" else k.queue_status(queue, status)
+    return ("ZRANGE", key, 0, count - 1, "REV")
+
+
+def _queued_in_order(queue: str, offset: int, limit: int) -> Read[JobPage]:
+    """Queued jobs in hand-out order: the plain set merged with every quota lane, by score."""
+    count = offset + limit + 1
+
+    def ranges(lanes: list[str]) -> Read[JobPage]:
+        def commands(k: Keys) -> list[tuple[Any, ...]]:
+            keys = [k.queued_ids(queue), *(k.build("queue_lane", name=queue, key=lane) for lane in lanes)]
+            return [("ZRANGE", key, 0, count - 1, "WITHSCORES") for key in keys]
+
+        def parse(r: list[Any]) -> Read[JobPage]:
+            merged = heapq.merge(*([(score, int(_s(i))) for i, score in score_pairs(reply)] for reply in r))
+            ids = [i for _, i in merged][offset:count]
+            return _summaries(ids, limit)
+
+        return Read(commands, parse)
+
+    return Read(
+        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue))],
+        lambda r: ranges(sorted(_s(lane) for lane in r[0])),
+    )
+
+
+def _all_statuses(queue: str, offset: int, limit: int) -> Read[JobPage]:
+    count = offset + limit + 1
+
+    def lanes_too(lanes: list[str]) -> Read[JobPage]:
+        def commands(k: Keys) -> list[tuple[Any, ...]]:
+            out = [_window(k, queue, s, count) for s in JOB_STATUSES]
+            lane_keys = [k.build("queue_lane", name=queue, key=lane) for lane in lanes]
+            return out + [("ZRANGE", key, 0, count - 1, "REV") for key in lane_keys]
+
+        return Read(commands, lambda r: _summaries(_newest(r)[offset:count], limit))
+
+    return Read(
+        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue))],
+        lambda r: lanes_too(sorted(_s(lane) for lane in r[0])),
+    )
+
+
+def _tagged(queue: str, status: str | None, tag: str, offset: int, limit: int) -> Read[JobPage]:
+    """The tag's ids, newest first, kept while their job is of the queue (and status)."""
+    count = offset + limit + 1
+
+    def check(candidates: list[int], found: list[int]) -> Read[JobPage]:
+        chunk, rest = candidates[:TAG_CHUNK], candidates[TAG_CHUNK:]
+
+        def parse(r: list[Any]) -> Read[JobPage]:
+            for i, (q, s) in zip(chunk, r, strict=True):
+                if q is not None and _s(q) == queue and (status is None or _s(s) == status):
+                    found.append(i)
+            if len(found) >= count or not rest:
+                return _summaries(found[offset:count], limit)
+            return check(rest, found)
+
+        return Read(lambda k: [("HMGET", k.job(i), "queue", "status") for i in chunk], parse)
+
+    def start(r: list[Any]) -> Read[JobPage] | JobPage:
+        candidates = sorted((int(_s(i)) for i in r[0]), reverse=True)
+        return check(candidates, []) if candidates else JobPage([], False)
+
+    return Read(lambda k: [("SMEMBERS", k.tag(tag))], start)
+
+
+def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:
+    """Page ``page`` (from 1) of the queue's jobs, of one status or all, with one tag or any."""
+    offset = (page - 1) * limit
+    if tag is not None:
+        return _tagged(queue, status, tag, offset, limit)
+    if status == "queued":
+        return _queued_in_order(queue, offset, limit)
+    if status is None:
+        return _all_statuses(queue, offset, limit)
+    count = offset + limit + 1
+    return Read(
+        lambda k: [("ZRANGE", k.queue_status(queue, status), offset, count - 1, "REV")],
+        lambda r: _summaries([int(_s(i)) for i in r[0]], limit),
+    )
+
+
+def failed_jobs(page: int, limit: int) -> Read[JobPage]:
+    """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first."""
+    offset = (page - 1) * limit
+    count = offset + limit + 1
+
+    def windows(names: list[str]) -> Read[JobPage]:
+        return Read(
+            lambda k: [_window(k, q, s, count) for q in names for s in ENDED_BADLY],
+            lambda r: _summaries(_newest(r)[offset:count], limit),
+        )
+
+    return Read(lambda k: [("SMEMBERS", k.build("queues"))], lambda r: windows(sorted(_s(n) for n in r[0])))
