@@ -143,9 +143,9 @@ class Dashboard:
         return self.page
 
     def shot(self, label: str) -> Path:
-        """Save the tab as it is now."""
+        """Save the tab as it is now, the whole page."""
         slug = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-") or "root"
         path = self.shots / f"{self.prefix}-{len(self.taken) + 1:02d}-{slug}.png"
-        self.page.screenshot(path=str(path))
+        self.page.screenshot(path=str(path), full_page=True)
         self.taken.append(path)
         return path

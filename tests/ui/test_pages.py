@@ -11,7 +11,7 @@ import time
 import httpx
 
 from jobledger.ledger.runner import Ledger
-from jobledger.scheduler.loop import tick
+from jobledger.scheduler.loop import check, tick
 from tests.ui import story
 from tests.ui.browser import expect
 from tests.ui.conftest import OpenTab, api
@@ -63,8 +63,8 @@ def test_the_queues_overview_shows_paused_and_throughput(server: str, tab: OpenT
 def test_a_queue_page_pages_filters_and_searches(server: str, tab: OpenTab) -> None:
     with api(server) as http:
         story.queue(http, "emails")
-        queued = [story.create(http, "emails", tags=["vip"] if n % 4 == 0 else []) for n in range(120)]
         failed = story.failed(http, "emails", message="bounced")
+        queued = [story.create(http, "emails", tags=["vip"] if n % 4 == 0 else []) for n in range(120)]
     dash = tab(server)
     page = dash.open("/ui/queue/emails")
     rows = page.locator("#jobs tr[data-job]")
@@ -95,12 +95,15 @@ def test_a_queue_page_pages_filters_and_searches(server: str, tab: OpenTab) -> N
     dash.shot("search result")
 
 
-def test_a_job_page_shows_fields_json_errors_and_its_timeline(server: str, tab: OpenTab) -> None:
+def test_a_job_page_shows_fields_json_errors_and_its_timeline(
+    server: str, tab: OpenTab, ledger: Ledger
+) -> None:
     with api(server) as http:
         story.queue(http, "emails", retries=1)
         job = story.create(http, "emails", input={"to": "ada@example.org", "attempt": [1, 2]})
         story.start(http, "emails", job)
         story.end(http, job, "failed", error={"message": "mx down", "traceback": story.TRACEBACK})
+        assert [int(j) for j in check(ledger, "retries")] == [job]
         story.start(http, "emails", job)
         story.end(http, job, "completed", output={"sent": True, "id": "m-1"})
         events = story.history(http, job)
@@ -115,11 +118,12 @@ def test_a_job_page_shows_fields_json_errors_and_its_timeline(server: str, tab: 
     expect(page.locator("#errors")).to_contain_text("ConnectionError: mx down")
     items = page.locator("ol#timeline li[data-event-id]")
     expect(items).to_have_count(len(events))
+    assert {e["actor"] for e in events} == {"local", "scheduler"}
     assert items.evaluate_all("li => li.map(e => e.dataset.eventId)") == [e["id"] for e in events]
     for n, event in enumerate(events):
         item = items.nth(n)
         expect(item).to_contain_text(event["type"])
-        expect(item.locator(".actor")).to_have_text(re.compile(r"\blocal\b"))
+        expect(item.locator(".actor")).to_have_text(re.compile(rf"\b{event['actor']}\b"))
         expect(item.locator(".since")).to_have_count(1)
 
 

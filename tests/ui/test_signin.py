@@ -71,9 +71,10 @@ def test_an_action_outside_the_token_scopes_is_refused(
     with api(auth_server, admin) as http:
         story.queue(http, "emails")
         job = story.failed(http, "emails")
+    reader = token("reader", "read")
     length = story.event_count(ledger)
     dash = tab(auth_server)
-    sign_in(dash, token("reader", "read"))
+    sign_in(dash, reader)
     page = dash.open("/ui/failed")
     action(page, job, "requeue")
     expect(page.locator("body")).to_contain_text("403")
