@@ -25,6 +25,21 @@ def sign_in(dash: Dashboard, secret: str) -> None:
     dash.shot("signed in")
 
 
+def failed_job(auth_server: str, token: Token, admin_name: str = "admin") -> tuple[str, int]:
+    """An admin token's secret, and a failed job of queue ``emails`` made with it."""
+    admin = token(admin_name, "admin")
+    with api(auth_server, admin) as http:
+        story.queue(http, "emails")
+        return admin, story.failed(http, "emails")
+
+
+def untouched(auth_server: str, admin: str, job: int, ledger: Ledger, length: int) -> None:
+    """Nothing was appended, and ``job`` is still failed."""
+    assert story.event_count(ledger) == length
+    with api(auth_server, admin) as http:
+        assert story.status(http, job) == "failed"
+
+
 def test_sign_in_and_out(auth_server: str, tab: OpenTab, token: Token) -> None:
     secret = token("alice", "read")
     dash = tab(auth_server)
@@ -67,10 +82,7 @@ def test_a_revoked_token_ends_its_session(
 def test_an_action_outside_the_token_scopes_is_refused(
     auth_server: str, tab: OpenTab, token: Token, ledger: Ledger
 ) -> None:
-    admin = token("admin", "admin")
-    with api(auth_server, admin) as http:
-        story.queue(http, "emails")
-        job = story.failed(http, "emails")
+    admin, job = failed_job(auth_server, token)
     reader = token("reader", "read")
     length = story.event_count(ledger)
     dash = tab(auth_server)
@@ -79,19 +91,13 @@ def test_an_action_outside_the_token_scopes_is_refused(
     action(page, job, "requeue")
     expect(page.locator("body")).to_contain_text("403")
     dash.shot("refused")
-    assert story.event_count(ledger) == length
-    with api(auth_server, admin) as http:
-        assert story.status(http, job) == "failed"
-        assert [e["type"] for e in story.history(http, job)][-1] == "job_failed"
+    untouched(auth_server, admin, job, ledger, length)
 
 
 def test_an_admin_action_is_recorded_with_the_token_name(
     auth_server: str, tab: OpenTab, token: Token
 ) -> None:
-    admin = token("ops", "admin")
-    with api(auth_server, admin) as http:
-        story.queue(http, "emails")
-        job = story.failed(http, "emails")
+    admin, job = failed_job(auth_server, token, "ops")
     dash = tab(auth_server)
     sign_in(dash, admin)
     page = dash.open("/ui/failed")
@@ -109,15 +115,10 @@ def test_an_admin_action_is_recorded_with_the_token_name(
 def test_a_cross_site_post_with_a_session_open_is_refused(
     auth_server: str, tab: OpenTab, token: Token, ledger: Ledger
 ) -> None:
-    admin = token("admin", "admin")
-    with api(auth_server, admin) as http:
-        story.queue(http, "emails")
-        job = story.failed(http, "emails")
+    admin, job = failed_job(auth_server, token)
     dash = tab(auth_server)
     sign_in(dash, admin)
     length = story.event_count(ledger)
     status = cross_site_post(dash, auth_server, job, "delete")
     assert status in (303, 302, 401, 403), status
-    assert story.event_count(ledger) == length
-    with api(auth_server, admin) as http:
-        assert story.status(http, job) == "failed"
+    untouched(auth_server, admin, job, ledger, length)
