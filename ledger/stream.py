@@ -126,9 +126,10 @@ def recent(limit: int, flt: EventFilter, budget: int = 2_000) -> Read[list[Event
         found = [decode_entry(i, fields) for i, fields in r[0]]
         return [e for e in found if flt.matches(e)][:limit]
 
-    if flt.job is not None:
+    job = flt.job
+    if job is not None:
         return Read(
-            lambda k: [("LRANGE", k.history(flt.job), -budget, -1)],
+            lambda k: [("LRANGE", k.history(job), -budget, -1)],
             lambda r: _by_ids(list(reversed([_s(i) for i in r[0]])), limit, flt),
         )
     return Read(lambda k: [("XREVRANGE", k.events, "+", "-", "COUNT", budget)], parse)

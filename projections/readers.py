@@ -180,7 +180,7 @@ def _count_commands(k: Keys, names: list[str]) -> list[tuple[Any, ...]]:
 
 def _counts(names: list[str], r: list[Any]) -> dict[str, dict[str, int]]:
     width = len(JOB_STATUSES) + 1
-    queues = {}
+    queues: dict[str, dict[str, int]] = {}
     for i, n in enumerate(names):
         plain, laned, *rest = r[i * width : (i + 1) * width]
         counts = [int(plain) + int(laned or 0), *(int(c) for c in rest)]

@@ -1,7 +1,7 @@
 """What ``pip install .`` puts in site-packages, and what a user's project sees of it.
 
 The wheel holds one import name, ``jobledger`` (the repository's folders mapped under it), with
-its Lua scripts and ``py.typed``: nothing named ``api``, ``ledger``, ``replay`` or ``projections``
+its Lua scripts, the dashboard's templates and assets, and ``py.typed``: nothing named ``api``, ``ledger``, ``replay`` or ``projections``
 lands at the top of site-packages, where it would clash with a user's own packages.  The second
 test runs the installed jobledger (whatever this environment installed: editable in a checkout, a
 plain install in CI) from a project that has packages of exactly those names.
@@ -29,11 +29,19 @@ INSTALLED_AS = {"api": "jobledger", "ledger": "jobledger/ledger", "projections":
                 "replay": "jobledger/replay"}  # fmt: skip
 
 
+#: The dashboard's templates and static assets (htmx and its licence among them): package data.
+DASHBOARD = REPO / "api" / "server" / "ui"
+
+
+def _dashboard_asset(path: Path) -> bool:
+    return path.is_file() and path.parent in (DASHBOARD / "templates", DASHBOARD / "static")
+
+
 def _source_files() -> Iterator[str]:
     """Every module, Lua script and py.typed of the repository's folders, as the wheel names it."""
     for folder, target in INSTALLED_AS.items():
         for path in (REPO / folder).rglob("*"):
-            wanted = path.suffix in (".py", ".lua") or path.name == "py.typed"
+            wanted = path.suffix in (".py", ".lua") or path.name == "py.typed" or _dashboard_asset(path)
             if wanted and "__pycache__" not in path.parts:
                 yield f"{target}/{path.relative_to(REPO / folder).as_posix()}"
 
@@ -60,6 +68,9 @@ def test_the_wheel_holds_jobledger_only(tmp_path: Path) -> None:
     missing = sorted(set(_source_files()) - names)
     assert missing == [], "not in the wheel (a package missing from pyproject's list, or its package-data)"
     assert "jobledger/py.typed" in names
+    for asset in ("static/htmx.min.js", "static/htmx-ext-sse.min.js", "static/LICENSE-htmx.txt",
+                  "static/ui.css", "templates/base.html"):  # fmt: skip
+        assert f"jobledger/server/ui/{asset}" in names, asset
     for layer in ("ledger", "projections", "replay"):
         assert any(n.startswith(f"jobledger/{layer}/lua/") and n.endswith(".lua") for n in names), layer
 

@@ -253,11 +253,11 @@ def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
 
 
 def served_routes(app: Starlette) -> list[tuple[str, str]]:
-    """``(METHOD, path)`` of every route the app serves, in order (HEAD, which Starlette adds to
-    every GET, left out)."""
+    """``(METHOD, path)`` of every route of the API the app serves, in order (HEAD, which Starlette
+    adds to every GET, left out; so are routes outside the schema, such as the dashboard's pages)."""
     out = []
     for route in app.routes:
-        if isinstance(route, Route) and route.methods:
+        if isinstance(route, Route) and route.methods and route.include_in_schema:
             methods = route.methods - {"HEAD"} if "GET" in route.methods else route.methods
             out += [(m, route.path) for m in sorted(methods)]
     return out

@@ -13,27 +13,32 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from jobledger.server.ui import actions, live, pages
-from jobledger.server.ui.render import STATIC
+from jobledger.server.ui.render import STATIC, Endpoint
+
+
+def _page(path: str, endpoint: Endpoint, method: str = "GET") -> Route:
+    """A dashboard route: HTML, so not in the API's OpenAPI document."""
+    return Route(path, endpoint, methods=[method], include_in_schema=False)
 
 
 def routes() -> list[BaseRoute]:
     """Every route of the dashboard, to put beside the API's."""
     return [
-        Route("/ui", pages.overview, methods=["GET"]),
-        Route("/ui/queue/{queue}", pages.queue, methods=["GET"]),
-        Route("/ui/search", pages.search, methods=["GET"]),
-        Route("/ui/job/{job_id}", pages.job, methods=["GET"]),
-        Route("/ui/job/{job_id}/action", actions.job_action, methods=["POST"]),
-        Route("/ui/job/{job_id}/stream", live.job_timeline, methods=["GET"]),
-        Route("/ui/events", pages.events, methods=["GET"]),
-        Route("/ui/events/stream", live.ledger_events, methods=["GET"]),
-        Route("/ui/failed", pages.failed, methods=["GET"]),
-        Route("/ui/launchers", pages.launchers, methods=["GET"]),
-        Route("/ui/ledger", pages.ledger, methods=["GET"]),
-        Route("/ui/ledger/verify", actions.start_verify, methods=["POST"]),
-        Route("/ui/ledger/verify/{run}", pages.verify_result, methods=["GET"]),
-        Route("/ui/signin", pages.signin, methods=["GET"]),
-        Route("/ui/signin", actions.signin, methods=["POST"]),
-        Route("/ui/signout", actions.signout, methods=["POST"]),
+        _page("/ui", pages.overview),
+        _page("/ui/queue/{queue}", pages.queue),
+        _page("/ui/search", pages.search),
+        _page("/ui/job/{job_id}", pages.job),
+        _page("/ui/job/{job_id}/action", actions.job_action, "POST"),
+        _page("/ui/job/{job_id}/stream", live.job_timeline),
+        _page("/ui/events", pages.events),
+        _page("/ui/events/stream", live.ledger_events),
+        _page("/ui/failed", pages.failed),
+        _page("/ui/launchers", pages.launchers),
+        _page("/ui/ledger", pages.ledger),
+        _page("/ui/ledger/verify", actions.start_verify, "POST"),
+        _page("/ui/ledger/verify/{run}", pages.verify_result),
+        _page("/ui/signin", pages.signin),
+        _page("/ui/signin", actions.signin, "POST"),
+        _page("/ui/signout", actions.signout, "POST"),
         Mount("/ui/static", app=StaticFiles(directory=STATIC), name="ui-static"),
     ]

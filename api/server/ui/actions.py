@@ -50,8 +50,8 @@ BACK = {"failed": "/ui/failed", "job": "/ui/job/{id}"}
 def _command(action: str, jid: int) -> Call[int]:
     if action == "delete":
         return commands.delete_job(jid)
-    status = "queued" if action == "requeue" else "cancelled"
-    return commands.update_job(jid, JobUpdate(status=status))
+    update = JobUpdate(status="queued") if action == "requeue" else JobUpdate(status="cancelled")
+    return commands.update_job(jid, update)
 
 
 def _refuse_writes(request: Request) -> None:

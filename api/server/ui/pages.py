@@ -75,7 +75,7 @@ async def queue(request: Request) -> Response:
     )  # fmt: skip
 
 
-def search(request: Request) -> Response:
+async def search(request: Request) -> Response:
     """The search form's answer: to the job's page."""
     raw = (request.query_params.get("id") or "").strip()
     found = valid_job_id(raw)
