@@ -91,6 +91,19 @@ def test_pages_need_read(secured: Secured) -> None:
     assert "needs read" in parse(response.text).one(id="flash").text()
 
 
+def test_a_queue_scoped_token_sees_its_queue_and_its_jobs_only(secured: Secured) -> None:
+    job_id = secured.create_job()
+    secured.sign_in("producer")  # produce:q, no read
+    assert secured.client.get("/ui/queue/q").status_code == 200
+    assert secured.client.get(f"/ui/job/{job_id}").status_code == 200
+    assert secured.client.get("/ui").status_code == 403  # every queue: read only
+    secured.sign_in("stranger")
+    for path in ("/ui/queue/q", f"/ui/job/{job_id}"):
+        response = secured.client.get(path)
+        assert response.status_code == 403
+        assert "on queue 'q'" in parse(response.text).one(id="flash").text()
+
+
 def test_an_action_in_scope_is_recorded_with_the_tokens_name(
     secured: Secured, client: redis.Redis, namespace: str
 ) -> None:
