@@ -172,3 +172,16 @@ def test_the_api_still_wants_its_bearer_token(secured: Secured) -> None:
     """The session cookie is the dashboard's: it opens no API route."""
     secured.sign_in("admin")
     assert secured.client.get("/queue").status_code == 401
+
+
+def test_a_post_without_a_session_signs_in_first_then_goes_to_the_dashboard(
+    secured: Secured, client: redis.Redis, namespace: str
+) -> None:
+    job_id = failed_job(secured)
+    with unchanged(client, namespace):
+        response = secured.client.post(f"/ui/job/{job_id}/action", data={"action": "delete"},
+                                       follow_redirects=False)  # fmt: skip
+        cross = secured.client.post(f"/ui/job/{job_id}/action", data={"action": "delete"},
+                                    headers={"origin": "https://evil.example"})  # fmt: skip
+    assert response.status_code == 303 and response.headers["location"] == "/ui/signin?next=%2Fui"
+    assert cross.status_code == 403  # refused before anything else is looked at
