@@ -28,6 +28,8 @@ DEADLINES = {
     TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire", "due_release", "due_queued")
 }
 QUOTA_INDEXES = ("lanes", "laned", "heads", "keys")
+#: Per-queue keys that hold no job: counts of what ended (replay equality checks them).
+QUEUE_COUNTERS = ("throughput",)
 PRIORITY_UNIT = 2**40  # enter_queue's score: (100 - priority) * 2^40 + sequence number
 
 #: (key without the namespace prefix, score or None when any score is right)
@@ -71,8 +73,8 @@ def _kind(rel: str) -> str | None:
     if parts[0] == "queue" and len(parts) == 3:
         if parts[2] == "unique":
             return "unique"
-        if parts[2] in QUOTA_INDEXES:
-            return None  # derived from the lanes and running jobs; checked by replay equality
+        if parts[2] in QUOTA_INDEXES or parts[2] in QUEUE_COUNTERS:
+            return None  # derived from the lanes, running jobs or ended runs; checked by replay equality
         return "zset" if parts[2] in JOB_STATUSES else "unknown"
     return "zset" if rel in DEADLINES else None
 

@@ -1,10 +1,10 @@
 """What ``pip install .`` puts in site-packages, and what a user's project sees of it.
 
-The wheel holds one import name, ``jobledger`` (the repository's folders mapped under it), with
-its Lua scripts, the dashboard's templates and assets, and ``py.typed``: nothing named ``api``, ``ledger``, ``replay`` or ``projections``
-lands at the top of site-packages, where it would clash with a user's own packages.  The second
-test runs the installed jobledger (whatever this environment installed: editable in a checkout, a
-plain install in CI) from a project that has packages of exactly those names.
+The wheel holds one import name, ``jobledger`` (the repository's folders mapped under it), with its Lua
+scripts, the dashboard's templates and assets, and ``py.typed``: nothing named ``api``, ``ledger``,
+``replay`` or ``projections`` lands at the top of site-packages, where it would clash with a user's own
+packages. The second test runs the installed jobledger (whatever this environment installed: editable in
+a checkout, a plain install in CI) from a project that has packages of exactly those names.
 """
 
 from __future__ import annotations

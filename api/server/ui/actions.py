@@ -4,7 +4,7 @@ A job action runs the same command as the API's route for it, needs the same sco
 with the signed-in token's name as its actor (``local`` with auth off): requeue and cancel are
 ``PATCH /job/{id}`` to ``queued`` / ``cancelled`` (``work:`` on the job's queue), delete is
 ``DELETE /job/{id}`` (``admin``).  Every post is refused (403, nothing appended) when it comes from
-another site or lacks the session's csrf value (:func:`jobledger.server.ui.session.check_post`).
+another site or lacks the session's csrf value (:mod:`jobledger.server.ui.session`).
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from jobledger.projections import tokens
 from jobledger.server.auth import ADMIN, Needs
 from jobledger.server.inputs import job_id
 from jobledger.server.ui import flash
-from jobledger.server.ui.render import answered, error_page, page
+from jobledger.server.ui.render import answered, page
 from jobledger.server.ui.session import (
     Refused,
     admit,
     auth_on,
-    check_post,
+    check_csrf,
+    check_origin,
     clear_session,
     form_of,
     safe_next,
-    same_site,
     set_session,
 )
 
@@ -62,6 +62,7 @@ def _refuse_writes(request: Request) -> None:
 @answered
 async def job_action(request: Request) -> Response:
     """``action`` = requeue | cancel | delete on the path's job; back to the page it came from."""
+    check_origin(request)
     jid = job_id(request)
     form = await form_of(request)
     action = form.get("action", "")
@@ -69,7 +70,7 @@ async def job_action(request: Request) -> Response:
         raise BadRequest(f"unknown action {action!r}: requeue, cancel or delete")
     viewer = await admit(request, NEEDS[action], job=jid)
     request.state.viewer = viewer
-    check_post(request, viewer, form)
+    check_csrf(viewer, form)
     _refuse_writes(request)
     ledger: AsyncLedger = request.state.ledger
     await ledger.run(_command(action, jid))
@@ -84,20 +85,22 @@ async def job_action(request: Request) -> Response:
 async def start_verify(request: Request) -> Response:
     """Start a verify run; htmx gets the result fragment (polling until done), a plain form post is
     sent to the ledger page, which shows the run."""
+    check_origin(request)
     form = await form_of(request)
     viewer = await admit(request, ADMIN)
     request.state.viewer = viewer
-    check_post(request, viewer, form)
+    check_csrf(viewer, form)
+    _refuse_writes(request)
     run = request.app.state.verify_runs.start(viewer.name)
     if request.headers.get("hx-request"):
         return page(request, "_verify.html", code=202, run=run)
     return RedirectResponse(f"/ui/ledger?run={run.id}", status_code=303)
 
 
+@answered
 async def signin(request: Request) -> Response:
     """Check the token and keep its secret in the session cookie."""
-    if not same_site(request):
-        return error_page(request, 403, "refused: this form was posted from another site")
+    check_origin(request)
     form = await form_of(request)
     target = safe_next(form.get("next"))
     if not auth_on(request):
@@ -116,8 +119,7 @@ async def signin(request: Request) -> Response:
 
 @answered
 async def signout(request: Request) -> Response:
-    if not same_site(request):
-        raise Refused(403, "refused: this form was posted from another site")
+    check_origin(request)
     response = RedirectResponse("/ui/signin" if auth_on(request) else "/ui", status_code=303)
     clear_session(response, request)
     return response

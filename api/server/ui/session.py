@@ -6,7 +6,8 @@ ledger's token projection again, exactly as the API's bearer check does, so a re
 session ends at once and the server keeps no session state.  With auth off, everyone is ``local``.
 
 A form post is refused when the browser says it comes from another site (``Sec-Fetch-Site``, or an
-``Origin`` that is not this server's), and, with auth on, when its ``csrf`` field is not the one
+``Origin`` that is not this server's: :func:`check_origin`), and, with auth on, when its ``csrf``
+field is not the one
 derived from the session's secret (compared in constant time).  A cross-site page can neither read
 the cookie nor the field, so it cannot forge the pair.
 """
@@ -122,16 +123,23 @@ async def form_of(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
-def check_post(request: Request, viewer: Viewer, form: dict[str, str]) -> None:
-    """Refuse (403) a form post from another site, or, with a session, without its csrf value."""
+def check_origin(request: Request) -> None:
+    """Refuse (403) a form post from another site, before anything else is looked at."""
     if not same_site(request):
         raise Refused(403, "refused: this form was posted from another site")
+
+
+def check_csrf(viewer: Viewer, form: dict[str, str]) -> None:
+    """Refuse (403) a form post of a session without that session's csrf value."""
     if viewer.signed_in and not hmac.compare_digest(form.get("csrf", ""), viewer.csrf):
         raise Refused(403, "refused: the form's csrf field is missing or wrong; reload the page")
 
 
 def sign_in_redirect(request: Request) -> Response:
+    """To the sign-in form, and back to this page after (a post goes back to the dashboard)."""
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method != "GET":
+        target = "/ui"
     return RedirectResponse(f"/ui/signin?next={quote(target, safe='')}", status_code=303)
 
 

@@ -12,7 +12,8 @@ from jobledger.ledger.tokens import create_token, digest, new_secret
 from tests.http_support import app_client, put_queue
 
 #: name -> scopes of the tokens of the secured app.
-ROLES = {"admin": ["admin"], "reader": ["read"], "worker": ["read", "work:q"], "stranger": ["produce:other"]}
+ROLES = {"admin": ["admin"], "reader": ["read"], "worker": ["read", "work:q"], "producer": ["produce:q"],
+         "stranger": ["produce:other"]}  # fmt: skip
 
 
 @pytest.fixture

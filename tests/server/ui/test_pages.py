@@ -130,6 +130,7 @@ def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> N
     error = {"kind": "SMTPError", "message": "relay refused", "traceback": "Traceback...\nSMTPError"}
     finish(ui, "q", "failed", error=error, output={"partial": True})
     doc = page(ui, f"/ui/job/{job_id}")
+    assert doc.one(id="actions").one("form").attrs["action"] == f"/ui/job/{job_id}/action"
     fields = doc.one(id="fields")
     assert fields.one(data_field="queue").text() == "q" and "welcome" in fields.one(data_field="tags").text()
     assert json.loads(doc.one("pre", id="input").text()) == {"to": "ada@example.com", "n": [1, 2]}

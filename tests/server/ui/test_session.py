@@ -91,6 +91,19 @@ def test_pages_need_read(secured: Secured) -> None:
     assert "needs read" in parse(response.text).one(id="flash").text()
 
 
+def test_a_queue_scoped_token_sees_its_queue_and_its_jobs_only(secured: Secured) -> None:
+    job_id = secured.create_job()
+    secured.sign_in("producer")  # produce:q, no read
+    assert secured.client.get("/ui/queue/q").status_code == 200
+    assert secured.client.get(f"/ui/job/{job_id}").status_code == 200
+    assert secured.client.get("/ui").status_code == 403  # every queue: read only
+    secured.sign_in("stranger")
+    for path in ("/ui/queue/q", f"/ui/job/{job_id}"):
+        response = secured.client.get(path)
+        assert response.status_code == 403
+        assert "on queue 'q'" in parse(response.text).one(id="flash").text()
+
+
 def test_an_action_in_scope_is_recorded_with_the_tokens_name(
     secured: Secured, client: redis.Redis, namespace: str
 ) -> None:
@@ -159,3 +172,16 @@ def test_the_api_still_wants_its_bearer_token(secured: Secured) -> None:
     """The session cookie is the dashboard's: it opens no API route."""
     secured.sign_in("admin")
     assert secured.client.get("/queue").status_code == 401
+
+
+def test_a_post_without_a_session_signs_in_first_then_goes_to_the_dashboard(
+    secured: Secured, client: redis.Redis, namespace: str
+) -> None:
+    job_id = failed_job(secured)
+    with unchanged(client, namespace):
+        response = secured.client.post(f"/ui/job/{job_id}/action", data={"action": "delete"},
+                                       follow_redirects=False)  # fmt: skip
+        cross = secured.client.post(f"/ui/job/{job_id}/action", data={"action": "delete"},
+                                    headers={"origin": "https://evil.example"})  # fmt: skip
+    assert response.status_code == 303 and response.headers["location"] == "/ui/signin?next=%2Fui"
+    assert cross.status_code == 403  # refused before anything else is looked at
