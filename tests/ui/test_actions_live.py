@@ -151,7 +151,8 @@ def test_the_live_ledger_filter_form(server: str, tab: OpenTab) -> None:
     set_filter(page, "queue", "reports")
     page.wait_for_url(re.compile(r"/ui/events\?.*queue=reports"))
     dash.shot("filter form")
-    expect(page.locator(f'#events [data-event-id="{_newest_event(server, job)}"]')).to_be_visible()
+    shown = page.locator(f'#events [data-event-id="{_newest_event(server, job)}"]')
+    expect(shown).to_be_visible(timeout=2000)  # the page is rendered by now: no live wait
 
 
 def cross_site_post(dash: Dashboard, server: str, job: int, name: str) -> int:
