@@ -7,13 +7,17 @@ its cost does not grow with the number of jobs in the ledger.  The per-status se
 id, so their ranges come newest first.  Queued jobs come in the order they will be handed out
 (the plain set and every quota lane merged by score); in the all-statuses view they are taken
 from the end of that order, so that view is newest first exactly when the queued jobs share one
-priority.  A tag set has no order: a tag page reads the tag's ids (its cost grows with the tag's
-size, not the ledger's) and then the queue and status of just enough of them, newest first.
+priority.  A tag set has no order.  A small tag (up to :data:`SMALL_TAG` ids) is read whole, newest
+first, and just enough of its jobs are checked for queue and status; a bigger one is not read: the
+queue's status sets are walked newest first, a chunk at a time checked against the tag
+(``SMISMEMBER``), until the page is full or :data:`WALK_BUDGET` ids of a set have been looked at.
+Either way the cost follows the page and the tag's density, not the ledger's size.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,11 @@ from jobledger.projections.views import decode_hash, job_view
 
 #: How many jobs' queue and status a tag page checks per round trip.
 TAG_CHUNK = 500
+#: A tag with more ids than this is not read whole: the status sets are walked instead, a chunk of
+#: ids at a time checked against the tag, at most WALK_BUDGET ids of each.
+SMALL_TAG = 5_000
+WALK_CHUNK = 1_000
+WALK_BUDGET = 100_000
 ENDED_BADLY = ("failed", "timed_out")
 
 
@@ -102,28 +111,91 @@ def _all_statuses(queue: str, offset: int, limit: int) -> Read[JobPage]:
     )
 
 
-def _tagged(queue: str, status: str | None, tag: str, offset: int, limit: int) -> Read[JobPage]:
-    """The tag's ids, newest first, kept while their job is of the queue (and status)."""
-    count = offset + limit + 1
+def _then(read: Read[Any] | Any, then: Callable[[Any], Any]) -> Any:
+    """``read``, its value (after however many round trips it takes) handed to ``then``; a value
+    that needs no read is handed over at once."""
+    if not isinstance(read, Read):
+        return then(read)
 
-    def check(candidates: list[int], found: list[int]) -> Read[JobPage]:
+    def parse(r: list[Any]) -> Any:
+        value = read.parse(r)
+        return _then(value, then) if isinstance(value, Read) else then(value)
+
+    return Read(read.commands, parse)
+
+
+def _small_tag(queue: str, status: str | None, ids: list[int], count: int) -> Read[list[int]] | list[int]:
+    """Of a small tag's ids, newest first, the first ``count`` whose job is of the queue (and status)."""
+
+    def check(candidates: list[int], found: list[int]) -> Read[list[int]] | list[int]:
         chunk, rest = candidates[:TAG_CHUNK], candidates[TAG_CHUNK:]
 
-        def parse(r: list[Any]) -> Read[JobPage]:
+        def parse(r: list[Any]) -> Read[list[int]] | list[int]:
             for i, (q, s) in zip(chunk, r, strict=True):
                 if q is not None and _s(q) == queue and (status is None or _s(s) == status):
                     found.append(i)
-            if len(found) >= count or not rest:
-                return _summaries(found[offset:count], limit)
-            return check(rest, found)
+            return found[:count] if len(found) >= count or not rest else check(rest, found)
 
         return Read(lambda k: [("HMGET", k.job(i), "queue", "status") for i in chunk], parse)
 
-    def start(r: list[Any]) -> Read[JobPage] | JobPage:
-        candidates = sorted((int(_s(i)) for i in r[0]), reverse=True)
-        return check(candidates, []) if candidates else JobPage([], False)
+    return check(sorted(ids, reverse=True), []) if ids else []
 
-    return Read(lambda k: [("SMEMBERS", k.tag(tag))], start)
+
+def _walk(key: Callable[[Keys], str], newest_first: bool, tag: str, count: int) -> Read[list[int]]:
+    """The first ``count`` ids of a sorted set, newest first or in its own order, that carry the tag,
+    looking at no more than :data:`WALK_BUDGET` of them."""
+    order = ("REV",) if newest_first else ()
+
+    def step(start: int, found: list[int]) -> Read[list[int]]:
+        def ranged(r: list[Any]) -> Read[list[int]] | list[int]:
+            ids = [int(_s(i)) for i in r[0]]
+            if not ids:
+                return found
+
+            def checked(r: list[Any]) -> Read[list[int]] | list[int]:
+                kept = found + [i for i, member in zip(ids, r[0], strict=True) if int(member)]
+                done = len(kept) >= count or len(ids) < WALK_CHUNK or start + len(ids) >= WALK_BUDGET
+                return kept[:count] if done else step(start + len(ids), kept)
+
+            return Read(lambda k: [("SMISMEMBER", k.tag(tag), *ids)], checked)
+
+        return Read(lambda k: [("ZRANGE", key(k), start, start + WALK_CHUNK - 1, *order)], ranged)
+
+    return step(0, [])
+
+
+def _big_tag(queue: str, status: str | None, tag: str, count: int) -> Read[list[int]]:
+    """A big tag's ids of the queue: each status set walked newest first, checked against the tag."""
+    statuses: list[str] = [status] if status else list(JOB_STATUSES)
+
+    def walk(rest: list[str], found: list[int]) -> Read[list[int]]:
+        s = rest[0]
+        key: Callable[[Keys], str] = (
+            (lambda k: k.queued_ids(queue)) if s == "queued" else (lambda k: k.queue_status(queue, s))
+        )
+        read = _walk(key, s != "queued", tag, count)  # queued: in hand-out order
+        return _then(read, lambda ids: walk(rest[1:], found + ids) if rest[1:] else found + ids)
+
+    return _then(walk(statuses, []), lambda ids: ids if status else sorted(set(ids), reverse=True))
+
+
+def _tagged(queue: str, status: str | None, tag: str, offset: int, limit: int) -> Read[JobPage]:
+    """A page of the queue's jobs carrying the tag (see the module docstring)."""
+    count = offset + limit + 1
+
+    def sized(r: list[Any]) -> Read[JobPage]:
+        if int(r[0]) > SMALL_TAG:
+            found = _big_tag(queue, status, tag, count)
+            return _then(found, lambda ids: _summaries(ids[offset:count], limit))
+        return Read(
+            lambda k: [("SMEMBERS", k.tag(tag))],
+            lambda r: _then(
+                _small_tag(queue, status, [int(_s(i)) for i in r[0]], count),
+                lambda ids: _summaries(ids[offset:count], limit),
+            ),
+        )
+
+    return Read(lambda k: [("SCARD", k.tag(tag))], sized)
 
 
 def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:

@@ -117,7 +117,7 @@ class GracefulServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
-            log.info("listening on %s://%s", self.scheme, self.address)
+            log.info("listening on %s://%s (dashboard: /ui)", self.scheme, self.address)
 
 
 def tls_problem(cert: Path, key: Path) -> str | None:

@@ -3,7 +3,8 @@ with htmx (vendored in ``static/``) for live parts and forms.
 
 ``pages`` reads and shows, ``actions`` takes form posts (job actions, verify, signing in and out),
 ``live`` follows the ledger as HTML over Server-Sent Events, ``session`` says who is looking and
-whether a post may act, ``render`` turns it all into HTML.  Every read is a bounded read of the
+whether a post may act, ``render`` turns it all into HTML, ``flash`` carries an action's message
+to the next page, ``verify_runs`` keeps the verify runs started here.  Every read is a bounded read of the
 projections (see docs/dashboard.md); every change goes through the same commands as the API.
 """
 

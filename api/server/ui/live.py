@@ -12,7 +12,9 @@ from starlette.responses import Response, StreamingResponse
 
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.events import Event
-from jobledger.ledger.stream import EventFilter
+from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.stream import EventFilter, id_key
+from jobledger.projections import readers
 from jobledger.server.auth import READ, READ_JOB
 from jobledger.server.event_handlers import Follower, event_filter, live_end
 from jobledger.server.inputs import job_id
@@ -45,7 +47,8 @@ def ledger_item(event: Event) -> str:
 
 
 def _position(request: Request, name: str) -> str | None:
-    raw = request.query_params.get(name) or None
+    """An event id from the query's ``after``, or the ``Last-Event-ID`` header; None without."""
+    raw = (request.headers.get(name) if name == "last-event-id" else request.query_params.get(name)) or None
     if raw is not None and not all(part.isdigit() for part in raw.split("-", 1)):
         raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
     return raw
@@ -56,24 +59,36 @@ def _feed(request: Request, flt: EventFilter, position: str, render: Callable[[E
     return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=HEADERS)
 
 
+async def _resumed_at(ledger: AsyncLedger, jid: int, position: str) -> int | None:
+    """The time of the job's last event at or before ``position`` (None: none the stream holds)."""
+    ids = [i for i in await ledger.read(readers.history_ids(jid)) if id_key(i) <= id_key(position)]
+    found = await ledger.read(readers.stream_events(ids[-1:]))
+    return found[ids[-1]].at if ids and ids[-1] in found else None
+
+
 @answered
 async def job_timeline(request: Request) -> Response:
     """The job's events after ``?after=`` (its timeline's last), each timed from the one before
-    (``?prev=``: the last one's time in ms)."""
+    (``?prev=``: the last one's time in ms).  A browser reconnecting sends ``Last-Event-ID``: the
+    feed goes on from there, timed from the job's event before it."""
     jid = job_id(request)
     await admit(request, READ_JOB, job=jid)
+    ledger: AsyncLedger = request.state.ledger
     prev = request.query_params.get("prev")
     if prev is not None and not prev.isdigit():
         raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
-    position = _position(request, "after") or await live_end(request.state.ledger)
-    render = timeline_item(int(prev) if prev is not None else None)
-    return _feed(request, EventFilter(job=jid), position, render)
+    previous_at = int(prev) if prev is not None else None
+    position = _position(request, "last-event-id")
+    if position is not None:
+        previous_at = await _resumed_at(ledger, jid, position)
+    position = position or _position(request, "after") or await live_end(ledger)
+    return _feed(request, EventFilter(job=jid), position, timeline_item(previous_at))
 
 
 @answered
 async def ledger_events(request: Request) -> Response:
-    """The ledger's new events matching the page's filters."""
+    """The ledger's new events matching the page's filters (after ``Last-Event-ID`` on a reconnect)."""
     await admit(request, READ)
     flt = event_filter(request)
-    position = _position(request, "after") or await live_end(request.state.ledger)
-    return _feed(request, flt, position, ledger_item)
+    position = _position(request, "last-event-id") or _position(request, "after")
+    return _feed(request, flt, position or await live_end(request.state.ledger), ledger_item)

@@ -3,12 +3,15 @@ over Server-Sent Events, and a feed opened with a session ends when its token is
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
 
+from jobledger.ledger.durations import parse_time
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
+from jobledger.server.ui.render import duration
 from jobledger.server.ui.session import COOKIE
 from tests.live_server import live_server
 from tests.server.ui.html import Element, parse
@@ -48,6 +51,26 @@ def test_a_jobs_timeline_grows_live(server: str, ledger: Ledger) -> None:
     assert (started.attrs["data-type"], completed.attrs["data-type"]) == ("job_started", "job_completed")
     assert started.one(class_="actor").text() == "local"
     assert started.one(class_="since").text().startswith("+") and completed.one(class_="since").text()
+
+
+def test_a_reconnecting_timeline_goes_on_after_the_last_event_it_was_sent(
+    server: str, ledger: Ledger
+) -> None:
+    put_queue(ledger, "q")
+    job_id = create(ledger, "q")
+    first = parse(httpx.get(f"{server}/ui/job/{job_id}").text).one("li", data_event_id=True)
+    time.sleep(0.05)
+    fetched = fetch_one(ledger, "q")
+    update(ledger, job_id, status="completed", attempt=fetched.attempt)
+    stream = f"/ui/job/{job_id}/stream?after=0-0&prev=0"  # the page's query; the header wins
+    headers = {"last-event-id": first.attrs["data-event-id"]}
+    with httpx.Client(base_url=server, timeout=10) as http, http.stream("GET", stream, headers=headers) as r:
+        feed = blocks(r)
+        started, completed = item(next(feed)[1]), item(next(feed)[1])
+    assert (started.attrs["data-type"], completed.attrs["data-type"]) == ("job_started", "job_completed")
+    times = [parse_time(e.one("time").attrs["datetime"]) for e in (first, started, completed)]
+    assert started.one(class_="since").text() == "+" + duration(times[1] - times[0])  # from the job's event
+    assert completed.one(class_="since").text() == "+" + duration(times[2] - times[1])
 
 
 def test_the_live_ledger_sends_only_what_matches_its_filters(server: str, ledger: Ledger) -> None:

@@ -10,6 +10,7 @@ import pytest
 from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
+from jobledger.projections import job_pages
 from tests.http_support import create_job, fetch, put_queue
 from tests.server.ui.html import Element, parse
 
@@ -106,6 +107,25 @@ def test_the_queue_page_filters_by_status_and_by_tag(ui: TestClient) -> None:
     by_tag = page(ui, "/ui/queue/q?tag=blue").all("tr", data_job=True)
     assert [r.attrs["data-job"] for r in by_tag] == [str(plain)]
     assert page(ui, "/ui/queue/q?tag=red&status=queued").all("tr", data_job=True) == []
+
+
+@pytest.mark.parametrize("small_tag", [5_000, 1], ids=["tag-read-whole", "status-sets-walked"])
+def test_a_tag_page_lists_the_tagged_jobs_newest_first_and_pages(
+    ui: TestClient, monkeypatch: pytest.MonkeyPatch, small_tag: int
+) -> None:
+    monkeypatch.setattr(job_pages, "SMALL_TAG", small_tag)
+    monkeypatch.setattr(job_pages, "WALK_CHUNK", 7)  # several chunks a set
+    put_queue(ui, "other")
+    create_job(ui, "other", tags=["red"])  # the same tag on another queue: not listed
+    red = [create_job(ui, "q", tags=["red"] if i % 3 else ["blue"]) for i in range(80)]
+    red = [job_id for i, job_id in enumerate(red) if i % 3]
+    ended = [finish(ui, "q", "completed") for _ in range(10)]
+    first = page(ui, "/ui/queue/q?tag=red")
+    second = page(ui, "/ui/queue/q" + first.one("a", rel="next").attrs["href"])
+    listed = [int(r.attrs["data-job"]) for d in (first, second) for r in d.all("tr", data_job=True)]
+    assert listed == red[::-1] and second.all("a", rel="next") == []
+    completed = page(ui, "/ui/queue/q?tag=red&status=completed").all("tr", data_job=True)
+    assert [int(r.attrs["data-job"]) for r in completed] == sorted(set(ended) & set(red), reverse=True)
 
 
 def test_queued_jobs_are_listed_in_the_order_they_are_handed_out(ui: TestClient) -> None:
