@@ -88,10 +88,17 @@ def _queued_in_order(queue: str, offset: int, limit: int) -> Read[JobPage]:
 
         return Read(commands, parse)
 
+    def plain(r: list[Any]) -> Read[JobPage]:
+        """Without quota lanes, one rank range of the queued set is the page."""
+        return (
+            _summaries([int(_s(i)) for i in r[1]], limit) if not r[0] else ranges(sorted(_s(x) for x in r[0]))
+        )
+
     return Read(
-        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue))],
-        lambda r: ranges(sorted(_s(lane) for lane in r[0])),
-    )
+        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue)),
+                   ("ZRANGE", k.queued_ids(queue), offset, count - 1)],
+        plain,
+    )  # fmt: skip
 
 
 def _all_statuses(queue: str, offset: int, limit: int) -> Read[JobPage]:
