@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.events import LOCAL, Event, decode_entry
 from jobledger.ledger.reads import Read
 
 SCAN_BATCH = 500
@@ -118,21 +118,43 @@ def newest() -> Read[str]:
     )
 
 
+#: How many entries a look back along the stream reads per round trip once a filter skips some.
+RECENT_CHUNK = 500
+_FILTERED = ("type", "queue", "job", "actor")
+
+
+def _may_match(flt: EventFilter, fields: dict[Any, Any]) -> bool:
+    """``flt`` against an entry's raw fields, before the entry is decoded (most are skipped)."""
+    got = {name: _s(v) for k, v in fields.items() if (name := _s(k)) in _FILTERED}
+    wanted = {"type": flt.type, "queue": flt.queue, "job": None if flt.job is None else str(flt.job),
+              "actor": flt.actor}  # fmt: skip
+    return all(w is None or got.get(n, LOCAL if n == "actor" else None) == w for n, w in wanted.items())
+
+
 def recent(limit: int, flt: EventFilter, budget: int = 2_000) -> Read[list[Event]]:
     """Up to ``limit`` of the newest events matching ``flt``, newest first, looking at no more than
-    the newest ``budget`` events of the stream (a job's: its own events, from its history)."""
-
-    def parse(r: list[Any]) -> list[Event]:
-        found = [decode_entry(i, fields) for i, fields in r[0]]
-        return [e for e in found if flt.matches(e)][:limit]
-
+    the newest ``budget`` events of the stream (filtered by job: at the job's newest ``limit``)."""
     job = flt.job
     if job is not None:
         return Read(
-            lambda k: [("LRANGE", k.history(job), -budget, -1)],
+            lambda k: [("LRANGE", k.history(job), -limit, -1)],
             lambda r: _by_ids(list(reversed([_s(i) for i in r[0]])), limit, flt),
         )
-    return Read(lambda k: [("XREVRANGE", k.events, "+", "-", "COUNT", budget)], parse)
+
+    def step(end: str, found: list[Event], seen: int) -> Read[list[Event]]:
+        count = min(limit if not found and not seen else RECENT_CHUNK, budget - seen)
+
+        def parse(r: list[Any]) -> Read[list[Event]] | list[Event]:
+            entries = r[0]
+            kept = found + [decode_entry(i, fields) for i, fields in entries if _may_match(flt, fields)]
+            looked = seen + len(entries)
+            if len(kept) >= limit or len(entries) < count or looked >= budget:
+                return kept[:limit]
+            return step("(" + _s(entries[-1][0]), kept, looked)
+
+        return Read(lambda k: [("XREVRANGE", k.events, end, "-", "COUNT", count)], parse)
+
+    return step("+", [], 0)
 
 
 def _by_ids(ids: list[str], limit: int, flt: EventFilter) -> Read[list[Event]]:

@@ -34,7 +34,7 @@ TAG_CHUNK = 500
 #: ids at a time checked against the tag, at most WALK_BUDGET ids of each.
 SMALL_TAG = 5_000
 WALK_CHUNK = 1_000
-WALK_BUDGET = 100_000
+WALK_BUDGET = 20_000
 ENDED_BADLY = ("failed", "timed_out")
 
 
@@ -88,10 +88,17 @@ def _queued_in_order(queue: str, offset: int, limit: int) -> Read[JobPage]:
 
         return Read(commands, parse)
 
+    def plain(r: list[Any]) -> Read[JobPage]:
+        """Without quota lanes, one rank range of the queued set is the page."""
+        return (
+            _summaries([int(_s(i)) for i in r[1]], limit) if not r[0] else ranges(sorted(_s(x) for x in r[0]))
+        )
+
     return Read(
-        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue))],
-        lambda r: ranges(sorted(_s(lane) for lane in r[0])),
-    )
+        lambda k: [("SMEMBERS", k.build("queue_lanes", name=queue)),
+                   ("ZRANGE", k.queued_ids(queue), offset, count - 1)],
+        plain,
+    )  # fmt: skip
 
 
 def _all_statuses(queue: str, offset: int, limit: int) -> Read[JobPage]:
@@ -143,10 +150,11 @@ def _small_tag(queue: str, status: str | None, ids: list[int], count: int) -> Re
 
 def _walk(key: Callable[[Keys], str], newest_first: bool, tag: str, count: int) -> Read[list[int]]:
     """The first ``count`` ids of a sorted set, newest first or in its own order, that carry the tag,
-    looking at no more than :data:`WALK_BUDGET` of them."""
+    looking at no more than :data:`WALK_BUDGET` of them: twice ``count`` ids first, then chunks
+    twice as large each time, up to :data:`WALK_CHUNK`."""
     order = ("REV",) if newest_first else ()
 
-    def step(start: int, found: list[int]) -> Read[list[int]]:
+    def step(start: int, size: int, found: list[int]) -> Read[list[int]]:
         def ranged(r: list[Any]) -> Read[list[int]] | list[int]:
             ids = [int(_s(i)) for i in r[0]]
             if not ids:
@@ -154,14 +162,14 @@ def _walk(key: Callable[[Keys], str], newest_first: bool, tag: str, count: int) 
 
             def checked(r: list[Any]) -> Read[list[int]] | list[int]:
                 kept = found + [i for i, member in zip(ids, r[0], strict=True) if int(member)]
-                done = len(kept) >= count or len(ids) < WALK_CHUNK or start + len(ids) >= WALK_BUDGET
-                return kept[:count] if done else step(start + len(ids), kept)
+                done = len(kept) >= count or len(ids) < size or start + len(ids) >= WALK_BUDGET
+                return kept[:count] if done else step(start + len(ids), min(2 * size, WALK_CHUNK), kept)
 
             return Read(lambda k: [("SMISMEMBER", k.tag(tag), *ids)], checked)
 
-        return Read(lambda k: [("ZRANGE", key(k), start, start + WALK_CHUNK - 1, *order)], ranged)
+        return Read(lambda k: [("ZRANGE", key(k), start, start + size - 1, *order)], ranged)
 
-    return step(0, [])
+    return step(0, min(2 * count, WALK_CHUNK), [])
 
 
 def _big_tag(queue: str, status: str | None, tag: str, count: int) -> Read[list[int]]:

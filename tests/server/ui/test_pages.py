@@ -198,6 +198,14 @@ def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None
     assert page(ui, "/ui/events?actor=nobody").all("li", data_event_id=True) == []
 
 
+def test_the_events_page_looks_back_past_events_its_filter_skips(ui: TestClient) -> None:
+    response = ui.post("/queue/q/jobs", json=[{"input": i} for i in range(700)])
+    assert response.status_code == 201, response.text
+    items = page(ui, "/ui/events?type=queue_created&actor=local").all("li", data_event_id=True)
+    assert [i.attrs["data-type"] for i in items] == ["queue_created"]  # 700 events back
+    assert len(page(ui, "/ui/events").all("li", data_event_id=True)) == 100
+
+
 def test_the_failed_page_lists_failed_and_timed_out_jobs_with_actions(ui: TestClient) -> None:
     put_queue(ui, "other")
     failed = create_job(ui, "q")
