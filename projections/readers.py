@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from jobledger.ledger import job_history
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
@@ -129,13 +130,14 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
 
 
 def _history_ids(job_id: int, r: list[Any]) -> list[str]:
-    if not r[0]:
+    ids = job_history.ids(r)
+    if not ids:
         raise NotFound(f"job {job_id} does not exist and never did")
-    return [_str(i) for i in r[0]]
+    return ids
 
 
 def _history_command(job_id: int) -> Any:
-    return lambda k: [("LRANGE", k.history(job_id), 0, -1)]
+    return lambda k: job_history.commands(k, job_id)
 
 
 def history_ids(job_id: int) -> Read[list[str]]:

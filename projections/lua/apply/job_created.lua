@@ -3,7 +3,8 @@
 -- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are
 -- handed out in order by the command that appends job_created, so the ids of these events only
 -- grow along the stream: job_id is simply the latest.  A job created with an Idempotency-Key records
--- the key (remember_request): the answer is the job's id, or the batch's ids the event names.
+-- the key (remember_request): the answer is the job's id, or the batch's ids the event names.  The
+-- event is the first of the job's history, written inline with the rest of the hash.
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/present.lua"
 --- @include "projections/lua/lib/remember_request.lua"
@@ -14,7 +15,8 @@ local function apply_job_created(e)
   redis.call('SET', K.job_id, id)
   local key = K.job(id)
   local scheduled = present(d.run_at)
-  local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued'}
+  local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued',
+    'h', e.id}
   local set = {}  -- the numeric settings above 0, stored
   for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
       'max_queued_time'}) do
@@ -39,4 +41,5 @@ local function apply_job_created(e)
   end
   redis.call('HINCRBY', K.stats, 'total_jobs_created', 1)
   remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
+  return true
 end
