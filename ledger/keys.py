@@ -30,7 +30,7 @@ TEMPLATES: dict[str, str] = {
     "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
-    "stats": "stats",  # global statistics counters (hash)
+    "stats": "stats",  # global statistics counters but total_jobs_created, which is job_id (hash)
     "queues": "queues",  # names of existing queues (set)
     "due_run": "due:run",  # running jobs by the time they time out (zset)
     "due_retry": "due:retry",  # failed / timed-out jobs waiting to retry, by retry time (zset)
@@ -169,16 +169,18 @@ class Keys:
         return escaped + "*"
 
 
-def lua_prelude(names: set[str] | None = None) -> str:
+def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
     """Lua definitions of the keys named (all by default): ``K.events`` for fixed keys,
     ``K.job(id)`` for the others.  ``L`` is the ledger's prefix (``KEYS[1]``), ``P`` the live
-    generation's (the same when ``KEYS[1]`` is itself a generation's prefix, as in replay)."""
-    lines = [
-        "local L = KEYS[1]",
-        "local G = redis.call('GET', L .. 'generation')",
-        "local P = G and (L .. 'g' .. G .. ':') or L",
-        "local K = {}",
-    ]
+    generation's (the same when ``KEYS[1]`` is itself a generation's prefix, as in replay).
+    With ``clock``, ``CLOCK`` is the ledger's clock (false when unset), read in the same call."""
+    generation, clock_key = TEMPLATES["generation"], TEMPLATES["clock"]
+    read = (
+        f"local G, CLOCK = unpack(redis.call('MGET', L .. {generation!r}, L .. {clock_key!r}))"
+        if clock
+        else f"local G = redis.call('GET', L .. {generation!r})"
+    )
+    lines = ["local L = KEYS[1]", read, "local P = G and (L .. 'g' .. G .. ':') or L", "local K = {}"]
     for name, template in TEMPLATES.items():
         if names is not None and name not in names:
             continue

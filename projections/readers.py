@@ -194,7 +194,15 @@ def info() -> Read[dict[str, Any]]:
 
         return Read(commands, parse)
 
+    def stats(stored: dict[str, str], last_id: Any) -> dict[str, str]:
+        # job ids are handed out one by one from 1, so the last one counts the jobs ever created
+        return {**stored, "total_jobs_created": _str(last_id or 0)}
+
     return Read(
-        lambda k: [("SMEMBERS", k.build("queues")), ("HGETALL", k.build("stats"))],
-        lambda r: counts(sorted(_str(n) for n in r[0]), decode_hash(r[1])),
+        lambda k: [
+            ("SMEMBERS", k.build("queues")),
+            ("HGETALL", k.build("stats")),
+            ("GET", k.build("job_id")),
+        ],
+        lambda r: counts(sorted(_str(n) for n in r[0]), stats(decode_hash(r[1]), r[2])),
     )

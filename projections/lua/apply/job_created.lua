@@ -2,7 +2,8 @@
 -- hash written in one HSET.  A numeric setting at 0 is not stored (absent reads as 0), nor is it in
 -- the event's data since new_job leaves zeros out (older events still carry them).  Job ids are
 -- handed out in order by the command that appends job_created, so the ids of these events only
--- grow along the stream: job_id is simply the latest.  A job created with an Idempotency-Key records
+-- grow along the stream: job_id is simply the latest, and counts the jobs ever created (Ocypod's
+-- total_jobs_created, which the readers take from it).  A job created with an Idempotency-Key records
 -- the key (remember_request): the answer is the job's id, or the batch's ids the event names.  The
 -- event is the first of the job's history, written inline with the rest of the hash.
 --- @include "projections/lua/lib/enter_queue.lua"
@@ -39,7 +40,6 @@ local function apply_job_created(e)
       max_queued_time = set.max_queued_time}
     enter_queue(id, job, e.at, true)
   end
-  redis.call('HINCRBY', K.stats, 'total_jobs_created', 1)
   remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
   return true
 end
