@@ -180,13 +180,14 @@ def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
         if clock
         else f"local G = redis.call('GET', L .. {generation!r})"
     )
-    lines = ["local L = KEYS[1]", read, "local P = G and (L .. 'g' .. G .. ':') or L", "local K = {}"]
+    lines = ["local L = KEYS[1]", read, "local P = G and (L .. 'g' .. G .. ':') or L", "local K = {"]
+    # one table constructor: Lua sizes the table once instead of growing it key by key
     for name, template in TEMPLATES.items():
         if names is not None and name not in names:
             continue
         params = _fields(template)
         if not params:
-            lines.append(f"K.{name} = {'L' if name in LEDGER else 'P'} .. {template!r}")
+            lines.append(f"  {name} = {'L' if name in LEDGER else 'P'} .. {template!r},")
             continue
         parts = []
         for literal, field, _, _ in string.Formatter().parse(template):
@@ -195,5 +196,6 @@ def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
             if field:
                 parts.append(field)
         body = " .. ".join(["P", *parts])
-        lines.append(f"K.{name} = function({', '.join(params)}) return {body} end")
+        lines.append(f"  {name} = function({', '.join(params)}) return {body} end,")
+    lines.append("}")
     return "\n".join(lines) + "\n"

@@ -58,11 +58,12 @@ APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
 COMMANDS = "ledger/lua/"
 #: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
-#: raised to the ledger's clock, once.
+#: raised to the ledger's clock, once (the clock's own text then, as no number is made text again).
+#: ``CLOCK_AT`` is where the clock stands: ``emit`` moves it, and writes it only when it moves.
 PRELUDE = (
     "local ACTOR = table.remove(ARGV, 2)\n"
-    "local NOW = math.max(tonumber(ARGV[1]), tonumber(CLOCK or 0))\n"
-    "ARGV[1] = tostring(NOW)\n"
+    "local NOW, CLOCK_AT = tonumber(ARGV[1]), tonumber(CLOCK or 0)\n"
+    "if CLOCK_AT > NOW then NOW = CLOCK_AT; ARGV[1] = CLOCK end\n"
 )
 
 _INCLUDE = re.compile(r'^--- @include "([^"]*)"', re.MULTILINE)

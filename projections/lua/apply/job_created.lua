@@ -18,11 +18,13 @@ local function apply_job_created(e)
   local scheduled = present(d.run_at)
   local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued',
     'h', e.id}
-  local set = {}  -- the numeric settings above 0, stored
+  local set, null = {}, cjson.null  -- the numeric settings above 0, stored
   for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
       'max_queued_time'}) do
     local v = d[name]
-    if present(v) and v > 0 then fields[#fields + 1] = name; fields[#fields + 1] = v; set[name] = v end
+    if v ~= nil and v ~= null and v > 0 then  -- present(v), spelled out: this runs for every job
+      fields[#fields + 1] = name; fields[#fields + 1] = v; set[name] = v
+    end
   end
   set_fields(key, d, {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
     'retry_on', 'no_retry_on', 'launcher', 'run_at'}, fields)
