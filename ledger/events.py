@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -461,7 +461,9 @@ def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
     )
 
 
-def lua_versions() -> str:
-    """The Lua table of current versions, so scripts stamp ``v`` from the same models."""
-    pairs = ", ".join(f"{name} = {cls.version}" for name, cls in EVENT_TYPES.items())
+def lua_versions(types: Iterable[str] | None = None) -> str:
+    """The Lua table of current versions (of the types named; all by default), so scripts stamp ``v``
+    from the same models."""
+    named = EVENT_TYPES if types is None else set(types)
+    pairs = ", ".join(f"{name} = {cls.version}" for name, cls in EVENT_TYPES.items() if name in named)
     return "local V = {" + pairs + "}\n"

@@ -30,7 +30,7 @@ TEMPLATES: dict[str, str] = {
     "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
-    "stats": "stats",  # global statistics counters (hash)
+    "stats": "stats",  # global statistics counters but total_jobs_created, which is job_id (hash)
     "queues": "queues",  # names of existing queues (set)
     "due_run": "due:run",  # running jobs by the time they time out (zset)
     "due_retry": "due:retry",  # failed / timed-out jobs waiting to retry, by retry time (zset)
@@ -172,22 +172,25 @@ class Keys:
         return escaped + "*"
 
 
-def lua_prelude(names: set[str] | None = None) -> str:
+def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
     """Lua definitions of the keys named (all by default): ``K.events`` for fixed keys,
     ``K.job(id)`` for the others.  ``L`` is the ledger's prefix (``KEYS[1]``), ``P`` the live
-    generation's (the same when ``KEYS[1]`` is itself a generation's prefix, as in replay)."""
-    lines = [
-        "local L = KEYS[1]",
-        "local G = redis.call('GET', L .. 'generation')",
-        "local P = G and (L .. 'g' .. G .. ':') or L",
-        "local K = {}",
-    ]
+    generation's (the same when ``KEYS[1]`` is itself a generation's prefix, as in replay).
+    With ``clock``, ``CLOCK`` is the ledger's clock (false when unset), read in the same call."""
+    generation, clock_key = TEMPLATES["generation"], TEMPLATES["clock"]
+    read = (
+        f"local G, CLOCK = unpack(redis.call('MGET', L .. {generation!r}, L .. {clock_key!r}))"
+        if clock
+        else f"local G = redis.call('GET', L .. {generation!r})"
+    )
+    lines = ["local L = KEYS[1]", read, "local P = G and (L .. 'g' .. G .. ':') or L", "local K = {"]
+    # one table constructor: Lua sizes the table once instead of growing it key by key
     for name, template in TEMPLATES.items():
         if names is not None and name not in names:
             continue
         params = _fields(template)
         if not params:
-            lines.append(f"K.{name} = {'L' if name in LEDGER else 'P'} .. {template!r}")
+            lines.append(f"  {name} = {'L' if name in LEDGER else 'P'} .. {template!r},")
             continue
         parts = []
         for literal, field, _, _ in string.Formatter().parse(template):
@@ -196,5 +199,6 @@ def lua_prelude(names: set[str] | None = None) -> str:
             if field:
                 parts.append(field)
         body = " .. ".join(["P", *parts])
-        lines.append(f"K.{name} = function({', '.join(params)}) return {body} end")
+        lines.append(f"  {name} = function({', '.join(params)}) return {body} end,")
+    lines.append("}")
     return "\n".join(lines) + "\n"

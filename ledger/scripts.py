@@ -1,7 +1,8 @@
 """Compose the Lua scripts and name them.
 
-A script is the generated prelude (the key helpers of :mod:`jobledger.ledger.keys` it uses, the event
-versions of :mod:`jobledger.ledger.events`), the shared pieces it needs, then its entry file's body.  Each
+A script is the generated prelude (the key helpers of :mod:`jobledger.ledger.keys` it uses, the
+versions of :mod:`jobledger.ledger.events` of the event types it can emit), the shared pieces it needs,
+then its entry file's body.  Each
 entry file is one command (``ledger/lua``) or a replay step (``replay/lua``).
 
 Every Lua file declares in its header the pieces it uses, one line each, by their path from the package
@@ -24,11 +25,11 @@ defining ``apply_T``, unless an applier's header declares that it applies T too,
 
 The clock.  A command (an entry of ``ledger/lua``) gets its ``now`` as ``ARGV[1]``, stamped by the
 caller's clock before it was sent; a command held up on its way can arrive after one stamped later.
-So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` in the stream) once
-and raises ``ARGV[1]`` to it, as ``NOW``: everything the script computes from ``now`` (due scores,
-deadlines, the events' ``at``) uses the raised value, and ``emit`` moves the clock to each event's
-``at``.  Hence ``at`` never decreases along the stream, whatever the callers' clocks do.  Appliers
-never read it: they take ``at`` from the event.
+So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` in the stream) once,
+in the same MGET as the generation pointer, and raises ``ARGV[1]`` to it, as ``NOW``: everything the
+script computes from ``now`` (due scores, deadlines, the events' ``at``) uses the raised value, and
+``emit`` moves the clock to each event's ``at``.  Hence ``at`` never decreases along the stream,
+whatever the callers' clocks do.  Appliers never read it: they take ``at`` from the event.
 
 The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, see
 :mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR``, so the command's own
@@ -57,11 +58,12 @@ APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
 COMMANDS = "ledger/lua/"
 #: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
-#: raised to the ledger's clock, once.
+#: raised to the ledger's clock, once (the clock's own text then, as no number is made text again).
+#: ``CLOCK_AT`` is where the clock stands: ``emit`` moves it, and writes it only when it moves.
 PRELUDE = (
     "local ACTOR = table.remove(ARGV, 2)\n"
-    "local NOW = math.max(tonumber(ARGV[1]), tonumber(redis.call('GET', K.clock) or 0))\n"
-    "ARGV[1] = tostring(NOW)\n"
+    "local NOW, CLOCK_AT = tonumber(ARGV[1]), tonumber(CLOCK or 0)\n"
+    "if CLOCK_AT > NOW then NOW = CLOCK_AT; ARGV[1] = CLOCK end\n"
 )
 
 _INCLUDE = re.compile(r'^--- @include "([^"]*)"', re.MULTILINE)
@@ -183,9 +185,11 @@ class Library:
                 parts.append("local APPLY = {\n" + table + "\n}\n")
             parts.append(piece.text)
         code = "\n".join(parts)
-        if entry.startswith(COMMANDS):
+        command = entry.startswith(COMMANDS)
+        if command:
             code = PRELUDE + code
-        return lua_prelude(set(_KEY_USE.findall(code))) + lua_versions() + code
+        versions = lua_versions(types) if "V[" in code else ""
+        return lua_prelude(set(_KEY_USE.findall(code)), clock=command) + versions + code
 
     def entries(self) -> dict[str, str]:
         """script name -> its entry file, for every command and replay step."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from jobledger.ledger import job_history
 from jobledger.ledger.events import LOCAL, Event, decode_entry
 from jobledger.ledger.reads import Read
 
@@ -102,12 +103,12 @@ def _job_page(after: str | None, limit: int, flt: EventFilter) -> Read[Page]:
         return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids[: limit + 1]], parse)
 
     def parse(r: list[Any]) -> Page | Read[Page]:
-        ids = [_s(i) for i in r[0]]
+        ids = job_history.ids(r)
         if after:
             ids = [i for i in ids if id_key(i) > id_key(after)]
         return fetch(ids) if ids else Page([], None)
 
-    return Read(lambda k: [("LRANGE", k.history(job), 0, -1)], parse)
+    return Read(lambda k: job_history.commands(k, job), parse)
 
 
 def newest() -> Read[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from jobledger.ledger import job_history
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
@@ -129,13 +130,14 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
 
 
 def _history_ids(job_id: int, r: list[Any]) -> list[str]:
-    if not r[0]:
+    ids = job_history.ids(r)
+    if not ids:
         raise NotFound(f"job {job_id} does not exist and never did")
-    return [_str(i) for i in r[0]]
+    return ids
 
 
 def _history_command(job_id: int) -> Any:
-    return lambda k: [("LRANGE", k.history(job_id), 0, -1)]
+    return lambda k: job_history.commands(k, job_id)
 
 
 def history_ids(job_id: int) -> Read[list[str]]:
@@ -203,7 +205,15 @@ def info() -> Read[dict[str, Any]]:
 
         return Read(lambda k: _count_commands(k, names), parse)
 
+    def stats(stored: dict[str, str], last_id: Any) -> dict[str, str]:
+        # job ids are handed out one by one from 1, so the last one counts the jobs ever created
+        return {**stored, "total_jobs_created": _str(last_id or 0)}
+
     return Read(
-        lambda k: [("SMEMBERS", k.build("queues")), ("HGETALL", k.build("stats"))],
-        lambda r: counts(sorted(_str(n) for n in r[0]), decode_hash(r[1])),
+        lambda k: [
+            ("SMEMBERS", k.build("queues")),
+            ("HGETALL", k.build("stats")),
+            ("GET", k.build("job_id")),
+        ],
+        lambda r: counts(sorted(_str(n) for n in r[0]), stats(decode_hash(r[1]), r[2])),
     )

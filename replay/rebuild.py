@@ -1,13 +1,16 @@
 """Rebuild every projection of a ledger from its events alone, into an empty namespace.
 
-Rebuilding is a fold over events: read the ledger in order (archived events, then the stream:
-:func:`jobledger.replay.source.read_ledger`), in batches, and hand each batch to the ``apply_events`` script,
-which calls the same ``apply`` the live commands call.  Events written at an older schema version
-are upcast to the current one first, so ``apply`` only knows current data.
+Rebuilding is a fold over events, in order, through the same ``apply`` the live commands call.  The
+stream is folded where it is: the ``fold_stream`` script reads a batch of it and applies it, so
+the events never travel to the client and back.  What that script leaves to the client (archived
+events, which :func:`jobledger.replay.source.read_ledger` reads before the stream; events written at an
+older schema version, upcast to the current one first so that ``apply`` only knows current data;
+a server that will not run one script over two namespaces) is read here in batches and handed to
+the ``apply_events`` script.
 
-Reading and applying overlap: a thread reads and flattens the next batches while the server
-applies the current one (Redis runs one script at a time, so applying is the floor of the cost; the
-Python work of decoding replies and packing arguments hides behind it).
+On that path reading and applying overlap: a thread reads and flattens the next batches while the
+server applies the current one (Redis runs one script at a time, so applying is the floor of the
+cost; the Python work of decoding replies and packing arguments hides behind it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import redis
 from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import sources
+from jobledger.replay.archive.records import archive_key
 from jobledger.replay.ledger_file import RawEntry
 from jobledger.replay.progress import Callback
 from jobledger.replay.source import read_ledger
@@ -114,19 +118,44 @@ def ensure_empty(client: redis.Redis, keys: Keys) -> None:
         raise NamespaceNotEmpty(f"namespace '{keys.namespace}' is not empty; rebuild needs an empty one")
 
 
+@dataclass(frozen=True)
+class ServerFold:
+    """What one ``fold_stream`` call applied, and why it ended."""
+
+    count: int
+    last_id: str | None
+    stopped: bool  # before an event only the client can apply (an older version), or archived events
+    full: bool  # it read as many events as it was allowed: there may be more
+
+
 class Applier:
-    """Applies batches of raw entries to one namespace's projections with ``apply_events``: a fresh
-    namespace's (``target`` its name), or one generation's (``target`` its :class:`Keys`)."""
+    """Applies events to one namespace's projections: a fresh namespace's (``target`` its name), or
+    one generation's (``target`` its :class:`Keys`).  Batches of raw entries go through
+    ``apply_events``; a ledger's stream can also be folded where it is, by ``fold_stream``."""
 
     def __init__(self, client: redis.Redis, target: str | Keys) -> None:
         self.client = client
         self.prefix = (target if isinstance(target, Keys) else Keys(target)).prefix
         self.script = client.register_script(sources()["apply_events"])
+        self.stream_script = client.register_script(sources()["fold_stream"])
 
     def apply(self, args: list[bytes]) -> None:
         """Apply flattened events (see :func:`flatten`), in order, in one script call."""
         if args:
             self.script(keys=[self.prefix], args=args)
+
+    def fold_stream(self, source: Keys, after: str | None, until: str | None, most: int) -> ServerFold | None:
+        """Apply up to ``most`` events of ``source``'s stream after ``after`` (up to ``until``), read
+        by the script itself: no event travels to the client and back.  None when the server will not
+        run one script over two namespaces (a cluster puts them in different slots)."""
+        keys = [self.prefix, source.events, archive_key(source)]
+        try:
+            count, last, stopped, full = self.stream_script(keys=keys, args=[after or "", until or "", most])
+        except redis.ResponseError as exc:
+            if "CROSSSLOT" in str(exc):
+                return None
+            raise
+        return ServerFold(int(count), _s(last) or None, bool(stopped), bool(full))
 
 
 @dataclass(frozen=True)
@@ -146,12 +175,25 @@ def fold(
     batch: int = 2000,
     progress: Callback | None = None,
 ) -> Folded:
-    """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional)."""
+    """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional).
+
+    The stream is folded on the server (``fold_stream``) as far as it can be; the rest (archived
+    events, events at an older version of their type, a server that will not run the script over
+    two namespaces) is read here, upcast, and applied with ``apply_events``: the same ``apply()``."""
+    done, last = 0, None
+    while (step := applier.fold_stream(Keys(source), last or after, until, batch)) is not None:
+        done += step.count
+        last = step.last_id or last
+        if step.count and progress:
+            progress(done)
+        if step.stopped:
+            break
+        if not step.full:
+            return Folded(done, last)
     batches = (
         (flatten(entries), len(entries), _s(entries[-1][0]))
-        for entries in read_ledger(client, Keys(source), after, until, batch)
+        for entries in read_ledger(client, Keys(source), last or after, until, batch)
     )
-    done, last = 0, None
     for args, count, last_id in prefetch(batches):
         applier.apply(args)
         done += count

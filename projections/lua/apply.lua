@@ -4,11 +4,15 @@
 -- the event and the projections, never the clock.  The APPLY table (event type -> applier) is
 -- generated before it by ledger/scripts.py, holding the appliers (apply/<event type>.lua, or the one
 -- that declares `--- @applies "<event type>"`) of the events the script can emit (all of them for
--- replay).  Afterwards the jobs load_job read are forgotten: the event may have changed them.
+-- replay).  An event of a job goes into the job's history (record_history), unless its applier put
+-- it there itself and said so by returning true.  Afterwards the jobs load_job read are forgotten:
+-- the event may have changed them.
 --- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/record_history.lua"
 
 local function apply(id, kind, at, job, queue, data)
-  APPLY[kind]({id = id, type = kind, at = tonumber(at), job = job, queue = queue, data = cjson.decode(data)})
-  if job ~= '' then redis.call('RPUSH', K.history(job), id) end
+  local recorded = APPLY[kind]({id = id, type = kind, at = tonumber(at), job = job, queue = queue,
+    data = cjson.decode(data)})
+  if job ~= '' and not recorded then record_history(id, job) end
   if next(LOADED) then LOADED = {} end
 end

@@ -14,6 +14,7 @@ import redis
 from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger.events import JobTimedOut, decode_entry, upcast
+from jobledger.ledger.job_history import inline_ids
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
@@ -154,8 +155,13 @@ def test_rebuilt_v1_equals_a_live_v2_timeout(
     target, live = rebuilt(client, namespace), live_v2(client, namespace)
     (written,) = [e for e in events(client, live, job_id) if e["type"] == "job_timed_out"]
     assert (written["v"], json.loads(written["data"])) == ("2", UPCAST)
-    assert raw_job(Ledger(client, target), job_id) == raw_job(Ledger(client, live), job_id)
-    # every projection is the same but the job's index of event ids (ids are the server's own time)
+    rebuilt_job, live_job = raw_job(Ledger(client, target), job_id), raw_job(Ledger(client, live), job_id)
+    # every projection is the same but the job's index of event ids (ids are the server's own time),
+    # inline in its hash
+    assert {**rebuilt_job, "h": ""} == {**live_job, "h": ""}
+    assert len(inline_ids(rebuilt_job["h"])) == len(inline_ids(live_job["h"])) == 3
     differences = compare(client, live, target)
-    assert [d.key for d in differences] == [f"history:{job_id}"]
-    assert len(differences[0].expected[1]) == len(differences[0].actual[1]) == 3
+    assert [d.key for d in differences] == [f"job:{job_id}"]
+    (expected_kind, expected), (actual_kind, actual) = differences[0].expected, differences[0].actual
+    assert expected_kind == actual_kind == "hash"
+    assert {k for k in expected if expected[k] != actual.get(k)} == {b"h"}

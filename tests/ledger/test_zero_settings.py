@@ -9,6 +9,7 @@ import json
 import redis
 
 from jobledger.ledger import commands
+from jobledger.ledger.job_history import INLINE_FIELD
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import Ledger
@@ -16,6 +17,11 @@ from jobledger.projections import readers
 from jobledger.replay.rebuild import rebuild
 from jobledger.replay.verify import drop_namespace
 from tests.support import create, events, fetch_one, job, put_queue, raw_job, status
+
+
+def without_history(stored: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in stored.items() if k != INLINE_FIELD}
+
 
 ZEROS = ("heartbeat_timeout", "retries", "priority", "max_queued_time")
 
@@ -50,7 +56,7 @@ def test_an_event_with_zeros_spelled_out_replays_to_the_same_job(
 ) -> None:
     put_queue(ledger, "q")
     new_id = create(ledger)
-    new = dict(raw_job(ledger, new_id))
+    new = without_history(raw_job(ledger, new_id))
     old_data = {"timeout": 300_000, "heartbeat_timeout": 0, "expires_after": 300_000, "retries": 0,
                 "priority": 0, "max_queued_time": 0}  # fmt: skip
     fields = {"type": "job_created", "v": "1", "at": new["created_at"], "job": str(new_id + 1),
@@ -60,6 +66,8 @@ def test_an_event_with_zeros_spelled_out_replays_to_the_same_job(
     try:
         rebuild(client, namespace, target)
         rebuilt = Ledger(client, target)
-        assert raw_job(rebuilt, new_id + 1) == raw_job(rebuilt, new_id) == new
+        # the same job but for its history (the ids of its events)
+        old, current = raw_job(rebuilt, new_id + 1), raw_job(rebuilt, new_id)
+        assert without_history(old) == without_history(current) == new
     finally:
         drop_namespace(client, target)

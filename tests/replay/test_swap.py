@@ -166,6 +166,7 @@ def test_an_interrupted_swap_leaves_the_live_projections_alone(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(jobledger.replay.swap.Applier, "apply", interrupted)
+    monkeypatch.setattr(jobledger.replay.swap.Applier, "fold_stream", interrupted)
     with pytest.raises(KeyboardInterrupt):
         swap(client, namespace)
     assert client.get(Keys(namespace).build("generation")) is None

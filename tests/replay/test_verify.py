@@ -41,7 +41,7 @@ def test_corrupted_projections_are_each_reported_field_by_field(
     client.hset(keys.job(ids[1]), "bogus", "1")  # a field no event sets
     client.srem(keys.tag("t0"), ids[0])  # a member gone
     client.zadd(keys.build("due_expire"), {"999": 5})  # a member no event put there
-    client.delete(keys.history(ids[2]))  # a key gone
+    client.delete(keys.job(ids[2]))  # a key gone
     client.set(keys.prefix + "stray", "x")  # a key no event makes
     result = verify(client, namespace)
     assert not result.ok
@@ -51,7 +51,7 @@ def test_corrupted_projections_are_each_reported_field_by_field(
         f"job:{ids[1]}",
         "tag:t0",
         "due:expire",
-        f"history:{ids[2]}",
+        f"job:{ids[2]}",
         "stray",
     }
     status = found[f"job:{ids[0]}"].details()
@@ -63,7 +63,7 @@ def test_corrupted_projections_are_each_reported_field_by_field(
     assert found[f"job:{ids[1]}"].details() == ["field bogus: not expected, found '1'"]
     assert found["tag:t0"].details() == [f"member {ids[0]}: expected, missing"]
     assert found["due:expire"].details() == ["member 999: not expected, found with score 5"]
-    assert found[f"history:{ids[2]}"].details()[0].startswith("missing: replay gives a list")
+    assert found[f"job:{ids[2]}"].details()[0].startswith("missing: replay gives a hash")
     assert found["stray"].details()[0].startswith("unexpected: the live projections have a string")
     text = str(found[f"job:{ids[0]}"])
     assert text.startswith(f"job:{ids[0]} (as of event ") and "field status" in text

@@ -17,7 +17,10 @@ local function emit(now, kind, job, queue, data, actor)
     id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind], 'at', now,
       'queue', queue, 'actor', actor or ACTOR, 'data', json)
   end
-  redis.call('SET', K.clock, now)
+  if now > CLOCK_AT then  -- the clock moves (commands within one ms, and a batch's events, leave it)
+    redis.call('SET', K.clock, now)
+    CLOCK_AT = now
+  end
   apply(id, kind, now, job or '', queue or '', json)
   return id
 end

@@ -12,12 +12,17 @@ local function new_job(now, name, queue, options, input, launcher, extra)
     local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
     if holder then return tonumber(holder), false end
   end
-  local data = {}
-  -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0
+  local data, null = {}, cjson.null
+  -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0.
+  -- (present() spelled out, and the queue's '0' not made a number: this runs for every job)
   for _, field in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}) do
     local v = options[field]
-    if not present(v) then v = tonumber(queue[field] or 0) end
-    if v ~= 0 then data[field] = v end
+    if v == nil or v == null then
+      local default = queue[field]
+      if default and default ~= '0' then data[field] = tonumber(default) end
+    elseif v ~= 0 then
+      data[field] = v
+    end
   end
   -- retry_delays and retry_backoff are one policy (the delays win when both are given): a job that
   -- names either takes its own policy whole, and the queue's only when it names neither

@@ -1,5 +1,5 @@
 -- apply_job_completed(e)
 --- @include "projections/lua/lib/stop_run.lua"
 local function apply_job_completed(e)
-  stop_run(e, 'completed', true, nil, 'total_jobs_completed')
+  return stop_run(e, 'completed', true, nil, 'total_jobs_completed')
 end

@@ -1,6 +1,7 @@
 -- apply_job_started(e): a worker took the job: a new attempt begins, without what the previous one
 -- left (its heartbeat, end, worker, progress and message: those stay in the job's history)
 --- @include "projections/lua/lib/count_running_key.lua"
+--- @include "projections/lua/lib/history_field.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/present.lua"
@@ -21,10 +22,12 @@ local function apply_job_started(e)
   elseif job.worker then
     stale[#stale + 1] = 'worker'
   end
+  local recorded = history_field(job, e, fields)
   redis.call('HSET', key, unpack(fields))
   if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
   redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
   count_running_key(job, 1)
   local deadline = run_deadline(job, e.at, e.at)
   if deadline then redis.call('ZADD', K.due_run, deadline, id) end
+  return recorded
 end

@@ -1,5 +1,7 @@
--- forget_job(id, job): remove every trace of the job from the projections but its history
+-- forget_job(id, job): remove every trace of the job from the projections but its history, which
+-- moves to the job's history list if it was inline in the hash
 --- @include "projections/lua/lib/leave_place.lua"
+--- @include "projections/lua/lib/spill_history.lua"
 --- @include "projections/lua/lib/release_unique.lua"
 --- @include "projections/lua/lib/track_pending.lua"
 local function forget_job(id, job)
@@ -8,6 +10,10 @@ local function forget_job(id, job)
   track_pending(id, job.launcher, false)
   if job.tags then
     for _, tag in ipairs(cjson.decode(job.tags)) do redis.call('SREM', K.tag(tag), id) end
+  end
+  if job.h then
+    spill_history(id, job.h)
+    job.h = nil
   end
   redis.call('DEL', K.job(id))
 end

@@ -1,8 +1,10 @@
 -- stop_run(e, status, ended, retry_at, stat): the shared step of completed, failed,
 -- timed_out and cancelled: leave the current place, record the end of the run (and its error),
--- enter the next place
+-- enter the next place, count the run in the queue's throughput.  Returns whether the event went
+-- into the job's inline history with the rest
 --- @include "projections/lua/lib/count_throughput.lua"
 --- @include "projections/lua/lib/enter_stopped.lua"
+--- @include "projections/lua/lib/history_field.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/present.lua"
@@ -16,7 +18,9 @@ local function stop_run(e, status, ended, retry_at, stat)
   if present(e.data.error) then
     fields[#fields + 1] = 'errors'; fields[#fields + 1] = with_error(job, e.at, e.data.error)
   end
+  local recorded = history_field(job, e, fields)
   enter_stopped(id, job, status, ended, e.at, retry_at, fields)
   redis.call('HINCRBY', K.stats, stat, 1)
   if status ~= 'cancelled' then count_throughput(job.queue, e.at, status) end
+  return recorded
 end

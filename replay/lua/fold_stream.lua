@@ -1,0 +1,30 @@
+-- fold_stream: replay, reading on the server.  Apply a ledger's stream, after ARGV[1] up to ARGV[2]
+-- (inclusive), at most ARGV[3] events, to the projections of KEYS[1]'s namespace with the same
+-- apply() that every live command and apply_events use; the events do not travel to the client
+-- and back.  It stops before an event it cannot apply as stored (a type it does not know, or an
+-- older version of its type: the client upcasts those and hands them to apply_events), and at once
+-- when the ledger has archived events (the client reads those from the archive).
+-- KEYS[1] namespace prefix of the projections being built
+-- KEYS[2] the ledger's stream   KEYS[3] the ledger's archive record
+-- ARGV[1] the id after which to start ('' from the first)   ARGV[2] the last id to apply ('' none)
+-- ARGV[3] most events to apply
+-- returns {events applied, id of the last applied ('' none), 1 when it stopped before an event it
+-- cannot apply (or the archive) else 0, 1 when it read ARGV[3] events else 0}
+--- @include "projections/lua/apply.lua"
+if redis.call('EXISTS', KEYS[3]) == 1 then return {0, '', 1, 0} end
+local most = tonumber(ARGV[3])
+local start = ARGV[1] == '' and '-' or '(' .. ARGV[1]
+local entries = redis.call('XRANGE', KEYS[2], start, ARGV[2] == '' and '+' or ARGV[2], 'COUNT', most)
+local current = {}  -- the versions as the stream stores them, as text
+for kind, version in pairs(V) do current[kind] = tostring(version) end
+local last = ''
+for i, entry in ipairs(entries) do
+  local f, raw = {}, entry[2]
+  for j = 1, #raw, 2 do f[raw[j]] = raw[j + 1] end
+  if current[f.type] == nil or (f.v or '1') ~= current[f.type] then return {i - 1, last, 1, 0} end
+  local data = f.data
+  if data == nil or data == '' then data = '{}' end
+  apply(entry[1], f.type, f.at, f.job or '', f.queue or '', data)
+  last = entry[1]
+end
+return {#entries, last, 0, #entries == most and 1 or 0}
