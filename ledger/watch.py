@@ -5,7 +5,8 @@ A long-polling fetch waits for an event naming its queue, the Redis worker for e
 and of the jobs it holds, the scheduler for any event (a new deadline may be nearer than its sleep).
 None of them polls: one task reads the stream's new entries with a blocking ``XREAD`` and wakes
 every subscription a new entry names.  The task starts with the first subscription, so a process
-nobody waits in pays nothing, and it stops after a quiet read with nobody subscribed.
+nobody waits in pays nothing, and it stops after any read that finds nobody subscribed (a worker
+busy with a long queue, which waits on nothing, does not read every event it causes).
 
 Subscribe *before* looking at the state you wait on, then wait::
 
@@ -154,7 +155,7 @@ class LedgerWatch:
                 sub.woken.set()
 
     async def _follow(self) -> None:
-        """Follow the ledger until a quiet read finds nobody subscribed."""
+        """Follow the ledger until a read finds nobody subscribed."""
         position: str | None = None
         pause = RETRY_FIRST
         failing: str | None = None
@@ -179,7 +180,7 @@ class LedgerWatch:
             if failing is not None:
                 log.info("following the ledger again")
                 failing, pause = None, RETRY_FIRST
-            if not reply and not self._subscribers:
+            if not self._subscribers:
                 return
             for _, entries in reply or []:
                 position = _text(entries[-1][0])

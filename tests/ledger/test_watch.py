@@ -118,6 +118,27 @@ def test_the_follower_stops_when_nobody_is_subscribed(redis_url: str, namespace:
     assert asyncio.run(scenario())
 
 
+def test_the_follower_stops_on_a_busy_stream_with_nobody_subscribed(redis_url: str, namespace: str) -> None:
+    """Events keep coming, but nobody waits on them: the follower stops rather than read them all."""
+
+    async def scenario() -> bool:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=None)
+        await ledger.run(commands.put_queue("q", QueueSettings()))
+        watch = LedgerWatch(ledger, block=10_000)
+        try:
+            await watch.wait([ANY], 0.1)
+            for _ in range(20):
+                await ledger.run(commands.create_job("q", JobOptions()))
+                await asyncio.sleep(0.01)
+            assert watch._task is not None
+            return watch._task.done()
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    assert asyncio.run(scenario())
+
+
 def test_a_token_revocation_wakes_the_topic_of_that_token_only() -> None:
     revoked = {b"type": b"token_revoked", b"queue": b"", b"data": b'{"name":"ci"}'}
     assert entry_topics(revoked) == {ANY, token_topic("ci")}
