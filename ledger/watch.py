@@ -67,15 +67,21 @@ def token_topic(name: str) -> Topic:
     return ("token", name)
 
 
+#: Events that name a queue yet never let a fetch of it find a job: a queue's topic is not woken by
+#: them (a worker busy with its own jobs is not sent to look at an empty queue for each).
+NOT_FOR_FETCHERS = frozenset({"job_started", "job_heartbeat", "job_output_set", "job_progressed"})
+
+
 def entry_topics(fields: dict[Any, Any]) -> set[Topic]:
-    """The topics a stream entry wakes: its queue, its job, ANY, and for a ``token_revoked`` the
-    token's name."""
+    """The topics a stream entry wakes: its queue (unless the event is one of
+    :data:`NOT_FOR_FETCHERS`), its job, ANY, and for a ``token_revoked`` the token's name."""
     topics = {ANY}
-    if _text(fields.get(b"type", fields.get("type", b""))) == "token_revoked":
+    kind = _text(fields.get(b"type", fields.get("type", b"")))
+    if kind == "token_revoked":
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             topics.add(token_topic(str(json.loads(_text(fields.get(b"data", fields.get("data"))))["name"])))
     queue = _text(fields.get(b"queue", fields.get("queue", b"")))
-    if queue:
+    if queue and kind not in NOT_FOR_FETCHERS:
         topics.add(queue_topic(queue))
     job = _text(fields.get(b"job", fields.get("job", b"")))
     if job:

@@ -139,6 +139,14 @@ def test_the_follower_stops_on_a_busy_stream_with_nobody_subscribed(redis_url: s
     assert asyncio.run(scenario())
 
 
+def test_a_job_started_or_beating_does_not_wake_its_queue() -> None:
+    """Only events that may let a fetch find a job wake a queue's fetchers."""
+    for kind in (b"job_started", b"job_heartbeat", b"job_output_set", b"job_progressed"):
+        assert entry_topics({b"type": kind, b"queue": b"q", b"job": b"7"}) == {ANY, job_topic(7)}
+    for kind in (b"job_created", b"job_completed", b"job_returned", b"queue_resumed"):
+        assert queue_topic("q") in entry_topics({b"type": kind, b"queue": b"q", b"job": b"7"})
+
+
 def test_a_token_revocation_wakes_the_topic_of_that_token_only() -> None:
     revoked = {b"type": b"token_revoked", b"queue": b"", b"data": b'{"name":"ci"}'}
     assert entry_topics(revoked) == {ANY, token_topic("ci")}
