@@ -31,11 +31,13 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True)
 class Fetched:
-    """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as."""
+    """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as, and its
+    ``heartbeat_timeout`` in ms (0: off), read with it so a worker need not ask again."""
 
     id: int
     attempt: int
     input_text: str | None
+    heartbeat_timeout_ms: int = 0
 
 
 def _int(reply: Any) -> int:
@@ -53,7 +55,7 @@ def _text(value: Any) -> str | None:
 
 
 def _fetched(reply: Any) -> list[Fetched]:
-    return [Fetched(int(i), int(a), _text(inp)) for i, a, inp in reply]
+    return [Fetched(int(i), int(a), _text(inp), int(beat)) for i, a, inp, beat in reply]
 
 
 def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
@@ -152,18 +154,41 @@ def update_jobs(updates: Sequence[tuple[int, JobUpdate]]) -> Call[list[int | Job
     return Call("update_jobs", args, _outcomes)
 
 
+@dataclass(frozen=True)
+class UpdatedAndFetched:
+    """What :func:`update_and_fetch` answers: each update's outcome (as :func:`update_jobs`), and the
+    jobs started, or the fetch's refusal (returned, not raised: the updates stand)."""
+
+    outcomes: list[int | JobLedgerError]
+    fetched: list[Fetched] | JobLedgerError
+
+
+def update_and_fetch(
+    updates: Sequence[tuple[int, JobUpdate]], queue: str, count: int, worker: str | None = None
+) -> Call[UpdatedAndFetched]:
+    """:func:`update_jobs` then :func:`fetch_jobs`, in one script call: a worker records the jobs it
+    finished and takes its next ones in one round trip."""
+    args = tuple(a for job_id, update in updates for a in _update_args(job_id, update))
+    return Call("update_and_fetch", (queue, count, worker or "", *args), _updated_and_fetched)
+
+
+def _updated_and_fetched(reply: list[Any]) -> UpdatedAndFetched:
+    outcomes, started = reply
+    if isinstance(started, list):
+        return UpdatedAndFetched(_outcomes(outcomes), _fetched(started))
+    return UpdatedAndFetched(_outcomes(outcomes), _refusal(started))
+
+
+def _refusal(item: Any) -> JobLedgerError:
+    text = item.decode() if isinstance(item, bytes) else str(item)
+    refusal = errors.from_reply(text)
+    if refusal is None:
+        raise ValueError(f"unexpected reply {text!r}")
+    return refusal
+
+
 def _outcomes(reply: list[Any]) -> list[int | JobLedgerError]:
-    out: list[int | JobLedgerError] = []
-    for item in reply:
-        if isinstance(item, int):
-            out.append(item)
-            continue
-        text = item.decode() if isinstance(item, bytes) else str(item)
-        refusal = errors.from_reply(text)
-        if refusal is None:
-            raise ValueError(f"update_jobs: unexpected reply {text!r}")
-        out.append(refusal)
-    return out
+    return [item if isinstance(item, int) else _refusal(item) for item in reply]
 
 
 def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int]:

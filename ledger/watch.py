@@ -5,7 +5,8 @@ A long-polling fetch waits for an event naming its queue, the Redis worker for e
 and of the jobs it holds, the scheduler for any event (a new deadline may be nearer than its sleep).
 None of them polls: one task reads the stream's new entries with a blocking ``XREAD`` and wakes
 every subscription a new entry names.  The task starts with the first subscription, so a process
-nobody waits in pays nothing, and it stops after a quiet read with nobody subscribed.
+nobody waits in pays nothing, and it stops after any read that finds nobody subscribed (a worker
+busy with a long queue, which waits on nothing, does not read every event it causes).
 
 Subscribe *before* looking at the state you wait on, then wait::
 
@@ -66,15 +67,21 @@ def token_topic(name: str) -> Topic:
     return ("token", name)
 
 
+#: Events that name a queue yet never let a fetch of it find a job: a queue's topic is not woken by
+#: them (a worker busy with its own jobs is not sent to look at an empty queue for each).
+NOT_FOR_FETCHERS = frozenset({"job_started", "job_heartbeat", "job_output_set", "job_progressed"})
+
+
 def entry_topics(fields: dict[Any, Any]) -> set[Topic]:
-    """The topics a stream entry wakes: its queue, its job, ANY, and for a ``token_revoked`` the
-    token's name."""
+    """The topics a stream entry wakes: its queue (unless the event is one of
+    :data:`NOT_FOR_FETCHERS`), its job, ANY, and for a ``token_revoked`` the token's name."""
     topics = {ANY}
-    if _text(fields.get(b"type", fields.get("type", b""))) == "token_revoked":
+    kind = _text(fields.get(b"type", fields.get("type", b"")))
+    if kind == "token_revoked":
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             topics.add(token_topic(str(json.loads(_text(fields.get(b"data", fields.get("data"))))["name"])))
     queue = _text(fields.get(b"queue", fields.get("queue", b"")))
-    if queue:
+    if queue and kind not in NOT_FOR_FETCHERS:
         topics.add(queue_topic(queue))
     job = _text(fields.get(b"job", fields.get("job", b"")))
     if job:
@@ -154,7 +161,7 @@ class LedgerWatch:
                 sub.woken.set()
 
     async def _follow(self) -> None:
-        """Follow the ledger until a quiet read finds nobody subscribed."""
+        """Follow the ledger until a read finds nobody subscribed."""
         position: str | None = None
         pause = RETRY_FIRST
         failing: str | None = None
@@ -179,7 +186,7 @@ class LedgerWatch:
             if failing is not None:
                 log.info("following the ledger again")
                 failing, pause = None, RETRY_FIRST
-            if not reply and not self._subscribers:
+            if not self._subscribers:
                 return
             for _, entries in reply or []:
                 position = _text(entries[-1][0])

@@ -19,19 +19,23 @@ OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "re
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
-# The keys every system may fill.
+# The keys every system may fill.  The processing figures are each system's own worker as its
+# users run it: for ours, the Worker class over Redis on a queue at its default settings.
 PROCESS_BEST = "process_best"
 PROCESS_1X1 = "process_1x1"
-PROCESS_WORKER = "process_worker_class"
 CPU_PROCESS = "cpu_us_process"
 CPU_LIFECYCLE = "cpu_us_lifecycle"
 CALLS_LIFECYCLE = "calls_lifecycle"
 ENQUEUE_BULK = "enqueue_bulk"
 ENQUEUE_ONE = "enqueue_one"
+ENQUEUE_ONE_CPU = "enqueue_one_cpu_us"
 LATENCY_P50 = "latency_p50_ms"
 LATENCY_P99 = "latency_p99_ms"
 MEMORY = "bytes_per_ended_job"
 # Ours only.
+PROCESS_OFF = "process_timeouts_off"
+PROCESS_LOOP = "process_bare_loop"
+IDLE_COMMANDS = "idle_worker_commands_per_s"
 HTTP_OURS = "http_jobs"
 HTTP_BARE = "http_bare_jobs"
 HTTP_RATIO = "http_cost_ratio"
@@ -72,6 +76,10 @@ class Figure:
 
 Results = dict[str, Figure]
 
+#: The (processes, concurrency) grid of the Worker class in a full run; each peer's grid has as many.
+GRID = ((1, 32), (1, 128), (2, 64), (2, 256))
+GRID_SIZE = len(GRID)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -80,7 +88,10 @@ class Settings:
     jobs: int
     repeats: int
     grid_jobs: int
-    grid: tuple[tuple[int, int, int], ...]
+    #: (processes, concurrency) of the Worker class; every peer tries a grid of this size.
+    grid: tuple[tuple[int, int], ...]
+    #: (processes, threads, batch) of the bare fetch / update loop, shown beside, never the headline.
+    loop_grid: tuple[tuple[int, int, int], ...]
     latency_samples: int
     enqueue_one_jobs: int
     http_jobs: int
@@ -88,6 +99,7 @@ class Settings:
     replay_events: int
     scale_jobs: int
     check_runs: int
+    idle_seconds: float
     dashboard_jobs: int
     dashboard_small_jobs: int
     page_requests: int
@@ -95,21 +107,21 @@ class Settings:
 
     @classmethod
     def full(cls, jobs: int = 20_000) -> Settings:
-        grid = tuple((procs, conc, batch) for procs in (1, 2) for conc in (1, 4) for batch in (10, 50, 200))
         return cls(
-            jobs=jobs, repeats=3, grid_jobs=max(jobs // 4, 1000), grid=grid,
+            jobs=jobs, repeats=3, grid_jobs=max(jobs // 4, 1000), grid=GRID,
+            loop_grid=((1, 4, 50), (1, 4, 200), (2, 4, 50), (2, 4, 200)),
             latency_samples=2000, enqueue_one_jobs=min(jobs, 10_000), http_jobs=min(jobs, 3000),
             http_connections=32, replay_events=1_000_000, scale_jobs=100_000, check_runs=2000,
-            dashboard_jobs=1_000_000, dashboard_small_jobs=10_000, page_requests=50,
+            idle_seconds=10.0, dashboard_jobs=1_000_000, dashboard_small_jobs=10_000, page_requests=50,
         )  # fmt: skip
 
     @classmethod
     def quick_run(cls, jobs: int = 200) -> Settings:
         return cls(
-            jobs=jobs, repeats=1, grid_jobs=jobs, grid=((1, 2, 20),), latency_samples=30,
-            enqueue_one_jobs=jobs, http_jobs=jobs, http_connections=4, replay_events=3000,
-            scale_jobs=500, check_runs=50, dashboard_jobs=10_000, dashboard_small_jobs=1000,
-            page_requests=10, quick=True,
+            jobs=jobs, repeats=1, grid_jobs=jobs, grid=((1, 8),), loop_grid=((1, 2, 20),),
+            latency_samples=30, enqueue_one_jobs=jobs, http_jobs=jobs, http_connections=4,
+            replay_events=3000, scale_jobs=500, check_runs=50, idle_seconds=2.0,
+            dashboard_jobs=10_000, dashboard_small_jobs=1000, page_requests=10, quick=True,
         )  # fmt: skip
 
 

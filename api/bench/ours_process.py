@@ -1,14 +1,14 @@
-"""Ours: pre-enqueued no-op jobs processed to completed through the Python library.
+"""Ours: pre-enqueued no-op jobs processed to completed, as a user runs them.
 
 Jobs are created first in batches, one ``create_jobs`` call each (the library's bulk create, what
-``POST /queue/{q}/jobs`` runs).  Then K worker processes x C threads each loop straight on the
-ledger: ``fetch_jobs(queue, count=B, worker)``, then one ``update_jobs`` call completing every job
-fetched (a single job is completed with ``update_job``), until the queue is empty.  A small grid of
-(K, C, B) is tried on a quarter of the jobs; the best is measured again on all of them (median of
-the repeats), and so is the simplest worker: 1 x 1, batch 1.
+``POST /queue/{q}/jobs`` runs), on a queue at its default settings (timeouts and expiry on).  Then
+P processes each run the :class:`jobledger.worker.worker.Worker` class (``transport="redis"``,
+concurrency C, an async no-op handler) until every job is done.  The grid of (P, C) is tried on a
+quarter of the jobs; the best is measured again on all of them (median of the repeats); so is the
+same on a queue with timeouts and expiry off, and 1 x 1 once, as each peer's is.
 
-A second row runs the real :class:`jobledger.worker.worker.Worker` (``transport="redis"``, an async no-op
-handler) the same way, for what a user of the worker class gets.
+Beside it, never the headline: a bare loop only the benchmark uses, K processes x C threads each
+running ``fetch_jobs(queue, count=B)`` then one ``update_jobs`` call for what it fetched.
 """
 
 from __future__ import annotations
@@ -37,9 +37,6 @@ from .server import Servers
 
 QUEUE = "bench"
 ENQUEUE_BATCH = 500
-#: (procs, concurrency) of the worker class; at most 100 in flight per process (redis-py's asyncio
-#: pool holds 100 connections, and RedisTransport runs each job's update on a connection of its own).
-WORKER_CLASS_GRID = ((1, 32), (2, 32), (2, 64))
 
 
 @dataclass(frozen=True)
@@ -161,10 +158,15 @@ def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace
 
 
 def run_once(
-    servers: Servers, jobs: int, procs: int, conc: int, batch: int, worker_class: bool = False
-) -> Run:
-    """Enqueue ``jobs`` on a fresh server, then process them with the configuration given."""
+    servers: Servers, jobs: int, procs: int, conc: int, batch: int = 0, *, worker_class: bool = True,
+    queue: QueueSettings | None = None,
+) -> Run:  # fmt: skip
+    """Enqueue ``jobs`` on a fresh server, then process them with the configuration given: the
+    Worker class (``procs`` x ``conc``), or the bare loop (``procs`` x ``conc`` threads x ``batch``);
+    on a queue at its default settings unless ``queue`` is given."""
     with servers.fresh() as url, ledger_on(servers, url) as ledger:
+        if queue is not None:
+            ledger.run(commands.put_queue(QUEUE, queue))
         with Meter(ledger.client) as enqueued:
             enqueue_pipelined(ledger, jobs)
         ns = ledger.keys.namespace
@@ -173,7 +175,7 @@ def run_once(
         else:
             workers = PyWorkers(ledger_worker, (url, ns, conc, batch), procs)
         timed = process(ledger.client, workers, completed_probe(ledger.keys), jobs)
-    return Run(jobs, jobs / timed.seconds, enqueued.usage, timed.usage)
+    return Run(jobs, timed.rate, enqueued.usage, timed.usage)
 
 
 def _median_run(runs: list[Run]) -> Run:
@@ -193,63 +195,69 @@ def _detail(run: Run) -> dict[str, Any]:
     }
 
 
-def _grid(servers: Servers, settings: Settings, log: Any) -> dict[tuple[int, int, int], float]:
-    """Each grid configuration's rate on ``grid_jobs`` (a configuration that fails is left out)."""
-    tried: dict[tuple[int, int, int], float] = {}
-    for config in settings.grid:
+Config = tuple[int, ...]
+
+
+def _grid(
+    servers: Servers, settings: Settings, configs: tuple[Config, ...], worker_class: bool, log: Any
+) -> dict[Config, float]:
+    """Each configuration's rate on ``grid_jobs`` (a configuration that fails is left out)."""
+    name = "Worker" if worker_class else "bare loop"
+    tried: dict[Config, float] = {}
+    for config in configs:
         try:
-            tried[config] = run_once(servers, settings.grid_jobs, *config).rate
-            log(f"  ours grid {F.config_note(*config)}: {tried[config]:,.0f} jobs/s")
+            tried[config] = run_once(servers, settings.grid_jobs, *config, worker_class=worker_class).rate
+            log(f"  ours {name} {F.config_note(*config)}: {tried[config]:,.0f} jobs/s")
         except RunFailed as exc:
-            log(f"  ours grid {F.config_note(*config)}: failed: {exc}")
+            log(f"  ours {name} {F.config_note(*config)}: failed: {exc}")
     if not tried:
-        raise RunFailed("every configuration of the grid failed")
+        raise RunFailed(f"the {name} failed in every configuration")
     return tried
 
 
-def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
-    """The processing figures of ours: best grid configuration, 1 x 1, and the worker class."""
-    tried = _grid(servers, settings, log)
+def _best(
+    servers: Servers, settings: Settings, configs: tuple[Config, ...], worker_class: bool, log: Any
+) -> tuple[Config, Run, dict[str, Any]]:
+    """The best configuration of the grid, measured again on every job (the median of the repeats)."""
+    tried = _grid(servers, settings, configs, worker_class, log)
     best = max(tried, key=lambda c: tried[c])
-    best_runs = [run_once(servers, settings.jobs, *best) for _ in range(settings.repeats)]
-    run = _median_run(best_runs)
-    simple = _median_run([run_once(servers, settings.jobs, 1, 1, 1) for _ in range(settings.repeats)])
-    note = F.config_note(*best)
+    runs = [
+        run_once(servers, settings.jobs, *best, worker_class=worker_class) for _ in range(settings.repeats)
+    ]
     grid = {F.config_note(*c): round(r) for c, r in tried.items()}
+    return best, _median_run(runs), {"grid": grid, "runs": [round(r.rate) for r in runs]}
+
+
+def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
+    """The processing figures of ours: the Worker class at its best grid configuration and at 1 x 1
+    (queue at its default settings), the same with timeouts and expiry off, and the bare loop."""
+    best, run, tried = _best(servers, settings, settings.grid, True, log)
+    note = F.config_note(*best)
+    simple = run_once(servers, settings.grid_jobs, 1, 1)
+    log(f"  ours Worker 1 x 1: {simple.rate:,.0f} jobs/s")
+    off = QueueSettings(timeout=0, expires_after=0)
+    off_runs = [run_once(servers, settings.jobs, *best, queue=off) for _ in range(settings.repeats)]
     results: Results = {
-        F.PROCESS_BEST: Figure(
-            run.rate, "jobs/s", note, {"grid": grid, "runs": [round(r.rate) for r in best_runs]}
+        F.PROCESS_BEST: Figure(run.rate, "jobs/s", f"Worker, {note}", tried),
+        F.PROCESS_1X1: Figure(
+            simple.rate, "jobs/s", f"Worker, {F.config_note(1, 1)} ({settings.grid_jobs:,} jobs)",
+            {"cpu_us_process": round(simple.process.cpu_us_per(simple.jobs), 2),
+             "script_round_trips_per_job": round(script_calls(simple.process, simple.jobs), 3)},
         ),
-        F.PROCESS_1X1: Figure(simple.rate, "jobs/s", F.config_note(1, 1, 1)),
-        F.CPU_PROCESS: Figure(run.process.cpu_us_per(run.jobs), "us/job", note, _detail(run)),
+        F.PROCESS_OFF: Figure(
+            _median_run(off_runs).rate, "jobs/s", f"Worker, {note}; timeout 0s, expires_after 0s",
+            {"runs": [round(r.rate) for r in off_runs]},
+        ),
+        F.CPU_PROCESS: Figure(run.process.cpu_us_per(run.jobs), "us/job", f"Worker, {note}", _detail(run)),
         F.CPU_LIFECYCLE: Figure((run.enqueue + run.process).cpu_us_per(run.jobs), "us/job", note),
         F.CALLS_LIFECYCLE: Figure((run.enqueue + run.process).calls_per(run.jobs), "cmds/job", note),
-    }
+    }  # fmt: skip
     try:
-        results[F.PROCESS_WORKER] = _worker_class(servers, settings, log)
+        loop, loop_run, loop_tried = _best(servers, settings, settings.loop_grid, False, log)
+        results[F.PROCESS_LOOP] = Figure(
+            loop_run.rate, "jobs/s", f"fetch_jobs / update_jobs loop, {F.config_note(*loop)}",
+            {**loop_tried, "cpu_us_process": round(loop_run.process.cpu_us_per(loop_run.jobs), 2)},
+        )  # fmt: skip
     except RunFailed as exc:
-        results[F.PROCESS_WORKER] = Figure(None, "jobs/s", f"failed: {exc}")
+        results[F.PROCESS_LOOP] = Figure(None, "jobs/s", f"failed: {exc}")
     return results
-
-
-def _worker_class(servers: Servers, settings: Settings, log: Any) -> Figure:
-    grid = WORKER_CLASS_GRID[:1] if settings.quick else WORKER_CLASS_GRID
-    rates = {}
-    for procs, conc in grid:
-        try:
-            rates[(procs, conc)] = run_once(
-                servers, settings.grid_jobs, procs, conc, 0, worker_class=True
-            ).rate
-            log(f"  ours Worker class {F.config_note(procs, conc)}: {rates[(procs, conc)]:,.0f} jobs/s")
-        except RunFailed as exc:
-            log(f"  ours Worker class {F.config_note(procs, conc)}: failed: {exc}")
-    if not rates:
-        raise RunFailed("the worker class failed in every configuration")
-    procs, conc = max(rates, key=lambda k: rates[k])
-    runs = [run_once(servers, settings.jobs, procs, conc, 0, True) for _ in range(settings.repeats)]
-    run = _median_run(runs)
-    detail = {
-        "cpu_us_process": run.process.cpu_us_per(run.jobs),
-        "grid": {F.config_note(*k): round(v) for k, v in rates.items()},
-    }
-    return Figure(run.rate, "jobs/s", F.config_note(procs, conc), detail)

@@ -1,10 +1,11 @@
 """One benchmark run: the parts of ours and the peers chosen, measured in turn, with the facts of the
 machine they ran on.
 
-Parts of ours: ``process`` (lifecycle throughput, server CPU and commands per job), ``enqueue``
-(bulk, one by one, latency), ``http``, ``memory``, ``scheduler``, ``quotas``, ``replay``,
-``dashboard`` (the dashboard's page times on a large ledger and a small one).  ``raw``:
-the raw server's EVALSHA rate (:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.
+Parts of ours: ``process`` (lifecycle throughput with the Worker class, server CPU and commands per
+job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost), ``http``,
+``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
+large ledger and a small one).  ``raw``: the raw server's EVALSHA rate
+(:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.
 A part that fails is recorded (and makes the run fail).
 
 Peers (other job queues measured beside ours for the same work) are not part of jobledger: a
@@ -26,7 +27,15 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import calibration, ours_client, ours_dashboard, ours_http, ours_process, ours_scale
+from . import (
+    calibration,
+    ours_client,
+    ours_dashboard,
+    ours_http,
+    ours_process,
+    ours_scale,
+    worker_latency,
+)
 from .figures import CALIBRATION, Results, Settings
 from .figures import OURS_PARTS as OURS
 from .server import Servers, describe
@@ -119,7 +128,13 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     errors: dict[str, str] = {}
     steps: list[tuple[str, Callable[[], Results]]] = [
         ("process", lambda: ours_process.measure(servers, settings, log)),
-        ("enqueue", lambda: ours_client.measure(servers, settings, log)),
+        (
+            "enqueue",
+            lambda: {
+                **ours_client.measure(servers, settings, log),
+                **worker_latency.figures(servers, settings, log),
+            },
+        ),
         ("http", lambda: ours_http.measure(servers, settings, log)),
     ]
     steps += [(name, functools.partial(ours_scale.measure, servers, settings, {name}, log))

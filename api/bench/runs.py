@@ -1,5 +1,6 @@
 """Processing runs, the same for every system: workers start, say they are ready, are let go at
-once, and the clock stops when the server shows every job done.
+once, and the rate is timed from the first completion the server shows to the last, so that
+neither a worker's start nor its first fetch counts.
 
 Start-up (imports, connections, script loading) is outside the timed part: each worker process
 reports ready and waits for "go".  The parent then polls one cheap read (the count of finished
@@ -59,10 +60,22 @@ class Probe:
 
 @dataclass(frozen=True)
 class Timed:
-    """A timed processing run: how long, and what the server spent meanwhile."""
+    """A timed processing run: how long from "go" to the last job done, what the server spent
+    meanwhile, and the rate from the first completion seen to the last (``counted`` jobs finished
+    in ``span`` seconds after the probe first saw any done)."""
 
     seconds: float
     usage: Usage
+    counted: int = 0
+    span: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Jobs per second from the first completion to the last (from "go", should every job
+        have finished by the first probe that saw one)."""
+        if self.counted > 0 and self.span > 0:
+            return self.counted / self.span
+        return (self.counted or 1) / self.seconds
 
 
 def process(client: redis.Redis, workers: Workers, probe: Probe, jobs: int) -> Timed:
@@ -72,13 +85,16 @@ def process(client: redis.Redis, workers: Workers, probe: Probe, jobs: int) -> T
     start = time.perf_counter()
     workers.go()
     probes, done, moved = 0, -1, start
+    first: tuple[float, int] | None = None  # when the probe first saw jobs done, and how many
     try:
         while True:
             probes += 1
             now_done = probe.parse(client.execute_command(*probe.command))
+            now = time.perf_counter()
             if now_done >= jobs:
                 break
-            now = time.perf_counter()
+            if first is None and now_done > 0:
+                first = (now, now_done)
             if now_done != done:
                 done, moved = now_done, now
             if not workers.alive():
@@ -86,11 +102,13 @@ def process(client: redis.Redis, workers: Workers, probe: Probe, jobs: int) -> T
             if now - moved > STALL or now - start > RUN_TIMEOUT:
                 raise RunFailed(f"stuck at {done} of {jobs} jobs done after {now - start:.0f}s")
             time.sleep(POLL)
-        seconds = time.perf_counter() - start
+        seconds = now - start
         usage = between(before, sample(client)).without(probe.name, probes)
     finally:
         workers.stop()
-    return Timed(seconds, usage)
+    if first is None:
+        return Timed(seconds, usage, jobs)
+    return Timed(seconds, usage, jobs - first[1], now - first[0])
 
 
 class PyWorkers:

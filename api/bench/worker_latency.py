@@ -109,11 +109,12 @@ def _latencies(ledger: Ledger, samples: int, gap: float) -> list[float]:
 
 
 @contextlib.contextmanager
-def idle_worker(transport: str) -> Iterator[Ledger]:
-    """A fresh server with the Worker class running in a process of its own (over Redis, or over
-    HTTP through a served app in another), started and left a second to reach its idle state; the
-    ledger the worker serves."""
-    with Servers().fresh() as url, ledger_on(Servers(), url) as ledger:
+def idle_worker(transport: str, servers: Servers | None = None) -> Iterator[Ledger]:
+    """A fresh server (of ``servers``, else a bundled one) with the Worker class running in a
+    process of its own (over Redis, or over HTTP through a served app in another), started and left
+    a second to reach its idle state; the ledger the worker serves."""
+    servers = servers or Servers()
+    with servers.fresh() as url, ledger_on(servers, url) as ledger:
         ns = ledger.keys.namespace
         server = None
         http_url = None
@@ -134,20 +135,45 @@ def idle_worker(transport: str) -> Iterator[Ledger]:
                 server.stop()
 
 
-def measure(transport: str, samples: int, gap: float) -> list[float]:
+def measure(transport: str, samples: int, gap: float, servers: Servers | None = None) -> list[float]:
     """Milliseconds from create to completion seen, one job at a time, with the Worker class."""
-    with idle_worker(transport) as ledger:
+    with idle_worker(transport, servers) as ledger:
         return _latencies(ledger, samples, gap)
 
 
-def idle_cost(transport: str, seconds: float) -> dict[str, int]:
+def idle_cost(transport: str, seconds: float, servers: Servers | None = None) -> dict[str, int]:
     """The commands a fresh server ran during ``seconds`` of an idle worker (after a second to start)."""
-    with idle_worker(transport) as ledger:
+    with idle_worker(transport, servers) as ledger:
         before = _calls(ledger.client)
         time.sleep(seconds)
         after = _calls(ledger.client)
     ran = {name: n - before.get(name, 0) for name, n in after.items() if name != "info"}
     return {name: n for name, n in ran.items() if n}
+
+
+def figures(servers: Servers, settings: F.Settings, log: Any = print) -> F.Results:
+    """The benchmark's latency figures, with the Worker class over Redis at its default settings,
+    and what an idle Worker costs the server (commands per second, the higher of its two
+    transports)."""
+    lat = measure("redis", settings.latency_samples, 0.0, servers)
+    note = f"Worker over Redis, {len(lat)} jobs one at a time, default settings"
+    log(f"  ours Worker latency p50 {F.percentile(lat, 50):.2f} ms")
+    results = {
+        F.LATENCY_P50: F.Figure(F.percentile(lat, 50), "ms", note),
+        F.LATENCY_P99: F.Figure(F.percentile(lat, 99), "ms", note, {"max": max(lat)}),
+    }
+    if not servers.isolated:  # the server's command counts are everyone's
+        results[F.IDLE_COMMANDS] = F.Figure(None, "cmds/s", "measured only on a server of its own")
+        return results
+    idle = {t: sum(idle_cost(t, settings.idle_seconds, servers).values()) / settings.idle_seconds
+            for t in ("redis", "http")}  # fmt: skip
+    log(f"  ours idle Worker, commands/s: {idle}")
+    worst = max(idle, key=lambda t: idle[t])
+    results[F.IDLE_COMMANDS] = F.Figure(
+        idle[worst], "cmds/s", f"idle Worker over {worst} (the costlier), {settings.idle_seconds:g}s",
+        {"by_transport": idle},
+    )  # fmt: skip
+    return results
 
 
 def _calls(client: Any) -> dict[str, int]:

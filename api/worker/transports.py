@@ -1,14 +1,18 @@
 """How a :class:`jobledger.worker.worker.Worker` reaches the ledger: over HTTP, or straight to Redis.
 
-Both transports run the same ledger commands (``fetch_jobs``, ``heartbeat``, ``update_job``) with the
-same arguments, so a job leaves the same events whichever a worker uses.  Both name the attempt on
-every update (fencing) and raise the :mod:`jobledger.client.errors` tree, so the worker handles one kind
-of error.  Neither polls an idle queue: over HTTP the fetch is a long-poll (``?wait=``), one per
-queue at once; over Redis the worker waits on the ledger itself (:class:`jobledger.ledger.watch.LedgerWatch`,
-one follower of the stream per process) and fetches when an event names one of its queues.
+Both transports run the same ledger code (``fetch_jobs``, ``heartbeat``, ``update_job``; over Redis
+the updates and the fetch may go together as ``update_jobs`` / ``update_and_fetch``, the same code
+in one call) with the same arguments, so a job leaves the same events whichever a worker uses.
+Both name the attempt on every update (fencing) and raise the :mod:`jobledger.client.errors` tree,
+so the worker handles one kind of error.  Neither polls an idle queue: over HTTP the fetch is a
+long-poll (``?wait=``), one per queue at once; over Redis the worker waits on the ledger itself
+(:class:`jobledger.ledger.watch.LedgerWatch`, one follower of the stream per process) and fetches
+when an event names one of its queues (a worker busy with jobs stops waiting on them, and the
+follower stops).
 HTTP works from anywhere; Redis is the fast path for Python workers that can reach the ledger's
-Redis: no HTTP hop, and the jobs that finish while one completion is on its way are completed
-together by the next call (:class:`GroupCommit`).
+Redis: no HTTP hop, the jobs that finish while one completion is on its way are completed
+together by the next call, and the next fetch goes in that same call (:class:`GroupCommit`), so at
+concurrency 1 a job costs one round trip.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ LONG_POLL = 20.0
 MIN_POLL_CYCLE = 1.0
 #: Seconds between two fetches of an idle Redis worker that no event woke (a safety net only).
 IDLE_FETCH = 60.0
+#: Fetches in a row that find jobs before a Redis worker stops waiting on its queues' events.
+BUSY_FETCHES = 16
 #: Pause (s) after a fetch failed, doubling up to the second figure while it keeps failing.
 ERROR_PAUSE = (0.5, 10.0)
 
@@ -279,29 +285,29 @@ class RedisTransport:
         self.ledger_watch = LedgerWatch(self.ledger)
         self._finishing = GroupCommit(self.ledger)
         self._woken: Subscription | None = None
+        self._busy_fetches = 0
         self._errors = FetchErrors()
 
     def describe(self) -> str:
         return f"Redis {masked_url(self._url)}, namespace {self.ledger.keys.namespace}"
 
     async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]:
+        """Start up to ``count`` jobs: in the same call as the completions waiting to go, if any
+        (:meth:`GroupCommit.fetch`); each job's ``heartbeat_timeout`` comes with it."""
         sent = time.monotonic()
-        fetched = await translated(self.ledger.run(commands.fetch_jobs(queue, count, worker)))
-        if not fetched:
-            return []
-        timeouts = await translated(self.ledger.read(_heartbeat_timeouts([f.id for f in fetched])))
+        fetched = await self._finishing.fetch(queue, count, worker)
         return [
-            Assignment(queue, f.id, f.attempt, _decode(f.input_text), hb, sent)
-            for f, hb in zip(fetched, timeouts, strict=True)
+            Assignment(queue, f.id, f.attempt, _decode(f.input_text), f.heartbeat_timeout_ms / 1000, sent)
+            for f in fetched
         ]
 
     async def next_jobs(
         self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
     ) -> list[Assignment]:
         """Fetch from the queues in order; if all are empty, wait for an event naming one of them
-        (subscribed before the first fetch, so none is missed) and fetch again."""
-        if self._woken is None:
-            self._woken = self.ledger_watch.subscribe([queue_topic(q) for q in queues])
+        (subscribed before a last look, so none is missed) and fetch again.  A worker that finds
+        jobs :data:`BUSY_FETCHES` times in a row without waiting drops its subscription, so that a
+        process busy with a long queue does not follow every event of the ledger."""
         while not stopping.is_set():
             jobs: list[Assignment] = []
             pause = IDLE_FETCH
@@ -314,7 +320,15 @@ class RedisTransport:
                 except ClientError as exc:
                     pause = min(pause, self._errors.failed(queue, exc))
             if jobs:
+                self._busy_fetches += 1
+                if self._woken is not None and self._busy_fetches >= BUSY_FETCHES:
+                    self._woken.close()
+                    self._woken = None
                 return jobs
+            self._busy_fetches = 0
+            if self._woken is None:
+                self._woken = self.ledger_watch.subscribe([queue_topic(q) for q in queues])
+                continue  # one more look, now that no event can go unseen
             await until_either(self._woken.wait(pause), stopping)
         return []
 

@@ -40,6 +40,7 @@ from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
+from jobledger.worker.watch import Watching
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -106,6 +107,10 @@ class Worker:
         self._stopping = asyncio.Event()
         self._hurry = asyncio.Event()
         self._runs: dict[asyncio.Task[None], Run] = {}
+        #: Runs whose handler has not finished: what takes a slot.  A run whose outcome is on its
+        #: way to the ledger frees its slot, so the next fetch can go with that outcome.
+        self._busy = 0
+        self._slot_waiter: asyncio.Future[None] | None = None
 
     def run(self) -> None:
         """Work until SIGTERM or SIGINT, then stop gracefully (a second signal: at once).  Blocks;
@@ -146,6 +151,7 @@ class Worker:
                 log.info("stopping now: handing back %d running job(s)", len(self._runs))
             self._hurry.set()
         self._stopping.set()
+        self._wake_fetch_loop()
 
     async def _run_with_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -164,22 +170,29 @@ class Worker:
             await self._wait_for_slot()
             if self._stopping.is_set():
                 return
-            free = self.concurrency - len(self._runs)
+            free = self.concurrency - self._busy
             jobs = await self.transport.next_jobs(self.queues, free, self.worker_id, self._stopping)
             await self._take(jobs)
 
     async def _wait_for_slot(self) -> None:
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            while len(self._runs) >= self.concurrency and not self._stopping.is_set():
-                await asyncio.wait({stop, *self._runs}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
+        """Until a slot is free or the worker stops.  Woken straight by :meth:`_wake_fetch_loop`
+        (one future, no helper tasks): the fetch then runs before the completion that freed the slot
+        is sent, and goes with it."""
+        while self._busy >= self.concurrency and not self._stopping.is_set():
+            self._slot_waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._slot_waiter
+            finally:
+                self._slot_waiter = None
+
+    def _wake_fetch_loop(self) -> None:
+        if self._slot_waiter is not None and not self._slot_waiter.done():
+            self._slot_waiter.set_result(None)
 
     async def _take(self, jobs: list[Assignment]) -> None:
         """Start the jobs fetched, as many as there are free slots; hand back the rest (fetched as the
         worker began to stop, or from two queues that answered at once)."""
-        free = 0 if self._stopping.is_set() else self.concurrency - len(self._runs)
+        free = 0 if self._stopping.is_set() else self.concurrency - self._busy
         for job in jobs[:free]:
             self._start(job)
         extra = jobs[free:]
@@ -197,6 +210,7 @@ class Worker:
 
     def _start(self, job: Assignment) -> None:
         run = Run(job, self.worker_id, self.transport, log)
+        self._busy += 1
         task = asyncio.create_task(self._work(run), name=f"job-{job.id}")
         self._runs[task] = run
         task.add_done_callback(self._runs.pop)
@@ -207,25 +221,18 @@ class Worker:
         beats = None
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
-        watching = asyncio.create_task(self._watch(run))
+        watching = _Watch(self.transport, run)
         try:
             outcome = await self._outcome(run)
         finally:
             run.done.set()
-            watching.cancel()
+            watching.close()
+            self._busy -= 1
+            self._wake_fetch_loop()
             await run.close_outbox()
         await self._finish(run, outcome)
         if beats is not None:
             await beats
-
-    async def _watch(self, run: Run) -> None:
-        """After :data:`WATCH_AFTER`, have the transport tell the run when its attempt is over."""
-        await asyncio.sleep(WATCH_AFTER)
-        watching = self.transport.watch(run.job, run.cancel)
-        try:
-            await asyncio.Event().wait()
-        finally:
-            watching.close()
 
     async def _outcome(self, run: Run) -> Any:
         """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
@@ -233,11 +240,7 @@ class Worker:
             run.future = asyncio.ensure_future(self.handler(run.ctx))
         else:
             run.future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
-        abandoned = asyncio.ensure_future(run.abandoned.wait())
-        try:
-            await asyncio.wait({run.future, abandoned}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abandoned.cancel()
+        await _settled(run.future)  # abandon() cancels it: either way it is done
         if run.abandoned.is_set():
             return Ended.RETURNED
         if run.ctx.cancelled or run.future.cancelled():
@@ -358,6 +361,38 @@ class Worker:
             run.abandon()
         if self._runs:
             await asyncio.wait(set(self._runs), timeout=FINISH_TIMEOUT)
+
+
+class _Watch:
+    """After :data:`WATCH_AFTER`, the transport tells the run when its attempt is over, until
+    closed (a timer, not a task: the many short jobs that end before it pay next to nothing)."""
+
+    def __init__(self, transport: Transport, run: Run) -> None:
+        self._transport, self._run = transport, run
+        self._watching: Watching | None = None
+        self._timer = asyncio.get_running_loop().call_later(WATCH_AFTER, self._start)
+
+    def _start(self) -> None:
+        self._watching = self._transport.watch(self._run.job, self._run.cancel)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        if self._watching is not None:
+            self._watching.close()
+
+
+async def _settled(future: asyncio.Future[Any]) -> None:
+    """Wait until ``future`` is done, whatever its outcome, without raising it."""
+    if future.done():
+        return
+    settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done(_: asyncio.Future[Any]) -> None:
+        if not settled.done():
+            settled.set_result(None)
+
+    future.add_done_callback(done)
+    await settled
 
 
 def _named(job: Assignment) -> str:

@@ -118,6 +118,35 @@ def test_the_follower_stops_when_nobody_is_subscribed(redis_url: str, namespace:
     assert asyncio.run(scenario())
 
 
+def test_the_follower_stops_on_a_busy_stream_with_nobody_subscribed(redis_url: str, namespace: str) -> None:
+    """Events keep coming, but nobody waits on them: the follower stops rather than read them all."""
+
+    async def scenario() -> bool:
+        ledger = await _ledger(redis_url, namespace, socket_timeout=None)
+        await ledger.run(commands.put_queue("q", QueueSettings()))
+        watch = LedgerWatch(ledger, block=10_000)
+        try:
+            await watch.wait([ANY], 0.1)
+            for _ in range(20):
+                await ledger.run(commands.create_job("q", JobOptions()))
+                await asyncio.sleep(0.01)
+            assert watch._task is not None
+            return watch._task.done()
+        finally:
+            await watch.close()
+            await ledger.client.aclose()
+
+    assert asyncio.run(scenario())
+
+
+def test_a_job_started_or_beating_does_not_wake_its_queue() -> None:
+    """Only events that may let a fetch find a job wake a queue's fetchers."""
+    for kind in (b"job_started", b"job_heartbeat", b"job_output_set", b"job_progressed"):
+        assert entry_topics({b"type": kind, b"queue": b"q", b"job": b"7"}) == {ANY, job_topic(7)}
+    for kind in (b"job_created", b"job_completed", b"job_returned", b"queue_resumed"):
+        assert queue_topic("q") in entry_topics({b"type": kind, b"queue": b"q", b"job": b"7"})
+
+
 def test_a_token_revocation_wakes_the_topic_of_that_token_only() -> None:
     revoked = {b"type": b"token_revoked", b"queue": b"", b"data": b'{"name":"ci"}'}
     assert entry_topics(revoked) == {ANY, token_topic("ci")}

@@ -67,7 +67,8 @@ def test_a_finish_made_while_a_call_is_on_its_way_goes_in_the_next(
         transport = RedisTransport(redis_url, namespace)
         try:
             on_its_way = asyncio.ensure_future(transport.complete(first))
-            await asyncio.sleep(0)  # the first call leaves alone
+            while transport._finishing.calls == 0:  # the first call leaves alone
+                await asyncio.sleep(0)
             later = [asyncio.ensure_future(transport.complete(j)) for j in rest]
             await asyncio.gather(on_its_way, *later)
             return transport._finishing.calls

@@ -5,7 +5,8 @@
 //   node bench.mjs worker   URL CONCURRENCY  prints "ready", starts on a "go" line, runs until its
 //                                            stdin closes
 //   node bench.mjs latency  URL SAMPLES      one job at a time: add, then waitUntilFinished through
-//                                            QueueEvents; prints {"ms": [...]}
+//                                            QueueEvents (up to WAIT_MS each: a loaded machine can
+//                                            stall one); prints {"ms": [...]}
 //
 // The queue is "bench"; jobs are no-ops named "noop" with data {}; completed jobs are kept
 // (BullMQ's default) and its event stream is capped at its default 10,000 entries.
@@ -14,6 +15,7 @@ import readline from 'node:readline';
 
 const QUEUE = 'bench';
 const WARMUP = 20;
+const WAIT_MS = 30000;
 
 function connection(url) {
   const u = new URL(url);
@@ -63,7 +65,7 @@ async function latency(url, samples) {
   for (let i = 0; i < samples + WARMUP; i++) {
     const start = process.hrtime.bigint();
     const job = await queue.add('noop', {});
-    await job.waitUntilFinished(events, 5000);
+    await job.waitUntilFinished(events, WAIT_MS);
     if (i >= WARMUP) ms.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
   await events.close();

@@ -6,7 +6,9 @@ from the npm registry, into its ``node_modules`` (not committed).  Then, on fres
 - Processing: ``addBulk`` beforehand, then P Node processes of ``new Worker(concurrency=C)``
   (started on "go"); done when the ``completed`` set holds every job (BullMQ keeps them).
 - Bulk enqueue: ``addBulk`` (best of two batch sizes).  One by one: ``await queue.add()``.
-- Latency: ``add`` then ``job.waitUntilFinished(queueEvents)``; the worker blocks on BZPOPMIN.
+- Latency: ``add`` then ``job.waitUntilFinished(queueEvents)`` (30 s at most per job); the worker
+  blocks on BZPOPMIN.  Should the measurement fail (a job not seen finished in time on a loaded
+  machine), it is made once more on a fresh server, and the figure's note says so.
 - Retained memory: completed jobs kept, the event stream at its default cap of 10,000 entries.
 """
 
@@ -31,6 +33,7 @@ from jobledger.bench.server import Servers
 from .common import (
     PeerRun,
     best_of_grid,
+    enqueue_one_figures,
     latency_figures,
     one_by_one_figure,
     process_figures,
@@ -131,7 +134,7 @@ def run_once(servers: Servers, jobs: int, procs: int, conc: int) -> PeerRun:
         with Meter(client) as enqueued:
             _node("enqueue", url, jobs - 1, 1000)
         timed = process(client, _workers(url, procs, conc), _completed(jobs), jobs)
-    return PeerRun(jobs, jobs / timed.seconds, enqueued.usage, timed.usage)
+    return PeerRun(jobs, timed.rate, enqueued.usage, timed.usage)
 
 
 def _enqueue(servers: Servers, jobs: int, batch: int) -> tuple[float, float]:
@@ -151,7 +154,7 @@ def _memory(servers: Servers, jobs: int) -> Figure:
     return Figure(retained, "B/job", f"completed jobs kept; event stream capped ({stream:,} entries)")
 
 
-def _latency(servers: Servers, samples: int) -> list[float]:
+def _latency_once(servers: Servers, samples: int) -> list[float]:
     with servers.fresh() as url:
         workers = _workers(url, 1, 1)
         try:
@@ -160,6 +163,16 @@ def _latency(servers: Servers, samples: int) -> list[float]:
             return [float(ms) for ms in _node("latency", url, samples)["ms"]]
         finally:
             workers.stop()
+
+
+def _latency(servers: Servers, samples: int, log: Any) -> tuple[list[float], str]:
+    """The latencies, measured again once should the first try fail; a note saying whether it was."""
+    try:
+        return _latency_once(servers, samples), ""
+    except (subprocess.CalledProcessError, RunFailed) as exc:
+        why = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines()[-1:] or [str(exc)]
+        log(f"  bullmq latency failed ({why[0]}); measuring it once more on a fresh server")
+        return _latency_once(servers, samples), f"; measured twice, the first try failed: {why[0]}"
 
 
 def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
@@ -179,8 +192,8 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     bulk = [_enqueue(servers, settings.jobs, batch) for _ in range(settings.repeats)]
     results[F.ENQUEUE_BULK] = one_by_one_figure(bulk, f"addBulk, batch {batch}")
     one = [_enqueue(servers, settings.enqueue_one_jobs, 0) for _ in range(settings.repeats)]
-    results[F.ENQUEUE_ONE] = one_by_one_figure(one, "await queue.add()")
-    lat = _latency(servers, settings.latency_samples)
-    results.update(latency_figures(lat, "add + waitUntilFinished(QueueEvents); worker on BZPOPMIN"))
+    results.update(enqueue_one_figures(one, "await queue.add()"))
+    lat, retried = _latency(servers, settings.latency_samples, log)
+    results.update(latency_figures(lat, "add + waitUntilFinished(QueueEvents); worker on BZPOPMIN" + retried))
     results[F.MEMORY] = _memory(servers, settings.jobs)
     return results

@@ -30,7 +30,10 @@ RunOnce = Callable[[int, int, int], PeerRun]  # (jobs, procs, concurrency) -> ru
 def best_of_grid(
     run_once: RunOnce, grid: Sequence[Config], settings: Settings, name: str, log: Any
 ) -> tuple[Config, list[PeerRun], dict[str, int]]:
-    """Try each (procs, concurrency) on ``grid_jobs``; re-run the best on ``jobs``, ``repeats`` times."""
+    """Try each (procs, concurrency) on ``grid_jobs``; re-run the best on ``jobs``, ``repeats`` times.
+    A full run's grid has as many configurations as ours (:data:`jobledger.bench.figures.GRID_SIZE`)."""
+    if not settings.quick and len(grid) != F.GRID_SIZE:
+        raise ValueError(f"{name}: a grid of {len(grid)} configurations, not {F.GRID_SIZE} as every system's")
     tried: dict[Config, float] = {}
     for procs, conc in grid:
         try:
@@ -67,9 +70,15 @@ def process_figures(best: Config, runs: list[PeerRun], tried: dict[str, int]) ->
 
 
 def one_by_one_figure(runs: list[tuple[float, float]], note: str) -> Figure:
-    """The median of (jobs/s, server µs per job) runs of single enqueues."""
+    """The median of (jobs/s, server µs per job) runs of enqueues."""
     rate, cpu = sorted(runs)[len(runs) // 2]
     return Figure(rate, "jobs/s", note, {"cpu_us_per_job": cpu})
+
+
+def enqueue_one_figures(runs: list[tuple[float, float]], note: str) -> Results:
+    """The one-by-one enqueue rate and its server CPU per job, from the median run."""
+    rate = one_by_one_figure(runs, note)
+    return {F.ENQUEUE_ONE: rate, F.ENQUEUE_ONE_CPU: Figure(rate.detail["cpu_us_per_job"], "us/job", note)}
 
 
 def latency_figures(latencies: list[float], note: str) -> Results:

@@ -26,8 +26,8 @@ from jobledger.bench.server import Servers
 from .common import (
     PeerRun,
     best_of_grid,
+    enqueue_one_figures,
     latency_figures,
-    one_by_one_figure,
     process_figures,
 )
 
@@ -93,7 +93,7 @@ def run_once(servers: Servers, jobs: int, procs: int, threads: int) -> PeerRun:
         probe = Probe(("HLEN", f"dramatiq:{QUEUE}.msgs"), lambda n: jobs - int(n))
         timed = process(client, workers, probe, jobs)
         actor.broker.close()
-    return PeerRun(jobs, jobs / timed.seconds, enqueued.usage, timed.usage)
+    return PeerRun(jobs, timed.rate, enqueued.usage, timed.usage)
 
 
 def _one_by_one(servers: Servers, jobs: int) -> tuple[float, float]:
@@ -156,7 +156,7 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     )
     results[F.ENQUEUE_BULK] = Figure(None, "jobs/s", "no bulk enqueue (group sends one by one)")
     one = [_one_by_one(servers, settings.enqueue_one_jobs) for _ in range(settings.repeats)]
-    results[F.ENQUEUE_ONE] = one_by_one_figure(one, "actor.send()")
+    results.update(enqueue_one_figures(one, "actor.send()"))
     lat = _latency(servers, settings.latency_samples)
     results.update(latency_figures(lat, "send + get_result(block); worker_timeout 1 ms"))
     results[F.MEMORY] = _memory(servers, settings.jobs)

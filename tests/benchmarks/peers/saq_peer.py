@@ -29,8 +29,8 @@ from jobledger.bench.server import Servers
 from .common import (
     PeerRun,
     best_of_grid,
+    enqueue_one_figures,
     latency_figures,
-    one_by_one_figure,
     process_figures,
 )
 
@@ -97,7 +97,7 @@ def run_once(servers: Servers, jobs: int, procs: int, conc: int) -> PeerRun:
             asyncio.run(_enqueue(url, jobs - 1, concurrent=20))
         workers = PyWorkers(worker, (url, conc), procs)
         timed = process(client, workers, Probe(("ZCARD", INCOMPLETE), lambda n: jobs - int(n)), jobs)
-    return PeerRun(jobs, jobs / timed.seconds, enqueued.usage, timed.usage)
+    return PeerRun(jobs, timed.rate, enqueued.usage, timed.usage)
 
 
 def _one_by_one(servers: Servers, jobs: int) -> tuple[float, float]:
@@ -170,7 +170,7 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     )
     results[F.ENQUEUE_BULK] = Figure(None, "jobs/s", "no bulk enqueue (map waits for results)")
     one = [_one_by_one(servers, settings.enqueue_one_jobs) for _ in range(settings.repeats)]
-    results[F.ENQUEUE_ONE] = one_by_one_figure(one, "await queue.enqueue()")
+    results.update(enqueue_one_figures(one, "await queue.enqueue()"))
     lat = _latency(servers, settings.latency_samples)
     results.update(latency_figures(lat, "enqueue, then its pub/sub update; worker on BLMOVE"))
     results[F.MEMORY] = _memory(servers, settings.jobs)

@@ -1,0 +1,46 @@
+-- start_jobs(now, name, count, worker): hand out up to count queued jobs of queue name, highest
+-- priority first, then oldest; each starts a new attempt (job_started).  A paused queue hands out
+-- nothing; max_running caps the queue's running jobs.  Jobs with a quota_key wait in their key's
+-- lane, and only lanes whose key is under max_running_per_key offer their head, so a fetch compares
+-- two heads and never looks at the jobs held back.  worker: its id, '' for none.
+-- Returns a list of {id, attempt, input JSON text or false, heartbeat_timeout in ms}; refuses
+-- NOT_FOUND when there is no such queue.
+--- @include "ledger/lua/lib/emit.lua"
+--- @include "projections/lua/lib/load_job.lua"
+--- @include "ledger/lua/lib/require_queue.lua"
+local function start_jobs(now, name, count, worker)
+  local queue = require_queue(name)
+  if queue.paused then return {} end
+  local max_running = tonumber(queue.max_running or 0)
+  if max_running > 0 then
+    count = math.min(count, max_running - redis.call('ZCARD', K.queue_status(name, 'running')))
+  end
+  local started = {}
+  local function start(id)
+    local job = load_job(id)
+    local attempt = tonumber(job.attempt or 0) + 1
+    local data = {attempt = attempt}
+    if worker ~= '' then data.worker = worker end
+    local beat = tonumber(job.heartbeat_timeout or 0)
+    emit(now, 'job_started', id, name, data)
+    started[#started + 1] = {tonumber(id), attempt, job.input or false, beat}
+  end
+  if count < 1 then return started end
+  if redis.call('EXISTS', K.queue_heads(name)) == 0 then
+    -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
+    -- starting a job without a quota_key changes no lane, so one read gives every job to start
+    for _, id in ipairs(redis.call('ZRANGE', K.queued_ids(name), 0, count - 1)) do start(id) end
+    return started
+  end
+  for _ = 1, count do
+    local plain = redis.call('ZRANGE', K.queued_ids(name), 0, 0, 'WITHSCORES')
+    local lane = redis.call('ZRANGE', K.queue_heads(name), 0, 0, 'WITHSCORES')
+    local id = plain[1]
+    if lane[1] and (not id or tonumber(lane[2]) < tonumber(plain[2])) then
+      id = redis.call('ZRANGE', K.queue_lane(name, lane[1]), 0, 0)[1]
+    end
+    if not id then break end
+    start(id)
+  end
+  return started
+end

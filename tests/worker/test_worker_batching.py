@@ -1,0 +1,131 @@
+"""How many calls a Worker makes, counted on a server of the test's own (``INFO commandstats``): it
+fetches as many jobs as it has free slots in one call, completes them in group commits, and at
+concurrency 1 a job costs the server at most two script calls (over Redis, one: the completion and
+the next fetch go together)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from jobledger.bench.server import bundled_server
+from jobledger.ledger import commands
+from jobledger.ledger.requests import JobOptions, QueueSettings
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.scripts import sources
+from jobledger.worker.worker import JobContext, Worker
+from tests.live_server import eventually, live_server
+from tests.worker.worker_support import TRANSPORTS, command_counts, make_worker, ran_between, working
+
+NS = "batching"
+
+
+@pytest.fixture
+def private_redis() -> Iterator[str]:
+    """A Redis server of this test's own, whose command counts only the test moves."""
+    with bundled_server() as url:
+        yield url
+
+
+def _queued(url: str, jobs: int) -> tuple[redis.Redis, Ledger]:
+    client = redis.Redis.from_url(url)
+    ledger = Ledger(client, NS)
+    ledger.run(commands.put_queue("q", QueueSettings()))
+    ledger.run(commands.create_jobs("q", [JobOptions()] * jobs))
+    for source in sources().values():  # loaded before counting: no NOSCRIPT retry is counted
+        client.script_load(source)
+    return client, ledger
+
+
+def _running(client: redis.Redis, ledger: Ledger) -> int:
+    return int(client.zcard(ledger.keys.queue_status("q", "running")))
+
+
+def _completed(client: redis.Redis, ledger: Ledger) -> int:
+    return int(client.zcard(ledger.keys.queue_status("q", "completed")))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_fetch_takes_as_many_jobs_as_there_are_free_slots(transport: str, private_redis: str) -> None:
+    """Concurrency 8, 20 jobs queued: the first call starts 8; once released, the rest go in group
+    commits, each carrying many completions, never one call per job."""
+    client, ledger = _queued(private_redis, 20)
+    release = asyncio.Event()
+
+    async def gated(job: JobContext) -> None:
+        await release.wait()
+
+    with live_server(private_redis, NS) as server:
+        worker = make_worker(transport, gated, "q", server, private_redis, NS, concurrency=8)
+        fetches = _counted_fetches(worker)
+        before = command_counts(client)
+        with working(worker):
+            eventually(lambda: _running(client, ledger) == 8)
+            first = ran_between(before, command_counts(client)).get("evalsha", 0)
+            assert worker._loop is not None
+            worker._loop.call_soon_threadsafe(release.set)
+            eventually(lambda: _completed(client, ledger) == 20)
+            total = ran_between(before, command_counts(client)).get("evalsha", 0)
+    client.close()
+    assert first == 1, "8 jobs started by one fetch"
+    assert fetches[0] <= 8, f"{fetches[0]} fetches for 20 jobs, 8 at a time"
+    if transport == "redis":  # completions and the next fetch go together: a handful of calls
+        assert total <= 8, total
+
+
+def _counted_fetches(worker: Worker) -> list[int]:
+    """A count of the fetches the worker's transport makes (HTTP requests, or script calls)."""
+    count = [0]
+    fetch = worker.transport.fetch
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return await fetch(*args, **kwargs)
+
+    worker.transport.fetch = counted  # type: ignore[method-assign]
+    return count
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("transport", "per_job"), [("redis", 1), ("http", 2)])
+def test_at_concurrency_one_a_job_costs_at_most_two_calls(
+    transport: str, per_job: int, private_redis: str
+) -> None:
+    jobs = 40
+    client, ledger = _queued(private_redis, jobs)
+
+    async def noop(job: JobContext) -> None:
+        return None
+
+    with live_server(private_redis, NS) as server:
+        worker = make_worker(transport, noop, "q", server, private_redis, NS)
+        before = command_counts(client)
+        with working(worker):
+            eventually(lambda: _completed(client, ledger) == jobs)
+            ran = ran_between(before, command_counts(client))
+    client.close()
+    # a handful more than per_job * jobs: the last look at the empty queue, a wait on the ledger
+    assert ran.get("evalsha", 0) <= per_job * jobs + 3, ran
+    if transport == "redis":
+        assert ran.get("exec", 0) <= 3, ran  # no read of the job beside its fetch
+
+
+def test_a_worker_of_concurrency_one_completes_and_fetches_in_one_call(private_redis: str) -> None:
+    """Over Redis, the completion of a job and the fetch of the next are one script call."""
+    client, ledger = _queued(private_redis, 5)
+
+    async def noop(job: JobContext) -> None:
+        return None
+
+    worker = Worker(noop, "q", transport="redis", redis_url=private_redis, namespace=NS)
+    with working(worker):
+        eventually(lambda: _completed(client, ledger) == 5)
+    finishing = worker.transport._finishing  # type: ignore[attr-defined]
+    client.close()
+    assert finishing.calls <= 6, "each job's completion in one call, with the next fetch"
+    assert finishing.fetches_along >= 4
