@@ -126,7 +126,9 @@ def _count_fetch_calls(ledger: Ledger, client: redis.Redis) -> None:
         client.config_resetstat()
         assert _fetch(ledger, 1) == [free]
         stats = client.info("commandstats")
-        calls.append(sum(v["calls"] for k, v in stats.items() if k != "cmdstat_evalsha"))
+        # the ledger's clock is written only when it moves (not when two commands share a
+        # millisecond), so its SET is left out of the count
+        calls.append(sum(v["calls"] for k, v in stats.items() if k not in ("cmdstat_evalsha", "cmdstat_set")))
         ledger.run(commands.delete_queue("q"))
         _queue(ledger, max_running_per_key=1)
     assert calls[0] == calls[1]
