@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import pytest
 
 from jobledger.ledger.runner import Ledger
 from tests.ui import story
@@ -137,11 +136,6 @@ def test_the_live_ledger_filters(server: str, tab: OpenTab) -> None:
     expect(page.locator("#events")).not_to_contain_text("job_started")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the filter form sends its empty fields (type=&job=&actor=) and the page answers 400 "
-    "'unknown event type' instead of taking an empty field as no filter",
-)
 def test_the_live_ledger_filter_form(server: str, tab: OpenTab) -> None:
     with api(server) as http:
         story.queue(http, "reports")

@@ -198,6 +198,16 @@ def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None
     assert page(ui, "/ui/events?actor=nobody").all("li", data_event_id=True) == []
 
 
+def test_the_filter_form_s_empty_fields_are_no_filter(ui: TestClient) -> None:
+    create_job(ui, "q")
+    events = page(ui, "/ui/events?type=&queue=q&job=&actor=").one("ol", id="events")
+    assert [i.attrs["data-type"] for i in events.all("li", data_event_id=True)] == ["job_created", "queue_created"]
+    live = events.attrs["sse-connect"]  # the live feed is asked for the same
+    assert "queue=q" in live and "type=" not in live and "job=" not in live and "actor=" not in live
+    every = page(ui, "/ui/events?type=&queue=&job=&actor=").all("li", data_event_id=True)
+    assert every == page(ui, "/ui/events").all("li", data_event_id=True) != []
+
+
 def test_the_events_page_looks_back_past_events_its_filter_skips(ui: TestClient) -> None:
     response = ui.post("/queue/q/jobs", json=[{"input": i} for i in range(700)])
     assert response.status_code == 201, response.text
