@@ -138,8 +138,8 @@ def recent(limit: int, flt: EventFilter, budget: int = 2_000) -> Read[list[Event
     job = flt.job
     if job is not None:
         return Read(
-            lambda k: [("LRANGE", k.history(job), -limit, -1)],
-            lambda r: _by_ids(list(reversed([_s(i) for i in r[0]])), limit, flt),
+            lambda k: job_history.commands(k, job),
+            lambda r: _by_ids(list(reversed(job_history.ids(r)[-limit:])), limit, flt),
         )
 
     def step(end: str, found: list[Event], seen: int) -> Read[list[Event]]:
