@@ -107,7 +107,8 @@ def page(request: Request, template: str, code: int = 200, **context: Any) -> HT
     context.setdefault("flash", flash.waiting(request))
     html = environment().get_template(template).render(request=request, **context)
     response = HTMLResponse(html, status_code=code, headers=HEADERS)
-    flash.taken(request, response)
+    if context["flash"] is not None:
+        flash.taken(request, response)
     return response
 
 

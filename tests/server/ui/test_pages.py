@@ -170,6 +170,25 @@ def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> N
     assert stream.startswith(f"/ui/job/{job_id}/stream?after={items[-1].attrs['data-event-id']}")
 
 
+def test_the_job_page_fetches_its_state_again_as_its_timeline_grows(ui: TestClient) -> None:
+    job_id = create_job(ui, "q")
+    doc = page(ui, f"/ui/job/{job_id}")
+    assert doc.one(id="status").attrs["data-status"] == "queued"
+    state = doc.one(id="job-state")
+    assert (state.attrs["hx-get"], state.attrs["hx-trigger"]) == (
+        f"/ui/job/{job_id}/state",
+        "htmx:sseMessage from:#timeline",
+    )
+    assert state.one(id="fields").one(data_field="status").text() == "queued"
+    fetch(ui, "q")
+    fresh = page(ui, state.attrs["hx-get"])
+    assert fresh.one(id="status").attrs["data-status"] == "running"
+    assert fresh.one(id="fields").one(data_field="status").text() == "running"
+    assert fresh.all("ol", id="timeline") == [] and fresh.all("nav") == []  # the fragment alone
+    assert ui.delete(f"/job/{job_id}").status_code == 204
+    assert page(ui, state.attrs["hx-get"]).one(id="status").attrs["data-status"] == "deleted"
+
+
 def test_a_deleted_job_still_shows_its_timeline(ui: TestClient) -> None:
     job_id = create_job(ui, "q")
     assert ui.delete(f"/job/{job_id}").status_code == 204
@@ -201,7 +220,8 @@ def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None
 def test_the_filter_form_s_empty_fields_are_no_filter(ui: TestClient) -> None:
     create_job(ui, "q")
     events = page(ui, "/ui/events?type=&queue=q&job=&actor=").one("ol", id="events")
-    assert [i.attrs["data-type"] for i in events.all("li", data_event_id=True)] == ["job_created", "queue_created"]
+    types = [i.attrs["data-type"] for i in events.all("li", data_event_id=True)]
+    assert types == ["job_created", "queue_created"]
     live = events.attrs["sse-connect"]  # the live feed is asked for the same
     assert "queue=q" in live and "type=" not in live and "job=" not in live and "actor=" not in live
     every = page(ui, "/ui/events?type=&queue=&job=&actor=").all("li", data_event_id=True)
