@@ -74,7 +74,14 @@ def iso(value: int | str | None) -> str:
 
 
 def pretty_json(value: Any) -> str:
+    """JSON for a person: indented, characters as they are (``<`` not ``\\u003c``); the template's
+    autoescaping makes it safe in HTML."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def compact_json(value: Any) -> str:
+    """The same on one line, for a short value shown inline."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
 def per_hour(count: int) -> str:
@@ -89,7 +96,9 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=duration, iso=iso, pretty_json=pretty_json, per_hour=per_hour)
+    env.filters.update(
+        duration=duration, iso=iso, pretty_json=pretty_json, compact_json=compact_json, per_hour=per_hour
+    )
     env.globals["nav"] = NAV
     return env
 

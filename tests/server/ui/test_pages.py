@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from freezegun.api import FrozenDateTimeFactory
@@ -154,7 +155,7 @@ def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> N
     fields = doc.one(id="fields")
     assert fields.one(data_field="queue").text() == "q" and "welcome" in fields.one(data_field="tags").text()
     assert json.loads(doc.one("pre", id="input").text()) == {"to": "ada@example.com", "n": [1, 2]}
-    assert '"to": "ada@example.com"' in ui.get(f"/ui/job/{job_id}").text  # indented, one key a line
+    assert '\n  "to": "ada@example.com",\n' in unescape(ui.get(f"/ui/job/{job_id}").text)  # one key a line
     assert json.loads(doc.one("pre", id="output").text()) == {"partial": True}
     errors = doc.one(id="errors")
     assert (
@@ -202,6 +203,25 @@ def test_user_data_is_escaped(ui: TestClient) -> None:
     html = ui.get(f"/ui/job/{job_id}").text + ui.get("/ui/queue/q").text + ui.get("/ui/events").text
     assert "<script>alert" not in html and "<b>t</b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_event_data_shows_its_characters_as_they_are(ui: TestClient) -> None:
+    job_id = create_job(ui, "q", tags=["<i>"])
+    fetch(ui, "q")
+    short, long = {"html": "<b>bold</b> & é"}, {"html": "<b>" + "x" * 200 + "</b>"}
+    for output in (short, long):
+        assert ui.put(f"/job/{job_id}/output", json=output).status_code == 204
+    for path in (f"/ui/job/{job_id}", f"/ui/events?job={job_id}"):
+        html = ui.get(path).text
+        assert "\\u003c" not in html and "<b>" not in html and "<i>" not in html  # never escaped, never a tag
+        assert "&lt;b&gt;bold&lt;/b&gt; &amp; é" in html
+        doc = page(ui, path)
+        items = doc.all("li", data_type="job_output_set")
+        data = {i.one(class_="data").text() for i in items}
+        assert json.dumps({"output": short}, ensure_ascii=False) in data  # short: inline, as sent
+        (folded,) = [i.one("details", class_="data").one("pre") for i in items if i.all("details")]
+        assert json.loads(folded.text()) == {"output": long}
+    assert page(ui, f"/ui/job/{job_id}").one(data_field="tags").text() == '["<i>"]'
 
 
 def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None:
