@@ -84,6 +84,15 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
+def shown(value: Any) -> str:
+    """A plain value for a person: ``true``/``false`` as JSON writes them, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def per_hour(count: int) -> str:
     return f"{count:,}/h"
 
@@ -97,7 +106,12 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        duration=duration, iso=iso, pretty_json=pretty_json, compact_json=compact_json, per_hour=per_hour
+        duration=duration,
+        iso=iso,
+        pretty_json=pretty_json,
+        compact_json=compact_json,
+        shown=shown,
+        per_hour=per_hour,
     )
     env.globals["nav"] = NAV
     return env

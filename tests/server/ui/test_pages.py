@@ -43,6 +43,12 @@ def test_every_page_has_the_nav_bar_and_who_is_looking(ui: TestClient, path: str
     assert doc.one(id="whoami").text() == "local"
 
 
+def test_with_no_queue_the_overview_says_so_and_shows_no_table(ui: TestClient) -> None:
+    assert ui.delete("/queue/q").status_code == 204
+    doc = page(ui, "/ui")
+    assert doc.all("table") == [] and doc.one("p", class_="empty").text() == "No queues yet."
+
+
 def test_the_queues_page_counts_each_status_and_shows_paused(ui: TestClient) -> None:
     put_queue(ui, "slow", timeout="1h", retries=3)
     for _ in range(3):
@@ -188,6 +194,20 @@ def test_the_job_page_fetches_its_state_again_as_its_timeline_grows(ui: TestClie
     assert fresh.all("ol", id="timeline") == [] and fresh.all("nav") == []  # the fragment alone
     assert ui.delete(f"/job/{job_id}").status_code == 204
     assert page(ui, state.attrs["hx-get"]).one(id="status").attrs["data-status"] == "deleted"
+
+
+def test_the_job_fields_read_as_json_writes_them(ui: TestClient) -> None:
+    job_id = create_job(ui, "q")
+    fields = page(ui, f"/ui/job/{job_id}").one(id="fields")
+    assert fields.one(data_field="ended").text() == "false"
+    assert not {"True", "False", "None"} & set(fields.text().replace('"', " ").split())
+
+
+def test_labels_are_in_sentence_case(ui: TestClient) -> None:
+    css = ui.get("/ui/static/ui.css").text
+    assert "capitalize" not in css  # it would show "Events In The Stream"
+    assert "::first-letter { text-transform: uppercase; }" in css  # a field name still starts a label
+    assert "Events in the stream" in page(ui, "/ui/ledger").text()
 
 
 def test_a_deleted_job_still_shows_its_timeline(ui: TestClient) -> None:
