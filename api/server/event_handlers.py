@@ -58,9 +58,10 @@ def _cursor(raw: str | None, name: str) -> str | None:
 
 
 def event_filter(request: Request) -> EventFilter:
-    """The ``type``, ``queue``, ``job`` and ``actor`` filters of the query, checked (400 if bad)."""
+    """The ``type``, ``queue``, ``job`` and ``actor`` filters of the query, checked (400 if bad).
+    An empty one (``type=``, as a form sends a field left blank) is no filter, as ``after=`` is no cursor."""
     q = request.query_params
-    type_, queue, job, actor = q.get("type"), q.get("queue"), q.get("job"), q.get("actor")
+    type_, queue, job, actor = (q.get(name) or None for name in ("type", "queue", "job", "actor"))
     if type_ is not None and type_ not in EVENT_TYPES:
         raise BadRequest(f"unknown event type {type_!r}; known: {', '.join(EVENT_TYPES)}")
     if queue is not None and not valid_queue_name(queue):

@@ -82,6 +82,13 @@ def test_a_rare_filter_stops_scanning_at_its_budget_and_hands_back_a_cursor(
     assert ledger.read(scan(page.next, 10, EventFilter(type="queue_deleted"))).next is None
 
 
+def test_an_empty_filter_is_no_filter(api: TestClient, ledger: Ledger) -> None:
+    _workload(ledger)
+    assert _follow(api, type="", queue="", job="", actor="", limit=1000) == _follow(api, limit=1000)
+    completed_b = _follow(api, type="job_completed", queue="b", job="", actor="", limit=1000)
+    assert completed_b == _follow(api, type="job_completed", queue="b", limit=1000) != []
+
+
 @pytest.mark.parametrize(
     "query",
     ["after=yesterday", "limit=0", "limit=1001", "type=job_exploded", "queue=no%20way", "job=-1"],

@@ -30,6 +30,7 @@ def routes() -> list[BaseRoute]:
         _page("/ui/search", pages.search),
         _page("/ui/job/{job_id}", pages.job),
         _page("/ui/job/{job_id}/action", actions.job_action, "POST"),
+        _page("/ui/job/{job_id}/state", pages.job_state),
         _page("/ui/job/{job_id}/stream", live.job_timeline),
         _page("/ui/events", pages.events),
         _page("/ui/events/stream", live.ledger_events),

@@ -94,18 +94,32 @@ def timeline(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+async def _job_fields(request: Request, jid: int) -> dict[str, Any] | None:
+    """The job's fields; None once it is deleted or expired (its history remains)."""
+    try:
+        fields: dict[str, Any] = await _ledger(request).read(readers.job(jid))
+    except NotFound:
+        return None
+    return fields
+
+
 @answered
 async def job(request: Request) -> Response:
     """A job: its fields, input and output, errors, and its timeline (archived events included)."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
-    ledger = _ledger(request)
-    try:
-        fields: dict[str, Any] | None = await ledger.read(readers.job(jid))
-    except NotFound:
-        fields = None  # deleted or expired: its history remains
-    events = timeline(await job_history(ledger, jid))
+    fields = await _job_fields(request, jid)
+    events = timeline(await job_history(_ledger(request), jid))
     return page(request, "job.html", job_id=jid, job=fields, events=events)
+
+
+@answered
+async def job_state(request: Request) -> Response:
+    """The changing part of a job's page (status, actions, fields, input, output, errors): a fragment
+    the page fetches again each time its timeline receives an event."""
+    jid = job_id(request)
+    request.state.viewer = await admit(request, READ_JOB, job=jid)
+    return page(request, "_job_state.html", job_id=jid, job=await _job_fields(request, jid), flash=None)
 
 
 @answered

@@ -74,7 +74,23 @@ def iso(value: int | str | None) -> str:
 
 
 def pretty_json(value: Any) -> str:
+    """JSON for a person: indented, characters as they are (``<`` not ``\\u003c``); the template's
+    autoescaping makes it safe in HTML."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def compact_json(value: Any) -> str:
+    """The same on one line, for a short value shown inline."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+def shown(value: Any) -> str:
+    """A plain value for a person: ``true``/``false`` as JSON writes them, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def per_hour(count: int) -> str:
@@ -89,7 +105,14 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(duration=duration, iso=iso, pretty_json=pretty_json, per_hour=per_hour)
+    env.filters.update(
+        duration=duration,
+        iso=iso,
+        pretty_json=pretty_json,
+        compact_json=compact_json,
+        shown=shown,
+        per_hour=per_hour,
+    )
     env.globals["nav"] = NAV
     return env
 
@@ -107,7 +130,8 @@ def page(request: Request, template: str, code: int = 200, **context: Any) -> HT
     context.setdefault("flash", flash.waiting(request))
     html = environment().get_template(template).render(request=request, **context)
     response = HTMLResponse(html, status_code=code, headers=HEADERS)
-    flash.taken(request, response)
+    if context["flash"] is not None:
+        flash.taken(request, response)
     return response
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from freezegun.api import FrozenDateTimeFactory
@@ -40,6 +41,12 @@ def test_every_page_has_the_nav_bar_and_who_is_looking(ui: TestClient, path: str
     doc = page(ui, path)
     assert {a.attrs["href"] for a in doc.one("nav", id="nav").all("a")} >= NAV
     assert doc.one(id="whoami").text() == "local"
+
+
+def test_with_no_queue_the_overview_says_so_and_shows_no_table(ui: TestClient) -> None:
+    assert ui.delete("/queue/q").status_code == 204
+    doc = page(ui, "/ui")
+    assert doc.all("table") == [] and doc.one("p", class_="empty").text() == "No queues yet."
 
 
 def test_the_queues_page_counts_each_status_and_shows_paused(ui: TestClient) -> None:
@@ -154,7 +161,7 @@ def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> N
     fields = doc.one(id="fields")
     assert fields.one(data_field="queue").text() == "q" and "welcome" in fields.one(data_field="tags").text()
     assert json.loads(doc.one("pre", id="input").text()) == {"to": "ada@example.com", "n": [1, 2]}
-    assert '"to": "ada@example.com"' in ui.get(f"/ui/job/{job_id}").text  # indented, one key a line
+    assert '\n  "to": "ada@example.com",\n' in unescape(ui.get(f"/ui/job/{job_id}").text)  # one key a line
     assert json.loads(doc.one("pre", id="output").text()) == {"partial": True}
     errors = doc.one(id="errors")
     assert (
@@ -168,6 +175,39 @@ def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> N
     assert all(i.one(class_="since").text().startswith("+") for i in items[1:])
     stream = doc.one("ol", id="timeline").attrs["sse-connect"]
     assert stream.startswith(f"/ui/job/{job_id}/stream?after={items[-1].attrs['data-event-id']}")
+
+
+def test_the_job_page_fetches_its_state_again_as_its_timeline_grows(ui: TestClient) -> None:
+    job_id = create_job(ui, "q")
+    doc = page(ui, f"/ui/job/{job_id}")
+    assert doc.one(id="status").attrs["data-status"] == "queued"
+    state = doc.one(id="job-state")
+    assert (state.attrs["hx-get"], state.attrs["hx-trigger"]) == (
+        f"/ui/job/{job_id}/state",
+        "htmx:sseMessage from:#timeline",
+    )
+    assert state.one(id="fields").one(data_field="status").text() == "queued"
+    fetch(ui, "q")
+    fresh = page(ui, state.attrs["hx-get"])
+    assert fresh.one(id="status").attrs["data-status"] == "running"
+    assert fresh.one(id="fields").one(data_field="status").text() == "running"
+    assert fresh.all("ol", id="timeline") == [] and fresh.all("nav") == []  # the fragment alone
+    assert ui.delete(f"/job/{job_id}").status_code == 204
+    assert page(ui, state.attrs["hx-get"]).one(id="status").attrs["data-status"] == "deleted"
+
+
+def test_the_job_fields_read_as_json_writes_them(ui: TestClient) -> None:
+    job_id = create_job(ui, "q")
+    fields = page(ui, f"/ui/job/{job_id}").one(id="fields")
+    assert fields.one(data_field="ended").text() == "false"
+    assert not {"True", "False", "None"} & set(fields.text().replace('"', " ").split())
+
+
+def test_labels_are_in_sentence_case(ui: TestClient) -> None:
+    css = ui.get("/ui/static/ui.css").text
+    assert "capitalize" not in css  # it would show "Events In The Stream"
+    assert "::first-letter { text-transform: uppercase; }" in css  # a field name still starts a label
+    assert "Events in the stream" in page(ui, "/ui/ledger").text()
 
 
 def test_a_deleted_job_still_shows_its_timeline(ui: TestClient) -> None:
@@ -185,6 +225,25 @@ def test_user_data_is_escaped(ui: TestClient) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def test_event_data_shows_its_characters_as_they_are(ui: TestClient) -> None:
+    job_id = create_job(ui, "q", tags=["<i>"])
+    fetch(ui, "q")
+    short, long = {"html": "<b>bold</b> & é"}, {"html": "<b>" + "x" * 200 + "</b>"}
+    for output in (short, long):
+        assert ui.put(f"/job/{job_id}/output", json=output).status_code == 204
+    for path in (f"/ui/job/{job_id}", f"/ui/events?job={job_id}"):
+        html = ui.get(path).text
+        assert "\\u003c" not in html and "<b>" not in html and "<i>" not in html  # never escaped, never a tag
+        assert "&lt;b&gt;bold&lt;/b&gt; &amp; é" in html
+        doc = page(ui, path)
+        items = doc.all("li", data_type="job_output_set")
+        data = {i.one(class_="data").text() for i in items}
+        assert json.dumps({"output": short}, ensure_ascii=False) in data  # short: inline, as sent
+        (folded,) = [i.one("details", class_="data").one("pre") for i in items if i.all("details")]
+        assert json.loads(folded.text()) == {"output": long}
+    assert page(ui, f"/ui/job/{job_id}").one(data_field="tags").text() == '["<i>"]'
+
+
 def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None:
     job_id = create_job(ui, "q")
     create_job(ui, "q")
@@ -196,6 +255,17 @@ def test_the_events_page_shows_recent_events_and_filters(ui: TestClient) -> None
     by_type = page(ui, "/ui/events?type=queue_created&actor=local").all("li", data_event_id=True)
     assert [i.attrs["data-type"] for i in by_type] == ["queue_created"]
     assert page(ui, "/ui/events?actor=nobody").all("li", data_event_id=True) == []
+
+
+def test_the_filter_form_s_empty_fields_are_no_filter(ui: TestClient) -> None:
+    create_job(ui, "q")
+    events = page(ui, "/ui/events?type=&queue=q&job=&actor=").one("ol", id="events")
+    types = [i.attrs["data-type"] for i in events.all("li", data_event_id=True)]
+    assert types == ["job_created", "queue_created"]
+    live = events.attrs["sse-connect"]  # the live feed is asked for the same
+    assert "queue=q" in live and "type=" not in live and "job=" not in live and "actor=" not in live
+    every = page(ui, "/ui/events?type=&queue=&job=&actor=").all("li", data_event_id=True)
+    assert every == page(ui, "/ui/events").all("li", data_event_id=True) != []
 
 
 def test_the_events_page_looks_back_past_events_its_filter_skips(ui: TestClient) -> None:

@@ -35,8 +35,13 @@ def test_without_a_session_every_page_sends_to_sign_in(secured: Secured) -> None
         response = secured.client.get(path, follow_redirects=False)
         assert response.status_code == 303, path
         assert response.headers["location"].startswith("/ui/signin?next=")
-    form = parse(secured.client.get("/ui/signin").text).one("form", id="signin")
+    signin = parse(secured.client.get("/ui/signin").text)
+    form = signin.one("form", id="signin")
     assert form.attrs["action"] == "/ui/signin" and form.one("input", name="token")
+    assert signin.one("nav", id="nav").all("a") == []  # each link would lead back here
+    secured.sign_in("reader")
+    links = {a.attrs["href"] for a in parse(secured.client.get("/ui").text).one("nav", id="nav").all("a")}
+    assert "/ui/events" in links and "/ui/ledger" in links
 
 
 def test_signing_in_sets_a_strict_http_only_cookie(secured: Secured) -> None:
@@ -89,6 +94,7 @@ def test_pages_need_read(secured: Secured) -> None:
     response = secured.client.get("/ui")
     assert response.status_code == 403
     assert "needs read" in parse(response.text).one(id="flash").text()
+    assert parse(response.text).one("main").text().count("needs read") == 1  # said once
 
 
 def test_a_queue_scoped_token_sees_its_queue_and_its_jobs_only(secured: Secured) -> None:
