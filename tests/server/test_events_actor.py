@@ -73,7 +73,7 @@ def test_created_over_http_without_auth_is_local(api: TestClient) -> None:
     assert {e["actor"] for e in api.get(f"/job/{job_id}/history").json()} == {"local"}
 
 
-@pytest.mark.parametrize("bad", ["", "a\x01b", "new\nline", "x" * 256])
+@pytest.mark.parametrize("bad", ["a\x01b", "new\nline", "x" * 256])  # blank: no filter
 @pytest.mark.parametrize("path", ["/events", "/events/stream"])
 def test_a_bad_actor_filter_is_400(api: TestClient, path: str, bad: str) -> None:
     assert "actor" in error_of(api.get(path, params={"actor": bad}), 400)
