@@ -78,20 +78,27 @@ def test_commands_held_up_by_a_stalled_redis_keep_at_in_order(tmp_path: Path) ->
         sent: list[int] = []
         lock = threading.Lock()
 
-        def caller(offset_ms: int) -> None:
+        def caller(own_client: redis.Redis, offset_ms: int) -> None:
             def clock() -> int:
                 stamp = now_ms() + offset_ms
                 with lock:
                     sent.append(stamp)
                 return stamp
 
-            own = Ledger(redis.Redis.from_url(private.url), namespace, clock=clock)
+            own = Ledger(own_client, namespace, clock=clock)
             for _ in range(5):
                 own.run(commands.create_job("q", JobOptions()))
 
-        private.pause()
         offsets = (-900, -300, 0, 400, 800, -50)
-        threads = [threading.Thread(target=caller, args=(offset,)) for offset in offsets]
+        # each caller connects before the pause: only its commands are held up, never its handshake
+        callers = [redis.Redis.from_url(private.url, socket_timeout=30) for _ in offsets]
+        for own_client in callers:
+            own_client.ping()
+        private.pause()
+        threads = [
+            threading.Thread(target=caller, args=(own_client, offset))
+            for own_client, offset in zip(callers, offsets, strict=True)
+        ]
         try:
             for thread in threads:
                 thread.start()
@@ -107,6 +114,8 @@ def test_commands_held_up_by_a_stalled_redis_keep_at_in_order(tmp_path: Path) ->
         # the stamps sent did disagree: without the ledger's clock the stream would have run back
         assert max(sent) - min(sent) >= 1000
         client.close()
+        for own_client in callers:
+            own_client.close()
     finally:
         private.kill()
 
