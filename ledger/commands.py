@@ -9,12 +9,14 @@ or many in a pipeline.  ``now`` is not an argument here: the runner adds it from
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from jobledger.ledger import errors
 from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.files import MAX_FILES, FileRef
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
 
 T = TypeVar("T")
@@ -31,13 +33,15 @@ class Call(Generic[T]):
 
 @dataclass(frozen=True)
 class Fetched:
-    """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as, and its
-    ``heartbeat_timeout`` in ms (0: off), read with it so a worker need not ask again."""
+    """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as, its
+    ``heartbeat_timeout`` in ms (0: off), and its files (JSON text of a list of references, None when
+    it has none), read with it so a worker need not ask again."""
 
     id: int
     attempt: int
     input_text: str | None
     heartbeat_timeout_ms: int = 0
+    files_text: str | None = None
 
 
 def _int(reply: Any) -> int:
@@ -55,7 +59,7 @@ def _text(value: Any) -> str | None:
 
 
 def _fetched(reply: Any) -> list[Fetched]:
-    return [Fetched(int(i), int(a), _text(inp), int(beat)) for i, a, inp, beat in reply]
+    return [Fetched(int(i), int(a), _text(inp), int(beat), _text(files)) for i, a, inp, beat, files in reply]
 
 
 def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
@@ -96,6 +100,8 @@ class Created:
 
 
 def _created(reply: Any) -> Created:
+    if isinstance(reply, int):  # create_job's answer for a job it created: just the id
+        return Created(reply, True, False)
     return Created(int(reply[0]), int(reply[1]) == 1, len(reply) > 2 and int(reply[2]) == 1)
 
 
@@ -103,7 +109,8 @@ def create_job(
     queue: str, options: JobOptions, launcher: str | None = None, idempotency: Idempotency | None = None
 ) -> Call[Created]:
     """Create a job (queued, or scheduled until run_at), unless its unique_key is held or its
-    Idempotency-Key already answered."""
+    Idempotency-Key already answered.  Its files must be resolved (sizes known: the blob store's)."""
+    _require_resolved(options)
     args = (
         queue,
         options.options_json(),
@@ -121,8 +128,14 @@ def create_jobs(
     ``again``) when the Idempotency-Key already answered."""
     args: list[str | int] = [queue, *_idempotency_args(idempotency)]
     for options in jobs:
+        _require_resolved(options)
         args += [options.options_json(), options.input_text()]
     return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply])
+
+
+def _require_resolved(options: JobOptions) -> None:
+    if not options.files_resolved():
+        raise ValueError("a job's files must name their size and media type (as the blob store found them)")
 
 
 def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
@@ -204,6 +217,13 @@ def pause_queue(name: str, paused: bool) -> Call[bool]:
 
 def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:
     return Call("heartbeat", (job_id, "" if attempt is None else attempt), _int)
+
+
+def add_result(job_id: int, result: FileRef, attempt: int | None = None) -> Call[int]:
+    """The running attempt (``attempt``, when the caller names it: fenced) stores ``result``, a blob
+    the store holds, as one of the job's results; the attempt that added it."""
+    text = json.dumps(result.model_dump(), separators=(",", ":"))
+    return Call("add_result", (job_id, "" if attempt is None else attempt, text, MAX_FILES), _int)
 
 
 def delete_job(job_id: int) -> Call[int]:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobledger.ledger.durations import format_time
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
@@ -127,6 +128,7 @@ class JobCreated(IdempotencyData):
     retry_on: list[str] = []
     no_retry_on: list[str] = []
     launcher: str | None = None
+    files: list[FileRef] = []  # the job's input files: references to blobs, never bytes
 
 
 class JobReleased(EventData):
@@ -249,6 +251,15 @@ class JobEnded(EventData):
     type = "job_ended"
 
     reason: Literal["queue_deleted"]
+
+
+class JobResultAdded(FileRef, EventData):
+    """The running attempt ``attempt`` stored a result: a reference to a blob, under ``name``.  A
+    later result of the same name replaces it in the job's record (the ledger keeps both)."""
+
+    type = "job_result_added"
+
+    attempt: int
 
 
 class JobExpired(EventData):
@@ -386,6 +397,7 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         JobRequeued,
         JobReturned,
         JobEnded,
+        JobResultAdded,
         JobExpired,
         JobDeleted,
         LauncherCreated,

@@ -3,12 +3,15 @@
 All keys start with ``{NAMESPACE}:``; the braces make the namespace a Redis Cluster hash tag, so every
 key of one ledger lives in one slot and every Lua script is cluster-safe.  Scripts receive the prefix
 as ``KEYS[1]`` and build the rest with helper functions that :func:`lua_prelude` generates from the
-same :data:`TEMPLATES` table, so the naming exists once, here.
+same :data:`TEMPLATES` table, so the naming exists once, here (the composer then writes each call
+of a parametrized helper out in place, :func:`lua_inline_keys`, so that no script builds closures
+for them at every run).
 
-Generations.  The ledger's own keys (:data:`LEDGER`: the stream, its ``clock`` and the ``generation``
-pointer) sit right under the prefix.  The projections sit there too in generation 0 (no ``generation``
-key), and under ``{NAMESPACE}:g<N>:`` once an online rebuild (:mod:`jobledger.replay.swap`) has built
-generation N beside them and switched the pointer.  Scripts resolve the live generation themselves
+Generations.  The ledger's own keys (:data:`LEDGER`: the stream, its ``clock``, the ``generation``
+pointer, the bookkeeping of the archive and of the blob collector) sit right under the prefix.  The
+projections sit there too in generation 0 (no ``generation`` key), and under ``{NAMESPACE}:g<N>:``
+once an online rebuild (:mod:`jobledger.replay.swap`) has built generation N beside them and
+switched the pointer.  Scripts resolve the live generation themselves
 (the prelude's one GET); Python reads resolve it in the same MULTI as the read
 (:mod:`jobledger.ledger.runner`).
 """
@@ -27,6 +30,11 @@ TEMPLATES: dict[str, str] = {
     "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
     "archive": "archive",  # retention's record: where archived events are, up to which (hash)
     "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
+    # the blob collector's bookkeeping: SHA-256 -> when (ms) it first saw that stored blob named by
+    # no job, or ``deleting:<ms>`` while it deletes it (hash); its counters (hash); its lock (string)
+    "blob_unmarked": "blobs:unmarked",
+    "blob_sweep": "blobs:sweep",
+    "blob_sweep_lock": "blobs:sweep:lock",
     "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
@@ -55,6 +63,9 @@ TEMPLATES: dict[str, str] = {
     # over an hour old is stale, and is reset by the next end counted in it)
     "queue_throughput": "queue:{name}:throughput",
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
+    # SHA-256 -> how many files and results of jobs still in the projections name that blob (hash); a
+    # blob none names can be swept from the blob store
+    "blob_refs": "blobs",
     # launchers: they create jobs on a queue from a template, on a schedule or on matching events
     "launcher_id": "launcher_id",  # last launcher id handed out
     "launchers": "launchers",  # ids of existing launchers (set)
@@ -68,7 +79,9 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
-LEDGER = frozenset({"events", "generation", "archive", "archive_lock", "clock"})
+LEDGER = frozenset({"events", "generation", "clock", "archive", "archive_lock"}) | frozenset(
+    {"blob_unmarked", "blob_sweep", "blob_sweep_lock"}
+)
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
 _GENERATION_KEY = re.compile(r"^g\d+:")
 
@@ -165,6 +178,10 @@ class Keys:
     def tag(self, tag: str) -> str:
         return self.build("tag", tag=tag)
 
+    @property
+    def blob_refs(self) -> str:
+        return self.build("blob_refs")
+
     def pattern(self) -> str:
         """A SCAN pattern matching every projection key of this generation (in generation 0, every
         key of the namespace: filter with :meth:`owns`)."""
@@ -202,3 +219,83 @@ def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
         lines.append(f"  {name} = function({', '.join(params)}) return {body} end,")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+_KEY_CALL = re.compile(r"\bK\.(\w+)\(")
+
+
+def _template_expr(template: str, args: list[str]) -> str:
+    """``P .. 'literal' .. (arg) ...``: a parametrized key's template with its arguments in place."""
+    params = _fields(template)
+    values = dict(zip(params, args, strict=True))
+    parts = ["P"]
+    for literal, field, _, _ in string.Formatter().parse(template):
+        if literal:
+            parts.append(repr(literal))
+        if field:
+            parts.append(f"({lua_inline_keys(values[field])})")
+    return "(" + " .. ".join(parts) + ")"
+
+
+def _call_args(code: str, start: int) -> tuple[list[str], int]:
+    """The top-level arguments of the call whose ``(`` is just before ``start``, and the index after
+    its ``)``; strings are stepped over whole."""
+    args: list[str] = []
+    depth, begin, i = 0, start, start
+    while True:
+        if i >= len(code):
+            raise ValueError(f"a key helper's call is not closed on its line: {code.strip()}")
+        c = code[i]
+        if c in "'\"":
+            i += 1
+            while code[i] != c:
+                i += 2 if code[i] == "\\" else 1
+        elif c in "({[":
+            depth += 1
+        elif c in ")}]":
+            if depth == 0:
+                args.append(code[begin:i].strip())
+                return [a for a in args if a], i + 1
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(code[begin:i].strip())
+            begin = i + 1
+        i += 1
+
+
+def lua_inline_keys(code: str) -> str:
+    """Lua code with every call of a parametrized key's helper (``K.job(id)``) written out as the
+    concatenation it returns (``(P .. 'job:' .. (id))``), outside comments.  A script runs its whole
+    text at each call, so each helper the prelude defines is a closure made again every time: written
+    in place, the keys cost no closure and no call."""
+    out: list[str] = []
+    for line in code.split("\n"):
+        comment = _comment_start(line)
+        body, rest = line[:comment], line[comment:]
+        pos, pieces = 0, []
+        for match in _KEY_CALL.finditer(body):
+            if match.start() < pos or not _fields(TEMPLATES.get(match.group(1), "")):
+                continue
+            args, end = _call_args(body, match.end())
+            pieces += [body[pos : match.start()], _template_expr(TEMPLATES[match.group(1)], args)]
+            pos = end
+        out.append("".join(pieces) + body[pos:] + rest)
+    return "\n".join(out)
+
+
+def _comment_start(line: str) -> int:
+    """Where a Lua line's ``--`` comment begins (len(line) when it has none), strings stepped over."""
+    i, quote = 0, None
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif line.startswith("--", i):
+            return i
+        i += 1
+    return len(line)

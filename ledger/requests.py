@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from jobledger.ledger.durations import format_ms, parse_ms, parse_time
+from jobledger.ledger.files import MAX_FILES, MAX_SIZE, FileRef, FileSpec, duplicate_name
 
 #: How the ledger's events hold durations; :func:`jobledger.ledger.events.decode_entry` validates
 #: their data with this context, so an event's settings are the request's models, read in milliseconds.
@@ -46,6 +47,9 @@ Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 Key = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 Priority = Annotated[StrictInt, Field(ge=0, le=100)]
 ErrorKind = Annotated[StrictStr, Field(min_length=1, max_length=100)]
+#: A number of bytes (a limit on files), exact through Lua's number encoding.
+ByteCount = Annotated[StrictInt, Field(ge=0, le=MAX_SIZE)]
+GIB = 2**30
 
 
 def _time(value: Any) -> int:
@@ -95,6 +99,9 @@ class QueueSettings(BaseModel):
     retry_on: list[ErrorKind] = []
     no_retry_on: list[ErrorKind] = []
     paused: StrictBool = False
+    #: limits on a job's files, in bytes (0: no limit): each file, and all of a job's files together
+    max_file_size: ByteCount = GIB
+    max_job_bytes: ByteCount = 4 * GIB
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))
@@ -132,12 +139,27 @@ class JobOptions(BaseModel):
     max_queued_time: Duration | None = None
     retry_on: list[ErrorKind] | None = None
     no_retry_on: list[ErrorKind] | None = None
+    #: files already stored as blobs, by name and SHA-256 (a multipart create stores them first)
+    files: Annotated[list[FileSpec], Field(max_length=MAX_FILES)] | None = None
 
     @model_validator(mode="after")
     def _one_start(self) -> JobOptions:
         if self.run_at is not None and self.delay is not None:
             raise ValueError("give run_at or delay, not both")
+        if self.files:
+            twice = duplicate_name([f.name for f in self.files])
+            if twice is not None:
+                raise ValueError(f"two files are named {twice!r}: a job's file names differ")
         return self
+
+    def with_files(self, files: list[FileRef]) -> JobOptions:
+        """These options with ``files`` as the blob store found them (sizes and media types known)."""
+        specs = [FileSpec(**ref.model_dump()) for ref in files]
+        return self.model_copy(update={"files": specs or None})
+
+    def files_resolved(self) -> bool:
+        """Whether every file names its size and media type, as the ledger records them."""
+        return all(f.size is not None and f.media_type is not None for f in self.files or ())
 
     def options_json(self) -> str:
         """The settings the request gave (not input), for the create script."""

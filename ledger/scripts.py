@@ -49,7 +49,7 @@ from functools import cache
 from pathlib import Path
 
 from jobledger.ledger.events import EVENT_TYPES, lua_versions
-from jobledger.ledger.keys import lua_prelude
+from jobledger.ledger.keys import lua_inline_keys, lua_prelude
 
 #: The folder that holds ledger/, projections/ and replay/: the repository, or the installed package.
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -60,9 +60,10 @@ COMMANDS = "ledger/lua/"
 #: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
 #: raised to the ledger's clock, once (the clock's own text then, as no number is made text again).
 #: ``CLOCK_AT`` is where the clock stands: ``emit`` moves it, and writes it only when it moves.
+#: (``+ 0`` makes the numbers: tonumber reads a string twice, once to check and once to convert.)
 PRELUDE = (
     "local ACTOR = table.remove(ARGV, 2)\n"
-    "local NOW, CLOCK_AT = tonumber(ARGV[1]), tonumber(CLOCK or 0)\n"
+    "local NOW, CLOCK_AT = ARGV[1] + 0, (CLOCK or 0) + 0\n"
     "if CLOCK_AT > NOW then NOW = CLOCK_AT; ARGV[1] = CLOCK end\n"
 )
 
@@ -189,6 +190,7 @@ class Library:
         if command:
             code = PRELUDE + code
         versions = lua_versions(types) if "V[" in code else ""
+        code = lua_inline_keys(code)  # the prelude then defines only the fixed keys K uses
         return lua_prelude(set(_KEY_USE.findall(code)), clock=command) + versions + code
 
     def entries(self) -> dict[str, str]:

@@ -15,13 +15,14 @@ JOB_FIELDS = (
     "retries_attempted", "retry_delays", "ended",
     "priority", "run_at", "retry_at", "unique_key", "quota_key", "worker", "attempt", "progress",
     "message", "errors", "max_queued_time", "retry_backoff", "retry_on", "no_retry_on", "launcher",
+    "files", "results",
 )  # fmt: skip
 
 
 _TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat", "run_at", "retry_at"}
 _DURATIONS = {"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"}
 _JSON = {"input", "output", "tags"}
-_LISTS = {"retry_on", "no_retry_on"}
+_LISTS = {"retry_on", "no_retry_on", "files"}
 _COUNTS = {"retries", "retries_attempted", "attempt", "priority"}
 
 
@@ -57,7 +58,15 @@ def _job_field(name: str, job_id: int, h: dict[str, str]) -> Any:
         return [_error_view(e) for e in json.loads(raw)] if raw else []
     if name == "retry_backoff":
         return _backoff_view(json.loads(raw)) if raw else None
+    if name == "results":
+        return [_result_view(r) for r in json.loads(raw)] if raw else []
     return raw
+
+
+def _result_view(result: dict[str, Any]) -> dict[str, Any]:
+    """A result as the job's record holds it, its time RFC 3339."""
+    at = format_time(int(result["at"]))
+    return {**result, "attempt": int(result["attempt"]), "size": int(result["size"]), "at": at}
 
 
 def _error_view(err: dict[str, Any]) -> dict[str, Any]:
@@ -77,14 +86,19 @@ def job_view(job_id: int, h: dict[str, str], fields: tuple[str, ...] = JOB_FIELD
     return {name: _job_field(name, job_id, h) for name in fields}
 
 
-_QUEUE_INTS = ("timeout", "heartbeat_timeout", "expires_after", "retries", "priority",
-               "max_queued_time", "max_running", "max_running_per_key")  # fmt: skip
+_QUEUE_INTS = ("timeout", "heartbeat_timeout", "expires_after", "retries", "priority", "max_queued_time",
+               "max_running", "max_running_per_key", "max_file_size", "max_job_bytes")  # fmt: skip
+
+
+_FILE_LIMITS = ("max_file_size", "max_job_bytes")
+_QUEUE_DEFAULTS = {name: QueueSettings.model_fields[name].default for name in _FILE_LIMITS}
 
 
 def queue_settings(h: dict[str, str]) -> QueueSettings:
     """A stored queue hash -> its settings (durations already in ms, so not parsed again)."""
     backoff = json.loads(h["retry_backoff"]) if h.get("retry_backoff") else None
-    ints: dict[str, Any] = {name: int(h.get(name, 0)) for name in _QUEUE_INTS}
+    # a limit a queue created before it existed does not hold reads as its default
+    ints: dict[str, Any] = {name: int(h.get(name, _QUEUE_DEFAULTS.get(name, 0))) for name in _QUEUE_INTS}
     return QueueSettings.model_construct(
         **ints,
         retry_delays=json.loads(h["retry_delays"]) if h.get("retry_delays") else [],

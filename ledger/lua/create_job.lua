@@ -7,15 +7,18 @@
 -- ARGV[3] options JSON (only the fields given; durations in ms, run_at in ms since the epoch)
 -- ARGV[4] input JSON text, '' for none   ARGV[5] launcher id, '' for none
 -- ARGV[6] Idempotency-Key, '' for none   ARGV[7] request hash   ARGV[8] the key's window (ms)
--- returns {id, 1 created | 0 existing, 1 when answered again from the key}; NOT_FOUND when there is
--- no such queue
+-- returns the new job's id when it was created (a plain integer: the usual answer, and the cheapest
+-- to reply), else {id, 1 created | 0 existing, 1 when answered again from the key}; NOT_FOUND when
+-- there is no such queue
 --- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/new_job.lua"
 --- @include "ledger/lua/lib/recorded_answer.lua"
---- @include "ledger/lua/lib/require_queue.lua"
-local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[6]
+--- @include "ledger/lua/lib/require_job_defaults.lua"
+local now, name, key = NOW, ARGV[2], ARGV[6]  -- NOW: ARGV[1] as a number (the prelude's)
 local answer = recorded_answer(key, ARGV[7])
 if answer then return {answer, 1, 1} end
-local extra = idempotency_fields({}, now, key, ARGV[7], ARGV[8])
-local id, created = new_job(now, name, require_queue(name), cjson.decode(ARGV[3]), ARGV[4], ARGV[5], extra)
-return {id, created and 1 or 0, 0}
+local extra = key ~= '' and idempotency_fields({}, now, key, ARGV[7], ARGV[8]) or nil
+local options = ARGV[3] == '{}' and {} or cjson.decode(ARGV[3])  -- no options: the usual create
+local id, created = new_job(now, name, require_job_defaults(name), options, ARGV[4], ARGV[5], extra)
+if created then return id end
+return {id, 0, 0}

@@ -14,7 +14,7 @@
 --- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/new_job.lua"
 --- @include "ledger/lua/lib/recorded_answer.lua"
---- @include "ledger/lua/lib/require_queue.lua"
+--- @include "ledger/lua/lib/require_job_defaults.lua"
 --- @include "projections/lua/lib/present.lua"
 local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local answer = recorded_answer(key, ARGV[4])
@@ -23,7 +23,7 @@ if answer then
   for i, id in ipairs(answer) do again[i] = {id, 1, 1} end
   return again
 end
-local queue = require_queue(name)  -- read once: creating jobs does not change a queue's settings
+local queue = require_job_defaults(name)  -- read once: creating jobs does not change a queue's settings
 local jobs = {}
 for i = 6, #ARGV, 2 do jobs[#jobs + 1] = {cjson.decode(ARGV[i]), ARGV[i + 1]} end
 

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from jobledger.ledger.events import EVENT_TYPES
-from jobledger.ledger.keys import TEMPLATES, Keys, lua_prelude
+from jobledger.ledger.keys import TEMPLATES, Keys, lua_inline_keys, lua_prelude
 from jobledger.ledger.scripts import APPLIER_DIR, CompositionError, Library, library, sources
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
@@ -188,3 +188,22 @@ def test_lua_key_helpers_build_the_same_keys_as_python(client: redis.Redis) -> N
     got = [b.decode() for b in client.eval(script, 1, keys.prefix)]
     assert got == [keys.events, keys.job(7), keys.queue_status("q", "running"), keys.tag("x")]
     assert all(not t.startswith("{") for t in TEMPLATES.values())
+
+
+def test_key_helper_calls_written_in_place_build_the_same_keys(client: redis.Redis) -> None:
+    keys = Keys("ns-inline")
+    code = (
+        "local q = 'q'  -- K.job(not code)\n"
+        "return {K.events, K.job(3 + 4), K.queue_status(q, 'run' .. 'ning'), K.tag('a,(b)'),"
+        " K.launcher_pending(tostring(K.job(1)):len())}"
+    )
+    inlined = lua_inline_keys(code)
+    assert "K.job(" not in inlined.split("--")[0] and "K.job(not code)" in inlined
+    got = [b.decode() for b in client.eval(lua_prelude({"events"}) + inlined, 1, keys.prefix)]
+    assert got == [
+        keys.events,
+        keys.job(7),
+        keys.queue_status("q", "running"),
+        keys.tag("a,(b)"),
+        keys.prefix + f"launcher:{len(keys.job(1))}:pending",
+    ]

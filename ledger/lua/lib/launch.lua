@@ -5,12 +5,12 @@
 -- (nil: none).  Every event of a firing records the launcher, `launcher:ID`, as its actor (the
 -- job_created too: see new_job.lua).  Returns 1 fired, 2 skipped.
 --- @include "ledger/lua/lib/emit.lua"
---- @include "ledger/lua/lib/load_queue.lua"
+--- @include "ledger/lua/lib/job_defaults.lua"
 --- @include "ledger/lua/lib/new_job.lua"
 local function launch(now, id, launcher, due_at, next_at, missed, trigger)
   local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger}
   local max_pending = tonumber(launcher.max_pending or 0)
-  local queue = load_queue(launcher.queue)
+  local queue = job_defaults(launcher.queue)
   if not queue then
     data.reason = 'queue_missing'
   elseif max_pending > 0 and redis.call('SCARD', K.launcher_pending(id)) >= max_pending then

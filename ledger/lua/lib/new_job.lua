@@ -1,5 +1,5 @@
 -- new_job(now, name, queue, options, input, launcher, extra): create a job on queue `name` (its settings
--- `queue`, from require_queue: a batch reads them once) from decoded options (settings left out come
+-- `queue`, from job_defaults: a batch reads them once) from decoded options (settings left out come
 -- from the queue; the retry policy, delays or backoff, comes whole from one or the other), input
 -- JSON text ('' none) and launcher id ('' none: a job a launcher creates records `launcher:ID` as its actor).
 -- With a future run_at (or a delay) it is scheduled until then.  With a unique_key held by a live
@@ -7,6 +7,10 @@
 -- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "projections/lua/lib/present.lua"
+-- the settings a job takes, by kind (numeric for loops over them: ipairs costs a call per field)
+local NEW_JOB_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}
+local NEW_JOB_POLICIES = {'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}
+local NEW_JOB_OWN = {'tags', 'unique_key', 'quota_key', 'files'}
 local function new_job(now, name, queue, options, input, launcher, extra)
   if present(options.unique_key) then
     local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
@@ -15,11 +19,12 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   local data, null = {}, cjson.null
   -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0.
   -- (present() spelled out, and the queue's '0' not made a number: this runs for every job)
-  for _, field in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}) do
+  for i = 1, #NEW_JOB_NUMBERS do
+    local field = NEW_JOB_NUMBERS[i]
     local v = options[field]
     if v == nil or v == null then
       local default = queue[field]
-      if default and default ~= '0' then data[field] = tonumber(default) end
+      if default and default ~= '0' then data[field] = default + 0 end  -- + 0: tonumber reads it twice
     elseif v ~= 0 then
       data[field] = v
     end
@@ -27,13 +32,15 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   -- retry_delays and retry_backoff are one policy (the delays win when both are given): a job that
   -- names either takes its own policy whole, and the queue's only when it names neither
   local own_policy = present(options.retry_delays) or present(options.retry_backoff)
-  for _, field in ipairs({'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}) do
+  for i = 1, #NEW_JOB_POLICIES do
+    local field = NEW_JOB_POLICIES[i]
     local v = options[field]
     local policy = field == 'retry_delays' or field == 'retry_backoff'
     if not present(v) and queue[field] and not (policy and own_policy) then v = cjson.decode(queue[field]) end
     if present(v) and next(v) ~= nil then data[field] = v end
   end
-  for _, field in ipairs({'tags', 'unique_key', 'quota_key'}) do
+  for i = 1, #NEW_JOB_OWN do
+    local field = NEW_JOB_OWN[i]
     local v = options[field]
     if present(v) and v ~= '' and (type(v) ~= 'table' or #v > 0) then data[field] = v end
   end
@@ -45,7 +52,7 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   if extra then
     for field, v in pairs(extra) do data[field] = v end
   end
-  local id = tonumber(redis.call('GET', K.job_id) or '0') + 1
+  local id = (redis.call('GET', K.job_id) or 0) + 1
   local actor = nil
   if launcher ~= '' then actor = 'launcher:' .. launcher end
   emit(now, 'job_created', id, name, data, actor)

@@ -3,7 +3,8 @@
 -- nothing; max_running caps the queue's running jobs.  Jobs with a quota_key wait in their key's
 -- lane, and only lanes whose key is under max_running_per_key offer their head, so a fetch compares
 -- two heads and never looks at the jobs held back.  worker: its id, '' for none.
--- Returns a list of {id, attempt, input JSON text or false, heartbeat_timeout in ms}; refuses
+-- Returns a list of {id, attempt, input JSON text or false, heartbeat_timeout in ms, files JSON text
+-- or false}; refuses
 -- NOT_FOUND when there is no such queue.
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "projections/lua/lib/load_job.lua"
@@ -23,7 +24,7 @@ local function start_jobs(now, name, count, worker)
     if worker ~= '' then data.worker = worker end
     local beat = tonumber(job.heartbeat_timeout or 0)
     emit(now, 'job_started', id, name, data)
-    started[#started + 1] = {tonumber(id), attempt, job.input or false, beat}
+    started[#started + 1] = {tonumber(id), attempt, job.input or false, beat, job.files or false}
   end
   if count < 1 then return started end
   if redis.call('EXISTS', K.queue_heads(name)) == 0 then

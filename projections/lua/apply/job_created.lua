@@ -5,43 +5,54 @@
 -- grow along the stream: job_id is simply the latest, and counts the jobs ever created (Ocypod's
 -- total_jobs_created, which the readers take from it).  A job created with an Idempotency-Key records
 -- the key (remember_request): the answer is the job's id, or the batch's ids the event names.  The
--- event is the first of the job's history, written inline with the rest of the hash.
+-- event is the first of the job's history, written inline with the rest of the hash.  The blobs its
+-- files name are counted (count_blob_refs) while the job stays.
+--- @include "projections/lua/lib/count_blob_refs.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/present.lua"
 --- @include "projections/lua/lib/remember_request.lua"
 --- @include "projections/lua/lib/set_fields.lua"
 --- @include "projections/lua/lib/track_pending.lua"
+-- the numeric settings, and the other fields a job's hash copies from the event (numeric for loops over
+-- them: ipairs costs a call per field)
+local JOB_CREATED_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
+  'max_queued_time'}
+local JOB_CREATED_FIELDS = {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
+  'retry_on', 'no_retry_on', 'launcher', 'run_at', 'files'}
 local function apply_job_created(e)
-  local d, id = e.data, e.job
+  local d, id, null = e.data, e.job, cjson.null
   redis.call('SET', K.job_id, id)
   local key = K.job(id)
-  local scheduled = present(d.run_at)
+  -- present(v) spelled out below (v ~= nil and v ~= null): this runs for every job, most of these absent
+  local scheduled = d.run_at ~= nil and d.run_at ~= null
   local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued',
     'h', e.id}
-  local set, null = {}, cjson.null  -- the numeric settings above 0, stored
-  for _, name in ipairs({'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
-      'max_queued_time'}) do
+  local set = {}  -- the numeric settings above 0, stored
+  for i = 1, #JOB_CREATED_NUMBERS do
+    local name = JOB_CREATED_NUMBERS[i]
     local v = d[name]
-    if v ~= nil and v ~= null and v > 0 then  -- present(v), spelled out: this runs for every job
+    if v ~= nil and v ~= null and v > 0 then
       fields[#fields + 1] = name; fields[#fields + 1] = v; set[name] = v
     end
   end
-  set_fields(key, d, {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
-    'retry_on', 'no_retry_on', 'launcher', 'run_at'}, fields)
-  if present(d.tags) then
+  set_fields(key, d, JOB_CREATED_FIELDS, fields)
+  if d.files ~= nil and d.files ~= null then count_blob_refs(d.files, 1) end
+  if d.tags ~= nil and d.tags ~= null then
     for _, tag in ipairs(d.tags) do redis.call('SADD', K.tag(tag), id) end
   end
-  if present(d.unique_key) then redis.call('HSET', K.queue_unique(e.queue), d.unique_key, id) end
-  track_pending(id, d.launcher, true)
+  if d.unique_key ~= nil and d.unique_key ~= null then redis.call('HSET', K.queue_unique(e.queue), d.unique_key, id) end
+  if d.launcher ~= nil then track_pending(id, d.launcher, true) end
   if scheduled then
     redis.call('ZADD', K.queue_status(e.queue, 'scheduled'), id, id)
     redis.call('ZADD', K.due_release, d.run_at, id)
   else
-    local quota_key = present(d.quota_key) and d.quota_key or nil
+    local quota_key = d.quota_key ~= null and d.quota_key or nil
     local job = {queue = e.queue, priority = set.priority, quota_key = quota_key,
       max_queued_time = set.max_queued_time}
     enter_queue(id, job, e.at, true)
   end
-  remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
+  if d.idempotency_key ~= nil then
+    remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
+  end
   return true
 end

@@ -8,7 +8,7 @@ local function apply_queue_created(e)
   redis.call('HSET', key, 'timeout', e.data.timeout, 'heartbeat_timeout', e.data.heartbeat_timeout,
     'expires_after', e.data.expires_after, 'retries', e.data.retries)
   set_fields(key, e.data, {'retry_delays', 'retry_backoff', 'priority', 'max_queued_time', 'max_running',
-    'max_running_per_key', 'retry_on', 'no_retry_on', 'paused'})
+    'max_running_per_key', 'retry_on', 'no_retry_on', 'paused', 'max_file_size', 'max_job_bytes'})
   redis.call('SADD', K.queues, e.queue)
   for _, quota_key in ipairs(redis.call('SMEMBERS', K.queue_lanes(e.queue))) do refresh_head(e.queue, quota_key) end
 end

@@ -3,7 +3,8 @@
 -- out.  One HSET, of those fields and of `pairs` (field, value, ...: written with them; optional).
 local function set_fields(key, data, names, pairs)
   local args, null = pairs or {}, cjson.null
-  for _, name in ipairs(names) do
+  for i = 1, #names do  -- not ipairs: a call per field
+    local name = names[i]
     local v = data[name]
     if v ~= nil and v ~= null and v ~= false then  -- present(v), spelled out: a call costs more
       if type(v) == 'table' then

@@ -1,0 +1,123 @@
+"""Files of jobs as the ledger records them: a name and the SHA-256, size and media type of its bytes.
+
+Bytes never enter the ledger.  A job's input files (``files`` in its ``job_created`` event and its
+record) and its results (one ``job_result_added`` event each, ``results`` in its record) are
+references to blobs, which a blob store (:mod:`jobledger.blobs`) keeps under their SHA-256.  So the
+ledger still says exactly which bytes every job got and gave, and replay, verify and export keep that.
+
+Names.  A file's name is one path segment, as it lands in the worker's directory and in a zip: 1 to
+255 bytes of UTF-8, no ``/`` or ``\\``, no control character, not ``.`` or ``..``.  Within a job, the
+names of its files differ, and so do the names of its results (a result added again under a name
+replaces the earlier one in the job's record; the ledger keeps both events).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+#: A SHA-256 as the ledger writes it: 64 lowercase hex digits.
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+_SHA256 = re.compile(SHA256_PATTERN)
+MAX_NAME = 255
+#: What a file reference's media type may be: ``type/subtype`` with optional parameters, printable ASCII.
+MEDIA_TYPE_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+( *;[ -~]*)?$"
+DEFAULT_MEDIA_TYPE = "application/octet-stream"
+#: At most this many files (and, apart, results) per job: each is a field of the job's record.
+MAX_FILES = 1000
+#: Sizes are exact through Lua's 14-digit number encoding.
+MAX_SIZE = 2**46
+
+
+def file_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a file of a job, or None when it can."""
+    if not name:
+        return "a file name cannot be empty"
+    if len(name.encode()) > MAX_NAME:
+        return f"a file name can be at most {MAX_NAME} bytes"
+    if name in (".", ".."):
+        return f"{name!r} cannot name a file"
+    if "/" in name or "\\" in name:
+        return f"a file name is one path segment, without '/' or '\\': {name!r}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "a file name cannot hold control characters"
+    return None
+
+
+def _file_name(name: str) -> str:
+    problem = file_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def valid_sha256(value: str) -> bool:
+    return _SHA256.fullmatch(value) is not None
+
+
+FileName = Annotated[StrictStr, AfterValidator(_file_name)]
+Sha256 = Annotated[StrictStr, Field(pattern=SHA256_PATTERN)]
+Size = Annotated[StrictInt, Field(ge=0, le=MAX_SIZE)]
+MediaType = Annotated[StrictStr, Field(pattern=MEDIA_TYPE_PATTERN, max_length=255)]
+
+
+class FileRef(BaseModel):
+    """One file of a job, as its events and its record hold it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: FileName
+    sha256: Sha256
+    size: Size
+    media_type: MediaType = DEFAULT_MEDIA_TYPE
+
+
+class FileSpec(BaseModel):
+    """A file a job body names by the SHA-256 of a blob already stored (``PUT /blob``); the server
+    looks up its size (and refuses a blob it does not hold) before the job is created."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: FileName
+    sha256: Sha256
+    size: Size | None = None
+    media_type: MediaType | None = None
+
+
+def duplicate_name(names: list[str]) -> str | None:
+    """The first name given twice, or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def repr_digest(sha256: str) -> str:
+    """The ``Repr-Digest`` / ``Content-Digest`` header value of bytes with this SHA-256 (hex):
+    ``sha-256=:<base64>:``."""
+    return f"sha-256=:{base64.b64encode(bytes.fromhex(sha256)).decode()}:"
+
+
+def sha256_of_digest(header: str) -> str | None:
+    """The SHA-256 (hex) a ``Repr-Digest`` / ``Content-Digest`` header names, None when it names
+    none (other algorithms only); ValueError when its ``sha-256`` entry is malformed."""
+    for entry in header.split(","):
+        key, _, value = entry.strip().partition("=")
+        if key.strip().lower() != "sha-256":
+            continue
+        value = value.strip()
+        try:
+            if not (len(value) > 2 and value[0] == value[-1] == ":"):
+                raise ValueError
+            raw = base64.b64decode(value[1:-1], validate=True)
+        except ValueError:
+            raise ValueError(f"sha-256 digest {value!r} is not :base64: of 32 bytes") from None
+        if len(raw) != 32:
+            raise ValueError(f"sha-256 digest {value!r} is not :base64: of 32 bytes")
+        return raw.hex()
+    return None
