@@ -1,0 +1,266 @@
+"""The blob store's contract, held by every store: local disk, and S3 (a real radosgw).
+
+Each test gets an empty store of its own (a tmp dir; a fresh prefix in the bucket) and a
+:class:`Kind` that can look underneath it: its staging, and the raw object behind a blob.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import obstore
+import pytest
+
+from jobledger.bench.ours_files import PeakMemory
+from jobledger.blobs import BlobMissing, BlobStore, DigestMismatch, LocalBlobStore, TooLarge, open_store
+from jobledger.blobs.objects import ObjectBlobStore
+from jobledger.runtime.config import BlobsConfig
+from tests.blobs.radosgw import RadosGW
+
+MiB = 1024 * 1024
+
+
+@dataclass
+class Kind:
+    """A store under test, and a look underneath it."""
+
+    store: BlobStore
+    radosgw: RadosGW | None = None
+    prefix: str = ""
+
+    def staging(self) -> list[str]:
+        """What the store's staging holds, including (S3) multipart uploads not finished."""
+        if isinstance(self.store, LocalBlobStore):
+            staging = self.store.root / "staging"
+            return sorted(os.listdir(staging)) if staging.is_dir() else []
+        assert isinstance(self.store, ObjectBlobStore) and self.radosgw is not None
+        staged = [m["path"] for m in run(self._raw_list("staging/"))]
+        return staged + self.radosgw.pending_uploads(self.prefix)
+
+    async def _raw_list(self, prefix: str) -> list[dict]:
+        assert isinstance(self.store, ObjectBlobStore)
+        return [dict(m) async for batch in obstore.list(self.store._store, prefix) for m in batch]
+
+    def raw_written(self, sha256: str) -> object:
+        """Something that changes when the blob's own bytes are written again."""
+        if isinstance(self.store, LocalBlobStore):
+            return self.store.path(sha256).stat().st_ino  # a new file is a new inode
+        assert isinstance(self.store, ObjectBlobStore)
+        store = self.store._store
+
+        async def head() -> tuple[object, object]:
+            meta = await obstore.head_async(store, ObjectBlobStore.key(sha256))
+            return meta["last_modified"], meta["e_tag"]
+
+        return run(head())
+
+    def leave_staging(self) -> None:
+        """Staging as a process that died mid-upload leaves it."""
+        if isinstance(self.store, LocalBlobStore):
+            (self.store.root / "staging").mkdir(parents=True, exist_ok=True)
+            (self.store.root / "staging" / uuid.uuid4().hex).write_bytes(b"half")
+            return
+        assert isinstance(self.store, ObjectBlobStore)
+        store = self.store._store
+
+        async def put() -> None:
+            await obstore.put_async(store, f"staging/{uuid.uuid4().hex}", b"half")
+
+        run(put())
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+@pytest.fixture(params=["local", "s3"])
+def kind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kind]:
+    if request.param == "local":
+        yield Kind(open_store(BlobsConfig(), tmp_path, "ns"))
+        return
+    gateway: RadosGW = request.getfixturevalue("radosgw")
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    config = BlobsConfig(url=f"s3://{gateway.bucket}/{prefix}", options=gateway.options())
+    store = open_store(config, tmp_path, "ns")
+    assert isinstance(store, ObjectBlobStore)
+    yield Kind(store, gateway, prefix + "/ns")
+
+
+async def chunks_of(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+async def read_all(store: BlobStore, sha256: str) -> bytes:
+    return b"".join([chunk async for chunk in store.read(sha256)])
+
+
+async def listed(store: BlobStore) -> dict[str, int]:
+    return {blob.sha256: blob.size async for blob in store.list()}
+
+
+def test_put_read_stat_list_delete(kind: Kind) -> None:
+    store = kind.store
+    data = b"hello, " * 1000 + b"world"
+    sha = hashlib.sha256(data).hexdigest()
+    before = time.time()
+    blob = run(store.put(chunks_of(data[:10], data[10:]), expected_sha256=sha))
+    assert (blob.sha256, blob.size) == (sha, len(data))
+    assert run(read_all(store, sha)) == data
+    stat = run(store.stat(sha))
+    assert stat is not None and stat.size == len(data)
+    assert stat.modified >= before - 2  # the store's clock may be a little off ours
+    assert run(listed(store)) == {sha: len(data)}
+    assert kind.staging() == []
+
+    assert run(store.delete(sha)) is True
+    assert run(store.delete(sha)) is False
+    assert run(store.stat(sha)) is None
+    assert run(listed(store)) == {}
+    with pytest.raises(BlobMissing):
+        run(read_all(store, sha))
+
+
+def test_an_empty_blob(kind: Kind) -> None:
+    blob = run(kind.store.put(chunks_of()))
+    assert (blob.sha256, blob.size) == (hashlib.sha256(b"").hexdigest(), 0)
+    assert run(read_all(kind.store, blob.sha256)) == b""
+
+
+def test_a_blob_never_held_is_missing(kind: Kind) -> None:
+    sha = hashlib.sha256(b"never").hexdigest()
+    with pytest.raises(BlobMissing):
+        run(read_all(kind.store, sha))
+    assert run(kind.store.stat(sha)) is None
+    with pytest.raises(ValueError):
+        run(kind.store.stat("../etc/passwd"))
+
+
+def test_a_second_put_of_the_same_bytes_keeps_the_first_and_counts_as_new(kind: Kind) -> None:
+    store = kind.store
+    first = run(store.put(chunks_of(b"same bytes")))
+    written = kind.raw_written(first.sha256)
+    time.sleep(1.1)  # past a clock of whole seconds
+    second = run(store.put(chunks_of(b"same ", b"bytes")))
+    assert second.sha256 == first.sha256
+    assert kind.raw_written(first.sha256) == written  # not written again
+    stat = run(store.stat(first.sha256))
+    assert stat is not None and stat.modified >= first.modified + 1
+    [blob] = run(_blobs(store))
+    assert abs(blob.modified - stat.modified) < 1  # a HEAD tells whole seconds, a listing milliseconds
+    assert kind.staging() == []
+    assert run(read_all(store, first.sha256)) == b"same bytes"
+
+
+async def _blobs(store: BlobStore) -> list:
+    return [blob async for blob in store.list()]
+
+
+def test_over_the_limit_is_refused_and_leaves_nothing(kind: Kind) -> None:
+    pulled: list[int] = []
+
+    async def big() -> AsyncIterator[bytes]:
+        for i in range(20):
+            pulled.append(i)
+            yield b"x" * MiB
+
+    with pytest.raises(TooLarge) as refused:
+        run(kind.store.put(big(), limit=3 * MiB, what="result"))
+    assert refused.value.limit == 3 * MiB and "result" in str(refused.value)
+    assert len(pulled) == 4  # read no further than the byte over
+    assert run(listed(kind.store)) == {}
+    assert kind.staging() == []
+
+
+def test_bytes_not_the_expected_hash_are_refused_and_leave_nothing(kind: Kind) -> None:
+    expected = hashlib.sha256(b"what was promised").hexdigest()
+    with pytest.raises(DigestMismatch) as refused:
+        run(kind.store.put(chunks_of(b"what came"), expected_sha256=expected))
+    assert refused.value.actual == hashlib.sha256(b"what came").hexdigest()
+    assert run(listed(kind.store)) == {}
+    assert kind.staging() == []
+
+
+def test_an_upload_cut_off_half_way_leaves_nothing(kind: Kind) -> None:
+    async def cut() -> AsyncIterator[bytes]:
+        for _ in range(20):  # past a part of a multipart upload
+            yield os.urandom(MiB)
+        raise ConnectionResetError("the client went away")
+
+    with pytest.raises(ConnectionResetError):
+        run(kind.store.put(cut()))
+    assert run(listed(kind.store)) == {}
+    assert kind.staging() == []
+
+
+def test_an_upload_cancelled_half_way_leaves_nothing(kind: Kind) -> None:
+    """A request handler cancelled while its upload streams (the client went away; shutdown)."""
+    sent: list[int] = []
+    stalled = asyncio.Event()
+
+    async def stalls() -> AsyncIterator[bytes]:
+        for i in range(12):  # past a part of a multipart upload
+            sent.append(i)
+            yield os.urandom(MiB)
+        stalled.set()
+        await asyncio.Event().wait()  # a client that stops sending and stays connected
+        yield b"never"
+
+    async def scenario() -> None:
+        put = asyncio.create_task(kind.store.put(stalls()))
+        await asyncio.wait_for(stalled.wait(), 30)
+        await asyncio.sleep(0.2)
+        put.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await put
+
+    run(scenario())
+    assert len(sent) == 12
+    assert run(listed(kind.store)) == {}
+    assert kind.staging() == []
+
+
+def test_sweep_staging_removes_only_staging_older_than_the_cut_off(kind: Kind) -> None:
+    kept = run(kind.store.put(chunks_of(b"a blob")))
+    kind.leave_staging()
+    assert len(kind.staging()) == 1
+    assert run(kind.store.sweep_staging(time.time() - 3600)) == 0
+    assert len(kind.staging()) == 1
+    assert run(kind.store.sweep_staging(time.time() + 60)) == 1
+    assert kind.staging() == []
+    assert run(listed(kind.store)) == {kept.sha256: 6}
+
+
+def test_a_64_mib_blob_streams_both_ways_in_little_memory(kind: Kind) -> None:
+    size = 64 * MiB
+    piece = os.urandom(MiB)
+    expected = hashlib.sha256()
+    for _ in range(size // MiB):
+        expected.update(piece)
+
+    async def upload() -> AsyncIterator[bytes]:
+        for _ in range(size // MiB):
+            yield bytes(piece)  # a new object each time, as a socket would give
+
+    async def download(sha256: str) -> tuple[int, str]:
+        got, digest = 0, hashlib.sha256()
+        async for chunk in kind.store.read(sha256):
+            got += len(chunk)
+            digest.update(chunk)
+        return got, digest.hexdigest()
+
+    run(kind.store.put(chunks_of(b"warm up the client and its pools")))
+    with PeakMemory(os.getpid()) as up:
+        blob = run(kind.store.put(upload(), expected_sha256=expected.hexdigest()))
+    with PeakMemory(os.getpid()) as down:
+        got = run(download(blob.sha256))
+    assert got == (size, expected.hexdigest())
+    assert up.growth < 20, f"memory grew {up.growth:.1f} MiB putting a 64 MiB blob"
+    assert down.growth < 20, f"memory grew {down.growth:.1f} MiB reading a 64 MiB blob"
