@@ -12,6 +12,7 @@ from jobledger.ledger.clock import now_ms
 from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.events import EVENT_TYPES
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.requests import JOB_STATUSES
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import extent, recent
@@ -20,6 +21,7 @@ from jobledger.projections.launchers import launchers as all_launchers
 from jobledger.replay.archive.feed import job_history
 from jobledger.replay.archive.records import record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
+from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter
 from jobledger.server.inputs import checked_tag, job_id, positive_int, queue_name, valid_job_id
 from jobledger.server.ui.render import answered, error_page, page
@@ -103,23 +105,77 @@ async def _job_fields(request: Request, jid: int) -> dict[str, Any] | None:
     return fields
 
 
+def file_actors(items: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Who stored each file and result of a job, from its events: ``{"files": {name: actor},
+    "results": {name: actor}}`` (a result added again under a name: the latest)."""
+    found: dict[str, dict[str, str]] = {"files": {}, "results": {}}
+    for item in items:
+        if item["type"] == "job_created":
+            found["files"].update((f["name"], item["actor"]) for f in item["data"].get("files") or [])
+        elif item["type"] == "job_result_added":
+            found["results"][item["data"]["name"]] = item["actor"]
+    return found
+
+
 @answered
 async def job(request: Request) -> Response:
-    """A job: its fields, input and output, errors, and its timeline (archived events included)."""
+    """A job: its fields, files and results, input and output, errors, and its timeline (archived
+    events included)."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    events = timeline(await job_history(_ledger(request), jid))
-    return page(request, "job.html", job_id=jid, job=fields, events=events)
+    items = await job_history(_ledger(request), jid)
+    return page(
+        request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items)
+    )
 
 
 @answered
 async def job_state(request: Request) -> Response:
-    """The changing part of a job's page (status, actions, fields, input, output, errors): a fragment
-    the page fetches again each time its timeline receives an event."""
+    """The changing part of a job's page (status, actions, fields, files and results, input, output,
+    errors): a fragment the page fetches again each time its timeline receives an event."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
-    return page(request, "_job_state.html", job_id=jid, job=await _job_fields(request, jid), flash=None)
+    fields = await _job_fields(request, jid)
+    actors = (
+        file_actors(await job_history(_ledger(request), jid)) if fields and fields.get("results") else None
+    )
+    return page(request, "_job_state.html", job_id=jid, job=fields, actors=actors, flash=None)
+
+
+async def _download(request: Request, kind: str) -> Response:
+    """A file or result of a job, streamed from the blob store, with the API's headers."""
+    jid = job_id(request)
+    request.state.viewer = await admit(request, READ_JOB, job=jid)
+    name = request.path_params["name"]
+    fields = await _job_fields(request, jid)
+    if fields is None:
+        return error_page(request, 404, f"job {jid} no longer exists (deleted, or expired)")
+    ref = next((r for r in fields.get(kind) or [] if r["name"] == name), None)
+    if ref is None:
+        return error_page(request, 404, f"job {jid} has no {kind[:-1]} named {name!r}")
+    try:
+        what, file = (
+            f"{kind[:-1]} {name!r} of job {jid}",
+            FileRef(**{k: ref[k] for k in FileRef.model_fields}),
+        )
+        return await blob_response(request, request.state.blobs, file, what)
+    except NotFound:
+        return error_page(
+            request, 404, f"the blob of {kind[:-1]} {name!r} ({ref['sha256']}) is not in the store"
+        )
+
+
+@answered
+async def job_file(request: Request) -> Response:
+    """``/ui/job/{id}/files/{name}``: one of the job's files, through the dashboard's session."""
+    return await _download(request, "files")
+
+
+@answered
+async def job_result(request: Request) -> Response:
+    """``/ui/job/{id}/results/{name}``: one of the job's results, through the dashboard's session."""
+    return await _download(request, "results")
 
 
 @answered

@@ -93,6 +93,18 @@ def shown(value: Any) -> str:
     return str(value)
 
 
+def size(count: int | None) -> str:
+    """A number of bytes for a person: ``850 B``, ``4.2 KiB``, ``1.5 GiB``."""
+    if count is None:
+        return ""
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
 def per_hour(count: int) -> str:
     return f"{count:,}/h"
 
@@ -112,6 +124,7 @@ def environment() -> Environment:
         compact_json=compact_json,
         shown=shown,
         per_hour=per_hour,
+        size=size,
     )
     env.globals["nav"] = NAV
     return env
