@@ -18,6 +18,7 @@ import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from tests.live_server import live_server
@@ -68,9 +69,10 @@ def frozen() -> Iterator[FrozenDateTimeFactory]:
 
 
 @pytest.fixture
-def server(redis_url: str, namespace: str) -> Iterator[str]:
-    """The URL of a jobledger HTTP server on the test's namespace (no scheduler task)."""
-    with live_server(redis_url, namespace) as url:
+def server(redis_url: str, namespace: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of a jobledger HTTP server on the test's namespace (no scheduler task), its blobs in
+    the test's temporary directory."""
+    with live_server(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as url:
         yield url
 
 
@@ -83,3 +85,9 @@ def private(tmp_path: Path) -> Iterator[PrivateServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalBlobStore:
+    """A blob store of the test's own, for the jobs' files."""
+    return LocalBlobStore(tmp_path / "blobs")

@@ -3,6 +3,7 @@ every error answer must pass, and a guard that a refused request changed nothing
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,12 +16,14 @@ import redis
 from freezegun import freeze_time
 from starlette.testclient import TestClient
 
+from jobledger.blobs import BlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import snapshot
 from jobledger.runtime.config import Config
 from jobledger.scheduler.loop import tick
 from jobledger.server.app import create_app
+from tests.blob_support import temporary_store
 
 #: RFC 3339 UTC with microseconds, as every datetime of the API is written.
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -29,6 +32,7 @@ JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_
 EXTENSION_DEFAULTS: dict[str, Any] = {
     "retry_backoff": None, "priority": 0, "max_queued_time": "0s", "max_running": 0,
     "max_running_per_key": 0, "retry_on": [], "no_retry_on": [], "paused": False,
+    "max_file_size": 2**30, "max_job_bytes": 4 * 2**30,
 }  # fmt: skip
 DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after": "5m",
                     "retries": 0, "retry_delays": [], **EXTENSION_DEFAULTS}  # fmt: skip
@@ -41,11 +45,15 @@ def make_config(namespace: str, queues: dict[str, Any] | None = None, **server: 
 
 @contextmanager
 def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = None,
-               **server: Any) -> Iterator[TestClient]:  # fmt: skip
-    """The app on ``namespace`` with no scheduler task; the lifespan runs while the block does."""
-    app = create_app(make_config(namespace, queues, **server), redis_url, run_scheduler=False)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield client
+               blobs: BlobStore | None = None, **server: Any) -> Iterator[TestClient]:  # fmt: skip
+    """The app on ``namespace`` with no scheduler task; the lifespan runs while the block does.
+    ``blobs``: the store of the jobs' files (else one in a temporary directory, gone after)."""
+    with contextlib.ExitStack() as stack:
+        if blobs is None:
+            blobs = stack.enter_context(temporary_store())
+        config = make_config(namespace, queues, **server)
+        app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
+        yield stack.enter_context(TestClient(app, raise_server_exceptions=False))
 
 
 def error_of(response: httpx2.Response, status: int) -> str:

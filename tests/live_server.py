@@ -4,6 +4,7 @@ scheduler with ``jobledger.scheduler.loop.tick``)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,18 +13,32 @@ from typing import Any, TypeVar
 
 import uvicorn
 
+from jobledger.blobs import BlobStore
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
+from tests.blob_support import temporary_store
 
 T = TypeVar("T")
 
 
 @contextmanager
-def live_server(redis_url: str, namespace: str, listen_port: int = 0, **server: Any) -> Iterator[str]:
+def live_server(
+    redis_url: str, namespace: str, listen_port: int = 0, blobs: BlobStore | None = None, **server: Any
+) -> Iterator[str]:
     """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
-    yields its base URL."""
+    yields its base URL.  ``blobs``: the store of the jobs' files (else one in a temporary directory)."""
+    with contextlib.ExitStack() as stack:
+        if blobs is None:
+            blobs = stack.enter_context(temporary_store())
+        yield stack.enter_context(_serving(redis_url, namespace, listen_port, blobs, server))
+
+
+@contextmanager
+def _serving(
+    redis_url: str, namespace: str, listen_port: int, blobs: BlobStore, server: dict[str, Any]
+) -> Iterator[str]:
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
-    app = create_app(config, redis_url, run_scheduler=False)
+    app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
     uv = uvicorn.Server(
         uvicorn.Config(
             app, host="127.0.0.1", port=listen_port, lifespan="on", log_level="warning", access_log=False

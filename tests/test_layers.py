@@ -1,7 +1,7 @@
 """The import graph: every import points down the layers, and no modules import each other in a circle.
 
 The layers, bottom up: the ledger (stream, keys, commands, runner); the projections (appliers and
-readers); replay and the runtime (configuration, embedded server); the scheduler; then the
+readers); replay, the runtime (configuration, embedded server) and the blob store; the scheduler; then the
 server, the client, the worker, the command line and the benchmark.  Within a layer a package may
 use another of the same layer, but never in a circle.  Imports inside functions and under
 ``TYPE_CHECKING`` count: deferring an import does not change what a module depends on.
@@ -24,6 +24,7 @@ LAYERS = {
     "jobledger.projections": 1,
     "jobledger.replay": 2,
     "jobledger.runtime": 2,
+    "jobledger.blobs": 2,
     "jobledger.scheduler": 3,
     "jobledger.server": 4,
     "jobledger.client": 4,

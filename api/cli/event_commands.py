@@ -3,6 +3,7 @@
 - ``export --to FILE.jsonl [--until ID|TIME]`` and ``import FILE.jsonl`` move a whole ledger (archived
   events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
   talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
+  ``--blobs DIR`` carries the blobs the events refer to (:mod:`jobledger.replay.blob_transfer`).
 - ``tail [--type T] [--queue Q] [--job ID] [--actor A] [--after ID]`` follows a server's event feed
   over HTTP (``--url`` / ``$JOBLEDGER_URL``): one line per event, who caused it included, as it
   happens, until interrupted; quiet
@@ -16,7 +17,9 @@ non-empty namespace, a file that is not an export); 130 interrupted.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +27,7 @@ import redis
 import typer
 from rich.text import Text
 
+from jobledger.blobs import BlobError, BlobStore, open_store
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
@@ -37,15 +41,33 @@ from jobledger.cli.replay_commands import ledger_client, removed_unless_done, un
 from jobledger.client import Event
 from jobledger.ledger.keys import Keys
 from jobledger.replay.archive.records import ArchiveError
-from jobledger.replay.ledger_file import LedgerFileError, count_lines
+from jobledger.replay.blob_transfer import (
+    BlobTransferError,
+    Carried,
+    EventBlobs,
+    event_blobs,
+    export_blobs,
+    import_blobs,
+)
+from jobledger.replay.ledger_file import LedgerFileError, count_lines, read_entries
 from jobledger.replay.progress import Meter
 from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty
 from jobledger.replay.source import ledger_length
 from jobledger.replay.transfer import export_ledger, import_ledger
+from jobledger.runtime.config import Config
 
 app = typer.Typer(name="events", help="The ledger itself: export, import, and follow its events.",
                   no_args_is_help=True)  # fmt: skip
 
+BlobsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--blobs",
+        metavar="DIR",
+        file_okay=False,
+        help="Carry the blobs the events refer to in DIR (laid out as a local blob store).",
+    ),
+]
 FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, LedgerFileError, redis.RedisError, OSError)
 
 
@@ -56,9 +78,11 @@ def export_command(
     until: Annotated[
         str | None, typer.Option(metavar="ID|TIME", help="Last event id to export (or an RFC 3339 time).")
     ] = None,
+    blobs: BlobsOption = None,
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
-    """Write the ledger to a file, one JSON event per line (archived events included)."""
+    """Write the ledger to a file, one JSON event per line (archived events included); with
+    ``--blobs DIR``, the blobs its events refer to into DIR, each verified."""
     config = ledger.config()
     ns = config.redis.key_namespace
     with SignalStop() as stop, ledger_client(config, stop) as client:
@@ -69,17 +93,50 @@ def export_command(
             except FAILURES as exc:
                 fail(f"export failed: {exc}", code=3)
         typer.echo(f"exported {meter.summary()} from ledger '{ns}' to {to}")
+        if blobs is not None and not stop.fired:
+            carried = _carry(config, to, lambda refs, store: export_blobs(refs, store, blobs))
+            typer.echo(f"exported {_carried(carried)} to {blobs}")
     if stop.fired:
         fail(f"interrupted; {to} was not written", code=130)
+
+
+def _carry(
+    config: Config, events: Path, work: Callable[[EventBlobs, BlobStore], Awaitable[Carried]]
+) -> Carried:
+    """Carry the blobs the events of the file refer to, to or from the configured store; a failure
+    exits 3."""
+    store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+
+    async def run() -> Carried:
+        try:
+            return await work(event_blobs(read_entries(events)), store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(run())
+    except (BlobTransferError, BlobError, LedgerFileError, OSError) as exc:
+        fail(f"blobs: {exc}", code=3)
+
+
+def _carried(carried: Carried) -> str:
+    text = f"{carried.copied:,} blobs ({carried.bytes:,} bytes, each verified)"
+    if carried.present:
+        text += f", {carried.present:,} already there"
+    if carried.skipped:
+        text += f", {carried.skipped:,} named only by jobs gone and no longer stored"
+    return text
 
 
 @app.command("import")
 @ledger_options
 def import_command(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A file of events export.")],
+    blobs: BlobsOption = None,
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
-    """Load an exported ledger into an empty namespace: same ids, events applied."""
+    """Load an exported ledger into an empty namespace: same ids, events applied; with ``--blobs
+    DIR``, first the blobs its events refer to from DIR into the store, each verified."""
     config = ledger.config()
     ns = config.redis.key_namespace
     with SignalStop() as stop, ledger_client(config, stop, create=True) as client:
@@ -87,6 +144,9 @@ def import_command(
             ensure_empty(client, Keys(ns))
         except NamespaceNotEmpty as exc:
             fail(str(exc), code=3)
+        if blobs is not None:
+            carried = _carry(config, file, lambda refs, store: import_blobs(refs, blobs, store))
+            typer.echo(f"imported {_carried(carried)} from {blobs}")
         with removed_unless_done(client, ns), Meter("import", count_lines(file)) as meter:
             try:
                 import_ledger(client, ns, file, progress=meter.update)

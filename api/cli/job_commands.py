@@ -10,11 +10,13 @@ http://127.0.0.1:8023).  A refusal of the server is printed with its message and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from jobledger.cli import launcher_commands as cli_launchers
+from jobledger.cli import result_commands as cli_results
 from jobledger.cli.http import AsJson, UrlOption, connected, done, parse_json
 from jobledger.cli.output import EVENT_STYLES, STATUS_STYLES, Cell, Output, cell, status_cell, when
 from jobledger.client import Event
@@ -22,6 +24,7 @@ from jobledger.ledger.requests import JOB_STATUSES
 
 app = typer.Typer()
 app.add_typer(cli_launchers.app, name="launcher")
+app.add_typer(cli_results.app, name="results")
 
 
 def _duration(help: str) -> Any:
@@ -116,6 +119,16 @@ def submit(
     ] = None,
     retry_on: Annotated[list[str] | None, _repeated("KIND", "Retry only errors of this kind")] = None,
     no_retry_on: Annotated[list[str] | None, _repeated("KIND", "Never retry errors of this kind")] = None,
+    file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            metavar="PATH",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="A file of the job, named by its file name, streamed up with it (repeatable).",
+        ),
+    ] = None,
     url: UrlOption = None,
     as_json: AsJson = False,
 ) -> None:
@@ -129,7 +142,7 @@ def submit(
         "retry_on": retry_on, "no_retry_on": no_retry_on,
     }  # fmt: skip
     with connected(url) as client:
-        job_id = client.submit(queue_name, parse_json(input_json, "--input"), **options)
+        job_id = client.submit(queue_name, parse_json(input_json, "--input"), files=file or None, **options)
     if out.is_json:
         return out.json({"id": job_id, "queue": queue_name})
     out.note(f"created job [bold]{job_id}[/] on queue [bold]{queue_name}[/]", str(job_id))

@@ -3,6 +3,10 @@ command groups of the other ``jobledger.cli`` modules, assembled into one typer 
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+
 import typer
 
 from jobledger.bench import cli as bench_cli
@@ -37,8 +41,26 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
-    """Entry point of the ``jobledger`` console script."""
-    build_app()()
+    """Entry point of the ``jobledger`` console script.
+
+    A command that used an object store (obstore, over a Tokio runtime of its own) ends the process
+    with ``os._exit`` once its output is flushed: the runtime's threads are never told the
+    interpreter is finalizing, and one still running as it tears down makes the process abort
+    (SIGABRT) after the command succeeded, so a script would read a failed exit.  Everything the
+    command opened is closed by then; only the interpreter's own teardown is skipped."""
+    try:
+        build_app()(standalone_mode=True)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        if "obstore" not in sys.modules:
+            raise
+    if "obstore" not in sys.modules:
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

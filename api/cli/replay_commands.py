@@ -5,13 +5,14 @@ Both read the ledger straight from Redis (the shared ``--config`` / ``--data-dir
 progress on a terminal.  A namespace they create and do not finish is removed: an interrupted
 rebuild leaves nothing behind, and verify's scratch namespace never outlives it.
 
-Exit codes: 0 done (verify: no difference); 1 verify found differences; 2 bad usage; 3 the run
-could not be done (e.g. the target namespace is not empty, the archive cannot be read);
-130 interrupted.
+Exit codes: 0 done (verify: no difference); 1 verify found differences (or, with ``--blobs``, a
+blob missing or corrupt); 2 bad usage; 3 the run could not be done (e.g. the target namespace is
+not empty, the archive cannot be read); 130 interrupted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from typing import Annotated
 import redis
 import typer
 
+from jobledger.blobs import BlobError, open_store
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
@@ -32,6 +34,7 @@ from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.replay.archive.records import ArchiveError
+from jobledger.replay.blob_audit import BlobAudit, audit_blobs
 from jobledger.replay.progress import Meter
 from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
 from jobledger.replay.source import UntilError, ledger_length, resolve_until, xrange
@@ -207,6 +210,14 @@ def verify_command(
     ledger: LedgerOptions = LEDGER_DEFAULTS,
     batch: BatchOption = 2000,
     chunk: Annotated[int, typer.Option(min=1, max=10_000, help="Keys compared per atomic read.")] = 200,
+    blobs: Annotated[
+        bool,
+        typer.Option(
+            "--blobs",
+            help="Also read every blob the jobs still in the projections refer to: it must be in the "
+            "store ([blobs] url) and hash to its name.",
+        ),
+    ] = False,
 ) -> None:
     """Compare the live projections with a rebuild, key by key; exit 1 on any difference.
 
@@ -225,10 +236,36 @@ def verify_command(
         where = f"ledger '{ns}': {result.keys:,} keys compared as of {span}; replayed {meter.summary()}"
         if result.ok:
             typer.echo(f"verified {where}: no difference")
-            return
-        typer.echo(f"{len(result.differences)} of {result.keys:,} keys differ in {where}")
-        if (hint := result.outdated_layout()) is not None:
-            typer.echo(hint)
+        else:
+            typer.echo(f"{len(result.differences)} of {result.keys:,} keys differ in {where}")
+            if (hint := result.outdated_layout()) is not None:
+                typer.echo(hint)
+        blobs_ok = _verify_blobs(config, client) if blobs and not stop.fired else True
     if stop.fired:
         fail("interrupted; the scratch namespace was removed", code=130)
-    raise typer.Exit(1)
+    if not (result.ok and blobs_ok):
+        raise typer.Exit(1)
+
+
+def _verify_blobs(config: Config, client: redis.Redis) -> bool:
+    """``--blobs``: print each problem and a summary; whether there was none."""
+    store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+
+    async def audit() -> BlobAudit:
+        try:
+            return await audit_blobs(client, config.redis.key_namespace, store)
+        finally:
+            await store.close()
+
+    try:
+        found = asyncio.run(audit())
+    except (*FAILURES, BlobError) as exc:
+        fail(f"verify --blobs failed: {exc}", code=3)
+    for problem in found.problems:
+        typer.echo(str(problem))
+    checked = f"{found.checked:,} blobs referred to by the jobs, in {store.description}"
+    if found.ok:
+        typer.echo(f"verified {checked}: each there, {found.bytes:,} bytes read, each hashing to its name")
+    else:
+        typer.echo(f"{len(found.problems)} of {checked} are missing or corrupt")
+    return found.ok

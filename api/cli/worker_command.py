@@ -1,5 +1,7 @@
 """``jobledger worker module:function --queue Q``: run a :class:`jobledger.worker.worker.Worker` until
-SIGTERM/SIGINT.
+SIGTERM/SIGINT.  ``jobledger worker --exec [CMD] --queue Q``: the orchestrator's executor
+(:mod:`jobledger.worker.executor`), CMD run in each job's directory; ``--exec-dir`` says where those
+go, ``--keep`` leaves them (and the command's log) behind.
 
 Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
 finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,
@@ -15,11 +17,13 @@ import os
 import signal
 import sys
 from enum import StrEnum
+from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
 import typer
 
+from jobledger.blobs import open_store
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
@@ -31,6 +35,7 @@ from jobledger.cli.common import (
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
 from jobledger.runtime import logs
+from jobledger.worker.executor import DEFAULT_COMMAND, Executor
 from jobledger.worker.worker import Handler, Worker
 
 app = typer.Typer()
@@ -97,8 +102,27 @@ def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
 @app.command("worker")
 @ledger_options
 def worker(
-    handler: Annotated[str, typer.Argument(help="The handler to run for each job, as module:function.")],
     queue: Annotated[list[str], typer.Option("--queue", "-q", help="A queue to work on (repeatable).")],
+    handler: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="HANDLER|CMD",
+            help=f"The handler to run for each job, as module:function; with --exec, the command to run "
+            f"(default: {DEFAULT_COMMAND}).",
+        ),
+    ] = None,
+    exec_command: Annotated[
+        bool,
+        typer.Option(
+            "--exec",
+            help="Run a command (split as a shell would, run without one) in each job's directory, its "
+            "files there; upload the files it writes; complete on exit 0, else fail with kind exit:N.",
+        ),
+    ] = False,
+    exec_dir: Annotated[
+        Path | None, typer.Option(help="Where jobs' directories go (default: the temporary directory).")
+    ] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Leave jobs' directories and logs behind.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="How many jobs to run at once.")] = 1,
     transport: Annotated[
         TransportKind, typer.Option(help="http: through the server; redis: straight to the ledger.")
@@ -119,12 +143,18 @@ def worker(
     ] = LogLevel.info,
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
-    """Run a worker: fetch jobs, run the handler, complete or fail them, until SIGTERM or SIGINT."""
+    """Run a worker: fetch jobs, run the handler (or with --exec the command), complete or fail them,
+    until SIGTERM or SIGINT."""
     logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
+    if handler is None and not exec_command:
+        fail("give a handler (module:function), or --exec [CMD]", code=2)
     make = functools.partial(
         Worker,
-        load_handler(handler),
+        _executor(handler or DEFAULT_COMMAND, keep) if exec_command else load_handler(handler or ""),
         queue,
+        files_dir=exec_dir,
+        upload_written=exec_command,
+        keep_files=keep,
         concurrency=concurrency,
         worker_id=worker_id,
         grace_period=seconds(grace_period, "--grace-period"),
@@ -138,5 +168,15 @@ def worker(
             return
         config = ledger.config()
         with open_redis(config, stop) as found:
-            ns = config.redis.key_namespace
-            run_until_stopped(make(transport="redis", redis_url=found, namespace=ns), stop)
+            ns, blobs = (
+                config.redis.key_namespace,
+                open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace),
+            )
+            run_until_stopped(make(transport="redis", redis_url=found, namespace=ns, blobs=blobs), stop)
+
+
+def _executor(command: str, keep: bool) -> Executor:
+    try:
+        return Executor(command, keep=keep)
+    except ValueError as exc:  # an empty command, or quotes that do not close
+        fail(f"--exec: {exc}", code=2)

@@ -11,6 +11,7 @@ from jobledger.client.errors import (
     BadRequest,
     ClientError,
     Conflict,
+    DigestMismatch,
     Forbidden,
     NotFound,
     ReadOnly,
@@ -19,9 +20,10 @@ from jobledger.client.errors import (
     Unavailable,
     WaitTimeout,
 )
-from jobledger.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings, StoredFile, StoredResult
 from jobledger.client.policy import Retry
 from jobledger.client.sync import Client
+from jobledger.client.transfers import Upload
 
 __all__ = [
     "DEFAULT_URL",
@@ -30,6 +32,7 @@ __all__ = [
     "Client",
     "ClientError",
     "Conflict",
+    "DigestMismatch",
     "Event",
     "FetchedJob",
     "Forbidden",
@@ -40,8 +43,11 @@ __all__ = [
     "ReadOnly",
     "Retry",
     "ServerError",
+    "StoredFile",
+    "StoredResult",
     "Unauthorized",
     "Unavailable",
+    "Upload",
     "WaitTimeout",
     "calls",
 ]

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
-from jobledger.client import calls
+from jobledger.client import calls, transfers
 from jobledger.client.calls import UNSET, ApiCall
-from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.errors import error_for
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings, StoredResult
 from jobledger.client.sse import Deadline, filter_params
 from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
+from jobledger.client.transfers import CHUNK, HashedFile, Receive, Received, Source
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -92,11 +96,60 @@ class AsyncClient(ClientBase):
     # Jobs
 
     async def submit(
-        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+        self,
+        queue: str,
+        input: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        files: transfers.Files | None = None,
+        **options: Any,
     ) -> int:
         """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
-        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
-        return await self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try.  ``files``:
+        the job's files: paths, bytes, binary file objects and :class:`Upload` s, sent in the same
+        request as multipart, each streamed; ``{"name", "sha256"}`` of blobs already stored
+        (:meth:`put_blob`); or a mapping of name -> path, bytes or file object."""
+        uploads, named = transfers.split_files(files or [])
+        if named:
+            options["files"] = named
+        spec = JobSpec(input, **options)
+        if not uploads:
+            return await self.send(calls.create_job(queue, spec, idempotency_key))
+        return await self.send(calls.create_job_with_files(queue, spec, uploads, idempotency_key))
+
+    async def put_blob(
+        self,
+        source: transfers.Source | transfers.Upload,
+        *,
+        queue: str | None = None,
+        media_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Store one file as a blob, streamed; ``{"sha256", "size"}`` (checked against what was
+        sent), for job bodies to name (``files=[{"name": ..., "sha256": ...}]``).  ``queue``: whose
+        limits and produce scope apply."""
+        upload = (
+            source
+            if isinstance(source, transfers.Upload)
+            else transfers.Upload(source, media_type=media_type)
+        )
+        return await self.send(calls.put_blob(upload, queue))
+
+    async def results(self, job_id: int) -> dict[str, Any]:
+        """The job's results manifest: ``{"id", "status", "results": [...]}``, each result with its
+        name, sha256, size, media_type, attempt, at, actor and url."""
+        return await self.send(calls.results(job_id))
+
+    async def download_result(self, job_id: int, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Write the result ``name`` of the job to ``dest``, streamed and checked against its
+        SHA-256 as it is written (:class:`DigestMismatch`, nothing kept, when it does not match)."""
+        return await self._download(calls.result_path(job_id, name), dest)
+
+    async def download_results_zip(self, job_id: int, dest: str | os.PathLike[str]) -> Path:
+        """Write every result of the job as one zip to ``dest``, streamed; each entry is then
+        checked against the manifest's SHA-256 (:class:`DigestMismatch`, nothing kept)."""
+        manifest = await self.results(job_id)
+        path = await self._download(calls.results_zip_path(job_id), dest)
+        return await asyncio.to_thread(transfers.check_zip, path, manifest["results"])
 
     async def submit_many(
         self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
@@ -177,6 +230,18 @@ class AsyncClient(ClientBase):
         """Set a running job's output."""
         await self.send(calls.set_output(job_id, output, attempt))
 
+    # Files
+
+    async def download_file(self, job_id: int, name: str, dest: str | os.PathLike[str]) -> Received:
+        """As :meth:`jobledger.client.sync.Client.download_file`, awaited."""
+        return await self._complete(self._downloading(job_id, name, Path(dest)))
+
+    async def add_result(self, job_id: int, name: str, source: Source, attempt: int | None = None, *,
+                         media_type: str | None = None) -> StoredResult:  # fmt: skip
+        """As :meth:`jobledger.client.sync.Client.add_result`, awaited (the file hashed in a thread)."""
+        upload = await asyncio.to_thread(HashedFile.of, source)
+        return await self.send(calls.add_result(job_id, name, upload, attempt, media_type))
+
     async def history(self, job_id: int) -> list[Event]:
         """Every event of the job, oldest first."""
         return await self.send(calls.history(job_id))
@@ -244,6 +309,24 @@ class AsyncClient(ClientBase):
         ):
             yield event
 
+    async def _download(self, path: str, dest: str | os.PathLike[str]) -> Path:
+        """``GET path`` streamed into ``dest``, as :meth:`jobledger.client.sync.Client._download`."""
+        try:
+            async with self._http.stream("GET", path) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise error_for(response.status_code, calls.error_message(response))
+                out = await asyncio.to_thread(transfers.Download, dest, transfers.expected_sha256(response))
+                try:
+                    async for chunk in response.aiter_bytes(transfers.CHUNK):
+                        await asyncio.to_thread(out.write, chunk)
+                except BaseException:
+                    out.abort()
+                    raise
+                return await asyncio.to_thread(out.finish)
+        except httpx.TransportError as exc:
+            raise calls.unreachable(self.url, exc) from exc
+
     # Running the steps of jobledger.client.steps, as the sync client does, awaited
 
     async def _complete(self, work: Steps[T], stream: AsyncExitStack | None = None) -> T:
@@ -269,7 +352,11 @@ class AsyncClient(ClientBase):
     async def _do(self, step: Step, stream: AsyncExitStack) -> Any:
         try:
             if isinstance(step, ApiCall):
-                return await self._http.request(step.method, step.path, **step.request_args(self._timeout))
+                with ExitStack() as files:  # what a streamed body opens, closed once it is sent
+                    args = step.request_args(self._timeout, files, asynchronous=True)
+                    return await self._http.request(step.method, step.path, **args)
+            if isinstance(step, Receive):
+                return await self._receive(step)
             if isinstance(step, Pause):
                 return await asyncio.sleep(step.seconds)
             if isinstance(step, Connect):
@@ -282,6 +369,19 @@ class AsyncClient(ClientBase):
             return await anext(step.lines, None)
         except httpx.TransportError as exc:
             return exc  # thrown into the steps where they asked
+
+    async def _receive(self, step: Receive) -> tuple[httpx.Response, Received | None]:
+        async with self._http.stream("GET", step.path) as response:
+            if not response.is_success:
+                await response.aread()
+                return response, None
+            sink = step.sink()
+            try:
+                async for chunk in response.aiter_bytes(CHUNK):
+                    sink.write(chunk)
+            finally:
+                received = sink.close()
+            return response, received
 
     # Server
 

@@ -11,6 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -19,7 +20,18 @@ import httpx
 from pydantic import TypeAdapter
 
 from jobledger.client.errors import Unavailable, error_for
-from jobledger.client.models import Event, EventPage, FetchedJob, Job, JobSpec, QueueSettings, wire_value
+from jobledger.client.models import (
+    Event,
+    EventPage,
+    FetchedJob,
+    Job,
+    JobSpec,
+    QueueSettings,
+    StoredFile,
+    StoredResult,
+    wire_value,
+)
+from jobledger.client.transfers import HashedFile, Upload, form_body
 
 R = TypeVar("R")
 
@@ -34,7 +46,8 @@ class ApiCall(Generic[R]):
     """One request and how to read its answer.  ``safe``: sending it twice does no harm, so it may
     be retried after a failure that leaves unknown whether the server acted on it.  ``holds``:
     seconds the server may hold the request before it answers (a long-poll), on top of the
-    client's own timeout.  ``headers``: the call's own request headers (an Idempotency-Key)."""
+    client's own timeout.  ``headers``: the call's own request headers (an Idempotency-Key).
+    ``upload``: a file streamed as the body."""
 
     method: str
     path: str
@@ -44,13 +57,23 @@ class ApiCall(Generic[R]):
     safe: bool = True
     holds: float = 0.0
     headers: dict[str, str] | None = None
+    #: a streamed body (files): httpx's arguments for one try, given where the files it opens are
+    #: closed and whether the client is the async one (:mod:`jobledger.client.transfers`)
+    stream: Callable[[ExitStack, bool], dict[str, Any]] | None = None
 
-    def request_args(self, timeout: float) -> dict[str, Any]:
+    def request_args(
+        self, timeout: float, files: ExitStack | None = None, asynchronous: bool = False
+    ) -> dict[str, Any]:
         """Keyword arguments of ``httpx.Client.request`` for this call, for a client whose timeout
         is ``timeout``.  The body is encoded here, not by httpx's ``json=``, which would send no
-        body at all for a JSON ``null``."""
+        body at all for a JSON ``null``; a streamed body opens its files into ``files``."""
         args: dict[str, Any] = {"params": self.params}
         headers = dict(self.headers or {})
+        if self.stream is not None:
+            assert files is not None, "a streamed body needs somewhere to close its files"
+            streamed = self.stream(files, asynchronous)
+            headers.update(streamed.pop("headers", {}))
+            args.update(streamed)
         if self.holds:
             args["timeout"] = httpx.Timeout(timeout, read=timeout + self.holds)
         if self.body is not UNSET:
@@ -158,6 +181,40 @@ def create_job(queue: str, spec: JobSpec, idempotency_key: str | None = None) ->
     )  # fmt: skip
 
 
+def create_job_with_files(
+    queue: str, spec: JobSpec, uploads: list[Upload], idempotency_key: str | None = None
+) -> ApiCall[int]:
+    """Create a job with its files, one multipart request streaming each; its id.  Safe to resend
+    as :func:`create_job` (each try reads the files again from their start)."""
+    job = json.dumps(spec.body(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return ApiCall(
+        "POST", _queue(queue, "/job"), lambda r: int(r.json()), headers=_idempotency(idempotency_key),
+        stream=lambda files, _: form_body(uploads, job, files),
+    )  # fmt: skip
+
+
+def put_blob(upload: Upload, queue: str | None = None) -> ApiCall[dict[str, Any]]:
+    """Store one blob, streamed; ``{"sha256", "size"}``, checked against what was sent.  Safe to
+    resend: a blob is stored under its hash."""
+    return ApiCall(
+        "PUT", "/blob", lambda r: upload.checked(r.json()), params={"queue": queue} if queue else None,
+        stream=upload.raw_body,
+    )  # fmt: skip
+
+
+def results(job_id: int) -> ApiCall[dict[str, Any]]:
+    """The job's results manifest: ``{"id", "status", "results": [...]}``."""
+    return ApiCall("GET", _job(job_id, "/results"), _json)
+
+
+def result_path(job_id: int, name: str) -> str:
+    return _job(job_id, f"/results/{_segment(name)}")
+
+
+def results_zip_path(job_id: int) -> str:
+    return _job(job_id, "/results.zip")
+
+
 def create_jobs(queue: str, specs: list[JobSpec], idempotency_key: str | None = None) -> ApiCall[list[int]]:
     """Create many jobs in one request (one round trip on the server); their ids.  Sent with an
     Idempotency-Key, as :func:`create_job`, so it is safe to resend."""
@@ -185,7 +242,11 @@ def fetch_jobs(
 def _fetched(response: httpx.Response) -> list[FetchedJob]:
     if response.status_code == 204:
         return []
-    return [FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"])) for j in response.json()]
+    return [FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j)) for j in response.json()]
+
+
+def _files(fetched: dict[str, Any]) -> tuple[StoredFile, ...]:
+    return tuple(StoredFile.model_validate(f) for f in fetched.get("files") or ())
 
 
 def get_job(job_id: int) -> ApiCall[Job]:
@@ -233,6 +294,23 @@ def get_output(job_id: int) -> ApiCall[Any]:
 def set_output(job_id: int, output: Any, attempt: int | None = None) -> ApiCall[None]:
     params: dict[str, str | int] | None = None if attempt is None else {"attempt": attempt}
     return ApiCall("PUT", _job(job_id, "/output"), _none, params=params, body=output)
+
+
+def file_path(job_id: int, name: str) -> str:
+    """Where one of a job's input files downloads from."""
+    return _job(job_id, f"/files/{_segment(name)}")
+
+
+def add_result(
+    job_id: int, name: str, upload: HashedFile, attempt: int | None = None, media_type: str | None = None
+) -> ApiCall[StoredResult]:
+    """Store ``upload`` as the job's result ``name`` (for ``attempt``: fenced).  Safe to resend: the
+    same bytes under the same name replace themselves."""
+    params: dict[str, str | int] | None = None if attempt is None else {"attempt": attempt}
+    return ApiCall(
+        "PUT", _job(job_id, f"/results/{_segment(name)}"), lambda r: StoredResult.model_validate(r.json()),
+        params=params, headers=upload.headers(media_type, name), stream=upload.body,
+    )  # fmt: skip
 
 
 def history(job_id: int) -> ApiCall[list[Event]]:

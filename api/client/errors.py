@@ -49,6 +49,10 @@ class ServerError(ClientError):
     """Any other unexpected answer (a 500, or a status this client does not know)."""
 
 
+class DigestMismatch(ClientError):
+    """Bytes sent or received do not hash to the SHA-256 the other side named; nothing was kept."""
+
+
 class WaitTimeout(ClientError, TimeoutError):
     """:meth:`Client.wait` gave up: the job had not ended within the timeout."""
 

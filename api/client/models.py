@@ -23,6 +23,22 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class StoredFile(_Answer):
+    """A file of a job, or a result: its name and the SHA-256, size and media type of its bytes."""
+
+    name: str
+    sha256: str
+    size: int
+    media_type: str = "application/octet-stream"
+
+
+class StoredResult(StoredFile):
+    """A result of a job: a file and the attempt that stored it (``at``: when, in the job's record)."""
+
+    attempt: int
+    at: datetime | None = None
+
+
 class Job(_Answer):
     """A job as ``GET /job/{id}`` shows it (durations as compact strings, e.g. ``"5m"``)."""
 
@@ -45,6 +61,8 @@ class Job(_Answer):
     ended: bool = False
     attempt: int = 0
     worker: str | None = None
+    files: list[StoredFile] = []
+    results: list[StoredResult] = []
 
 
 class QueueSettings(_Answer):
@@ -85,6 +103,7 @@ class FetchedJob:
     id: int
     input: Any
     attempt: int
+    files: tuple[StoredFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +127,8 @@ class JobSpec:
     retry_on: Sequence[str] | None = None
     no_retry_on: Sequence[str] | None = None
     retry_backoff: Mapping[str, Any] | None = None
+    #: files already stored as blobs (``put_blob``), each ``{"name", "sha256"}`` (and a ``media_type``)
+    files: Sequence[Mapping[str, Any]] | None = None
 
     @classmethod
     def of(cls, job: JobSpec | Mapping[str, Any]) -> JobSpec:
@@ -140,6 +161,8 @@ def wire_value(name: str, value: Any) -> Any:
         return {k: duration(v) if k in ("base", "max") else v for k, v in value.items()}
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if name == "files":
+        return [dict(f) for f in value]
     if isinstance(value, (tuple, list)):
         return list(value)
     return value

@@ -16,6 +16,8 @@ an :class:`ApiCall`    sends it once: the response, whatever its status
                        is closed when the steps end): the response (an error answer read whole)
                        and its lines, an iterator of the client's own kind
 :class:`NextLine`      the next of those ``lines``: the line, or None once the server closed it
+:class:`Receive`       streams ``GET path`` into a file, hashing it: the response and what was
+                       :class:`Received` (None for an error answer, read whole)
 an :class:`Event`      hands it to whoever iterates ``events`` / ``follow`` (see
                        :func:`next_event`): None
 =====================  ===========================================================================
@@ -25,16 +27,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
 import httpx
 
 from jobledger.client import calls
-from jobledger.client.calls import ApiCall, auth_headers, resolve_token, resolve_url, unreachable
-from jobledger.client.errors import WaitTimeout
+from jobledger.client.calls import (
+    ApiCall,
+    auth_headers,
+    error_message,
+    resolve_token,
+    resolve_url,
+    unreachable,
+)
+from jobledger.client.errors import DigestMismatch, WaitTimeout, error_for
 from jobledger.client.models import Event, Job
 from jobledger.client.policy import Retry
 from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job
+from jobledger.client.transfers import Receive, Received, problem_with
 
 T = TypeVar("T")
 
@@ -55,7 +66,7 @@ class NextLine:
     lines: Any  # the lines a Connect gave: an Iterator[str] or an AsyncIterator[str]
 
 
-Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Event
+Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Receive | Event
 #: Logic for both clients: yields steps, is sent their outcomes, returns its result.
 Steps = Generator[Step, Any, T]
 
@@ -125,6 +136,34 @@ class ClientBase:
                 if delay is None:
                     return call.finish(response)
             yield Pause(delay)
+
+    def _downloading(self, job_id: int, name: str, dest: Path) -> Steps[Received]:
+        """One of a job's input files into ``dest``: streamed to a part file beside it, checked
+        against the SHA-256 the server announces, moved into place once right.  A transfer that
+        breaks or arrives wrong is tried again from the start, as :attr:`retry` allows (a download
+        is always safe to repeat)."""
+        step = Receive(calls.file_path(job_id, name), dest.with_name(f".{dest.name}.part"))
+        tried = 0
+        try:
+            while True:
+                tried += 1
+                try:
+                    response, received = yield step
+                except httpx.TransportError as exc:
+                    if (delay := self.retry.backoff(tried)) is None:
+                        raise unreachable(self.url, exc) from exc
+                else:
+                    if received is None:
+                        if response.status_code != 503 or (delay := self.retry.backoff(tried)) is None:
+                            raise error_for(response.status_code, error_message(response))
+                    elif (problem := problem_with(received, response.headers)) is None:
+                        step.into.replace(dest)
+                        return received
+                    elif (delay := self.retry.backoff(tried)) is None:
+                        raise DigestMismatch(f"job {job_id} file {name!r}: {problem}")
+                yield Pause(delay)
+        finally:
+            step.into.unlink(missing_ok=True)
 
     def _paging(self, after: str | None, filters: dict[str, str | int], page_size: int) -> Steps[None]:
         """Every event after ``after`` matching ``filters``, ``GET /events`` page by page, up to the

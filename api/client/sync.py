@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, closing
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -12,9 +14,23 @@ import httpx
 
 from jobledger.client import calls
 from jobledger.client.calls import UNSET, ApiCall
-from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings
+from jobledger.client.errors import error_for
+from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings, StoredResult
 from jobledger.client.sse import Deadline, filter_params
 from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
+from jobledger.client.transfers import (
+    CHUNK,
+    Download,
+    Files,
+    HashedFile,
+    Receive,
+    Received,
+    Source,
+    Upload,
+    check_zip,
+    expected_sha256,
+    split_files,
+)
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -97,11 +113,52 @@ class Client(ClientBase):
     # Jobs
 
     def submit(
-        self, queue: str, input: Any = None, *, idempotency_key: str | None = None, **options: Any
+        self,
+        queue: str,
+        input: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        files: Files | None = None,
+        **options: Any,
     ) -> int:
         """Create a job; its id.  ``options`` are the fields of :class:`JobSpec` (tags, timeout...).
-        Sent with ``idempotency_key`` (a new one when not given), kept over every try."""
-        return self.send(calls.create_job(queue, JobSpec(input, **options), idempotency_key))
+        Sent with ``idempotency_key`` (a new one when not given), kept over every try.  ``files``:
+        the job's files: paths, bytes, binary file objects and :class:`Upload` s, sent in the same
+        request as multipart, each streamed; ``{"name", "sha256"}`` of blobs already stored
+        (:meth:`put_blob`); or a mapping of name -> path, bytes or file object."""
+        uploads, named = split_files(files or [])
+        if named:
+            options["files"] = named
+        spec = JobSpec(input, **options)
+        if not uploads:
+            return self.send(calls.create_job(queue, spec, idempotency_key))
+        return self.send(calls.create_job_with_files(queue, spec, uploads, idempotency_key))
+
+    def put_blob(
+        self, source: Source | Upload, *, queue: str | None = None, media_type: str | None = None
+    ) -> dict[str, Any]:
+        """Store one file as a blob, streamed; ``{"sha256", "size"}`` (checked against what was
+        sent), for job bodies to name (``files=[{"name": ..., "sha256": ...}]``).  ``queue``: whose
+        limits and produce scope apply."""
+        upload = source if isinstance(source, Upload) else Upload(source, media_type=media_type)
+        return self.send(calls.put_blob(upload, queue))
+
+    def results(self, job_id: int) -> dict[str, Any]:
+        """The job's results manifest: ``{"id", "status", "results": [...]}``, each result with its
+        name, sha256, size, media_type, attempt, at, actor and url."""
+        return self.send(calls.results(job_id))
+
+    def download_result(self, job_id: int, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Write the result ``name`` of the job to ``dest``, streamed and checked against its
+        SHA-256 as it is written (:class:`DigestMismatch`, nothing kept, when it does not match)."""
+        return self._download(calls.result_path(job_id, name), dest)
+
+    def download_results_zip(self, job_id: int, dest: str | os.PathLike[str]) -> Path:
+        """Write every result of the job as one zip to ``dest``, streamed; each entry is then
+        checked against the manifest's SHA-256 (:class:`DigestMismatch`, nothing kept)."""
+        manifest = self.results(job_id)
+        path = self._download(calls.results_zip_path(job_id), dest)
+        return check_zip(path, manifest["results"])
 
     def submit_many(
         self, queue: str, jobs: Iterable[JobSpec | Mapping[str, Any]], *, idempotency_key: str | None = None
@@ -182,6 +239,22 @@ class Client(ClientBase):
         """Set a running job's output."""
         self.send(calls.set_output(job_id, output, attempt))
 
+    # Files
+
+    def download_file(self, job_id: int, name: str, dest: str | os.PathLike[str]) -> Received:
+        """Download the job's input file ``name`` to ``dest``, streamed and checked against the
+        SHA-256 the server announces; a transfer that breaks or arrives wrong is tried again from the
+        start as :attr:`retry` allows (then :class:`~jobledger.client.errors.DigestMismatch`).
+        ``dest`` is only written once the file is right."""
+        return self._complete(self._downloading(job_id, name, Path(dest)))
+
+    def add_result(self, job_id: int, name: str, source: Source, attempt: int | None = None, *,
+                   media_type: str | None = None) -> StoredResult:  # fmt: skip
+        """Store ``source`` (a path, or a binary file read from where it stands) as the job's result
+        ``name``, streamed, with its SHA-256 for the server to check; ``attempt`` fences it (409 once
+        that attempt no longer holds the job).  ``media_type`` defaults to what the name suggests."""
+        return self.send(calls.add_result(job_id, name, HashedFile.of(source), attempt, media_type))
+
     def history(self, job_id: int) -> list[Event]:
         """Every event of the job, oldest first."""
         return self.send(calls.history(job_id))
@@ -251,6 +324,24 @@ class Client(ClientBase):
             self._following(after, filter_params(type, queue, job, actor), Deadline(None))
         )
 
+    def _download(self, path: str, dest: str | os.PathLike[str]) -> Path:
+        """``GET path`` streamed into ``dest`` (:class:`~jobledger.client.transfers.Download`)."""
+        try:
+            with self._http.stream("GET", path) as response:
+                if not response.is_success:
+                    response.read()
+                    raise error_for(response.status_code, calls.error_message(response))
+                out = Download(dest, expected_sha256(response))
+                try:
+                    for chunk in response.iter_bytes(CHUNK):
+                        out.write(chunk)
+                except BaseException:
+                    out.abort()
+                    raise
+                return out.finish()
+        except httpx.TransportError as exc:
+            raise calls.unreachable(self.url, exc) from exc
+
     # Running the steps of jobledger.client.steps
 
     def _complete(self, work: Steps[T], stream: ExitStack | None = None) -> T:
@@ -276,7 +367,11 @@ class Client(ClientBase):
         ``stream`` holds the open stream."""
         try:
             if isinstance(step, ApiCall):
-                return self._http.request(step.method, step.path, **step.request_args(self._timeout))
+                with ExitStack() as files:  # what a streamed body opens, closed once it is sent
+                    args = step.request_args(self._timeout, files, asynchronous=False)
+                    return self._http.request(step.method, step.path, **args)
+            if isinstance(step, Receive):
+                return self._receive(step)
             if isinstance(step, Pause):
                 return time.sleep(step.seconds)
             if isinstance(step, Connect):
@@ -289,6 +384,19 @@ class Client(ClientBase):
             return next(step.lines, None)
         except httpx.TransportError as exc:
             return exc  # thrown into the steps where they asked
+
+    def _receive(self, step: Receive) -> tuple[httpx.Response, Received | None]:
+        with self._http.stream("GET", step.path) as response:
+            if not response.is_success:
+                response.read()
+                return response, None
+            sink = step.sink()
+            try:
+                for chunk in response.iter_bytes(CHUNK):
+                    sink.write(chunk)
+            finally:
+                received = sink.close()
+            return response, received
 
     # Server
 

@@ -50,6 +50,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_DATA_DIR": "embedded.data_dir",
+    "JOBLEDGER_BLOBS_URL": "blobs.url",
     "JOBLEDGER_APPENDFSYNC": "embedded.appendfsync",
     "JOBLEDGER_ARCHIVE_AFTER": "ledger.archive_after",
     "JOBLEDGER_ARCHIVE_DIR": "ledger.archive_dir",
@@ -188,6 +189,21 @@ class LedgerConfig(_Section):
         return value.expanduser()
 
 
+class BlobsConfig(_Section):
+    """``[blobs]``: where the files of jobs are kept (:mod:`jobledger.blobs`).  ``url`` empty: on local
+    disk under ``<embedded.data_dir>/blobs``; a path or ``file://`` URL: on local disk there;
+    ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix``: an object store
+    through obstore, with ``options`` (obstore's configuration keys: ``endpoint``, ``region``,
+    ``allow_http``, ...) over what it reads from the environment.  Blobs no job refers to are swept
+    every ``sweep_interval`` once unreferenced for ``sweep_grace``; staging an upload left behind is
+    removed after ``sweep_grace`` too."""
+
+    url: str = ""
+    options: dict[str, str] = Field(default_factory=dict)
+    sweep_interval: Duration = 600_000
+    sweep_grace: Duration = 3_600_000
+
+
 class Config(_Section):
     """The whole configuration of one jobledger process."""
 
@@ -195,6 +211,7 @@ class Config(_Section):
     redis: RedisConfig = RedisConfig()
     embedded: EmbeddedConfig = EmbeddedConfig()
     ledger: LedgerConfig = LedgerConfig()
+    blobs: BlobsConfig = BlobsConfig()
     queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

@@ -27,6 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from jobledger.blobs import open_store
+from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
+from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
 from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
@@ -276,10 +279,12 @@ async def run(
     *,
     watch: LedgerWatch | None = None,
     state: SchedulerState | None = None,
+    blobs: tuple[BlobStore, SweepSettings] | None = None,
 ) -> None:
     """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), and
     retention if configured, until cancelled.  ``watch`` is the process's follower of the ledger
-    (one is made, and closed after, when None); ``state`` is kept up to date for ``/ready``."""
+    (one is made, and closed after, when None); ``state`` is kept up to date for ``/ready``;
+    ``blobs``: the blob store and how its collector sweeps it (:mod:`jobledger.blobs.collector`)."""
     ledger = ledger.as_actor(SCHEDULER)
     own_watch = watch is None
     follower = LedgerWatch(ledger) if watch is None else watch
@@ -287,6 +292,8 @@ async def run(
     tasks = [asyncio.create_task(deadlines.run(follower), name="scheduler")]
     if archive is not None:
         tasks.append(asyncio.create_task(archive_loop(ledger, archive), name="archiver"))
+    if blobs is not None:
+        tasks.append(asyncio.create_task(collect_loop(ledger, *blobs), name="blob collector"))
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -298,7 +305,15 @@ async def run(
 async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = connect_async(redis_url, config.redis.key_namespace)
+    store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
     try:
-        await run(ledger, intervals(config), archive_settings(config))
+        await run(ledger, intervals(config), archive_settings(config), blobs=blob_sweep(config, store))
     finally:
+        await store.close()
         await ledger.client.aclose()
+
+
+def blob_sweep(config: Config, store: BlobStore) -> tuple[BlobStore, SweepSettings] | None:
+    """What :func:`run` takes as ``blobs``: the store and the configured sweep, None when off."""
+    settings = sweep_settings(config.blobs)
+    return None if settings is None else (store, settings)

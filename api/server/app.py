@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from jobledger.blobs import BlobStore, open_store
+from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.redis_clients import async_client
@@ -32,10 +34,14 @@ from jobledger.runtime.config import Config
 from jobledger.scheduler import loop as scheduler
 from jobledger.server import event_handlers as events
 from jobledger.server import info_handlers as info
+from jobledger.server import job_file_handlers as job_files
 from jobledger.server import job_handlers as job
 from jobledger.server import launcher_handlers as launcher
 from jobledger.server import metrics, openapi
+from jobledger.server import orchestrator_handlers as orchestrator
 from jobledger.server import queue_handlers as queue
+from jobledger.server import result_handlers as results
+from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
 from jobledger.server.inputs import IgnoredKeysHeader
@@ -55,6 +61,9 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/queue/{queue}/size", "GET", queue.queue_size, False),
     ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
     ("/queue/{queue}/job", "POST", queue.create_job, True),
+    ("/blob", "PUT", upload.put_blob, True),
+    ("/upload", "POST", orchestrator.upload, True),
+    ("/download/{job_id}", "GET", orchestrator.download, False),
     ("/queue/{queue}/job", "GET", queue.fetch_job, True),
     ("/queue/{queue}/jobs", "POST", queue.create_jobs, True),
     ("/queue/{queue}/jobs", "GET", queue.list_jobs, False),
@@ -68,6 +77,11 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/job/{job_id}/output", "GET", job.get_output, False),
     ("/job/{job_id}/output", "PUT", job.put_output, True),
     ("/job/{job_id}/history", "GET", job.history, False),
+    ("/job/{job_id}/files/{name}", "GET", job_files.get_file, False),
+    ("/job/{job_id}/results/{name}", "PUT", job_files.put_result, True),
+    ("/job/{job_id}/results", "GET", results.manifest, False),
+    ("/job/{job_id}/results/{name}", "GET", results.get_result, False),
+    ("/job/{job_id}/results.zip", "GET", results.results_zip, False),
     ("/tag/{tag}", "GET", job.tagged, False),
     ("/events", "GET", events.list_events, False),
     ("/events/stream", "GET", events.stream_events, False),
@@ -145,8 +159,12 @@ async def apply_queues(ledger: AsyncLedger, queues: dict[str, QueueSettings]) ->
             delay = min(delay * 2, 10)
 
 
-def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) -> Starlette:
-    """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else."""
+def create_app(
+    config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
+) -> Starlette:
+    """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else.
+    The blob store is the configuration's ``[blobs]``, opened at startup and closed at shutdown,
+    unless ``blobs`` gives one (which its giver closes)."""
     read_only = config.server.read_only
     queues = configured_queues(config)
     run_scheduler = run_scheduler and config.server.scheduler
@@ -154,6 +172,11 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         client = async_client(redis_url)
+        store = (
+            blobs
+            if blobs is not None
+            else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+        )
         ledger = AsyncLedger(client, config.redis.key_namespace)
         ledger.observe = app.state.metrics.observe
         watch = LedgerWatch(ledger)
@@ -164,11 +187,15 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             if run_scheduler:
                 checks = scheduler.SchedulerState()
                 every, archive = scheduler.intervals(config), archive_settings(config)
-                task = asyncio.create_task(scheduler.run(ledger, every, archive, watch=watch, state=checks))
+                sweep = scheduler.blob_sweep(config, store)
+                task = asyncio.create_task(
+                    scheduler.run(ledger, every, archive, watch=watch, state=checks, blobs=sweep)
+                )
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
-            yield {"ledger": ledger, "watch": watch, "scheduler": checks}
+            guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
+            yield {"ledger": ledger, "watch": watch, "scheduler": checks, "blobs": guarded}
         finally:
             await cancel_and_wait(
                 tasks
@@ -176,6 +203,8 @@ def create_app(config: Config, redis_url: str, *, run_scheduler: bool = True) ->
             await app.state.verify_runs.close()
             await watch.close()
             await client.aclose()
+            if blobs is None:
+                await store.close()
 
     routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]

@@ -46,13 +46,19 @@ REALM = 'Bearer realm="jobledger"'
 @dataclass(frozen=True)
 class Needs:
     """What a route needs.  ``kind``: ``open`` (nothing), ``admin``, ``read``, ``produce`` or
-    ``work``.  ``on``: the queue the route acts on, ``queue`` (the path's) or ``job`` (the job's).
+    ``work``.  ``on``: the queue the route acts on, ``queue`` (the path's), ``query`` (``?queue=``;
+    none named: admin only), ``form`` (named in the body: the handler checks it with
+    :func:`check_form_scope` once it has read it) or ``job`` (the job's).
     ``read`` on a queue is also granted by a ``produce`` or ``work`` scope that matches it."""
 
     kind: Kind
-    on: Literal["queue", "job", "events"] | None = None
+    on: Literal["queue", "query", "form", "job", "events"] | None = None
 
     def describe(self) -> str:
+        if self.on == "form":
+            return f"{self.kind}:GLOB matching the queue the form names"
+        if self.on == "query":
+            return f"{self.kind}:GLOB matching the queue of ?queue= (admin without one)"
         if self.kind in ("produce", "work"):
             return f"{self.kind}:GLOB matching the queue"
         if self.on == "events":
@@ -87,6 +93,9 @@ REQUIRES: dict[tuple[str, str], Needs] = {
     ("GET", "/queue/{queue}/size"): READ_QUEUE,
     ("GET", "/queue/{queue}/job_ids"): READ_QUEUE,
     ("POST", "/queue/{queue}/job"): Needs("produce", "queue"),
+    ("PUT", "/blob"): Needs("produce", "query"),  # ?queue=Q; without it, admin only
+    ("POST", "/upload"): Needs("produce", "form"),  # the queue is the form's service
+    ("GET", "/download/{job_id}"): READ_JOB,
     ("GET", "/queue/{queue}/job"): Needs("work", "queue"),  # a fetch: it starts jobs
     ("POST", "/queue/{queue}/jobs"): Needs("produce", "queue"),
     ("GET", "/queue/{queue}/jobs"): READ_QUEUE,
@@ -100,6 +109,11 @@ REQUIRES: dict[tuple[str, str], Needs] = {
     ("GET", "/job/{job_id}/output"): READ_JOB,
     ("PUT", "/job/{job_id}/output"): Needs("work", "job"),
     ("GET", "/job/{job_id}/history"): READ_JOB,
+    ("GET", "/job/{job_id}/files/{name}"): READ_JOB,
+    ("PUT", "/job/{job_id}/results/{name}"): Needs("work", "job"),
+    ("GET", "/job/{job_id}/results"): READ_JOB,
+    ("GET", "/job/{job_id}/results/{name}"): READ_JOB,
+    ("GET", "/job/{job_id}/results.zip"): READ_JOB,
     ("GET", "/tag/{tag}"): READ,
     ("GET", "/events"): Needs("read", "events"),  # or, filtered by queue / job, a queue scope on it
     ("GET", "/events/stream"): Needs("read", "events"),
@@ -145,6 +159,9 @@ def _queues_of(request: Request, needs: Needs, job: int | None, job_queue: str |
     """The queues a request acts on (None for a job whose queue is not known: no such job)."""
     if needs.on == "queue":
         return [request.path_params["queue"]]
+    if needs.on == "query":
+        named = request.query_params.get("queue")
+        return [named] if named is not None else []
     if needs.on == "job":
         return [job_queue]
     if needs.on == "events":
@@ -178,16 +195,33 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         token, job_queue = await ledger.read(tokens.token(presented, job))
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
-        if not needs.allows(token, None):
+        if needs.on == "form":  # the queue is in the body: a token that may act on no queue stops here
+            if not (token.admin or any(s.startswith(needs.kind + ":") for s in token.scopes)):
+                return error_response(403, _refusal(token, needs, []))
+        elif not needs.allows(token, None):
             queues = _queues_of(request, needs, job, job_queue)
             if not queues or not all(q is not None and needs.allows(token, q) for q in queues):
                 return error_response(403, _refusal(token, needs, queues))
         request.state.ledger = ledger.as_actor(token.name)
         request.state.token = token.name
         request.state.token_digest = presented
+        request.state.token_grants = token
         return await endpoint(request)
 
     return guard
+
+
+class Forbidden(JobLedgerError):
+    code = "FORBIDDEN"
+    status = 403
+
+
+def check_form_scope(request: Request, needs: Needs, queue: str) -> None:
+    """For a route whose queue the body names (``on="form"``): 403 unless the request's token may
+    act on ``queue`` (nothing to check with auth off)."""
+    token: Token | None = getattr(request.state, "token_grants", None)
+    if token is not None and not needs.allows(token, queue):
+        raise Forbidden(_refusal(token, needs, [queue]))
 
 
 class Revocation:

@@ -90,17 +90,22 @@ def _strict_json(raw: bytes) -> Any:
 
 async def read_json(request: Request, default: Any = ...) -> Any:
     """The body as JSON; ``default`` when the body is empty (if given), else 400."""
-    raw = await read_body(request)
+    return parse_json(await read_body(request), default)
+
+
+def parse_json(raw: bytes, default: Any = ..., what: str = "request body") -> Any:
+    """``raw`` as JSON (see :func:`_strict_json`); ``default`` when it is empty (if given), else 400.
+    ``what`` names it in the error (a multipart body's ``job`` part)."""
     if not raw.strip():
         if default is not ...:
             return default
-        raise BadRequest("request body must be JSON, and it is empty")
+        raise BadRequest(f"{what} must be JSON, and it is empty")
     try:
         return _strict_json(raw)
     except UnicodeEncodeError:
-        raise BadRequest("request body is not valid JSON: a string holds a lone surrogate") from None
+        raise BadRequest(f"{what} is not valid JSON: a string holds a lone surrogate") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the checks above
-        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+        raise BadRequest(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
         raise BadRequest(_TOO_DEEP) from None
 

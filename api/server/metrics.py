@@ -10,7 +10,7 @@ in-process metrics, as ``/health`` answers 200 ``unhealthy``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from jobledger.blobs.collector import SweepCounters, sweep_counters
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import TEMPLATES, Keys
 from jobledger.ledger.reads import Read
@@ -58,6 +59,7 @@ class LedgerState:
     ledger_length: int
     events_added: int
     oldest_due_ms: dict[str, int | None]
+    blobs: SweepCounters = field(default_factory=SweepCounters)
 
 
 @dataclass
@@ -115,7 +117,8 @@ def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:
 async def read_state(ledger: AsyncLedger) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips)."""
     info = await ledger.read(readers.info())
-    return await ledger.read(_stream_read(info))
+    state = await ledger.read(_stream_read(info))
+    return replace(state, blobs=await ledger.read(sweep_counters()))
 
 
 def _lag_seconds(oldest_ms: int | None, now_ms: int) -> float:
@@ -167,6 +170,19 @@ def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
     for check, oldest in state.oldest_due_ms.items():
         lag.add_metric([check], _lag_seconds(oldest, now_ms))
     yield lag
+    yield from _blob_families(state.blobs)
+
+
+def _blob_families(blobs: SweepCounters) -> Iterator[Metric]:
+    yield CounterMetricFamily(
+        "jobledger_blobs_swept", "Blobs the collector deleted, unreferenced for the grace.", blobs.swept
+    )
+    yield CounterMetricFamily(
+        "jobledger_blobs_swept_bytes", "Bytes of the blobs the collector deleted.", blobs.swept_bytes
+    )
+    yield CounterMetricFamily(
+        "jobledger_blob_staging_removed", "Staging left by stopped uploads, removed.", blobs.staging
+    )
 
 
 class Metrics:

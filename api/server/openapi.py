@@ -123,6 +123,7 @@ def _reply(status: int, reply: Reply) -> JSON:
     out: JSON = {"description": reply.description}
     if reply.schema is not None and status != 204:
         out["content"] = {reply.media_type: {"schema": reply.schema}}
+        out["content"].update({media: {"schema": schema} for media, schema in reply.also.items()})
     if reply.location:
         out["headers"] = {"location": {"description": "Where the resource is.", "schema": {"type": "string"}}}
     return out
@@ -183,7 +184,8 @@ def _request_body(body: Body, components: Components) -> JSON:
     schema = body.schema if body.model is None else components.model(body.model)
     if body.many is not None:
         schema = {"type": "array", "items": schema, "minItems": body.many[0], "maxItems": body.many[1]}
-    return {"required": body.required, "content": {"application/json": {"schema": schema}}}
+    content = {body.media_type: {"schema": schema}, **{m: {"schema": s} for m, s in body.also.items()}}
+    return {"required": body.required, "content": content}
 
 
 def _operation_id(method: str, path: str) -> str:

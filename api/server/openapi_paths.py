@@ -55,6 +55,10 @@ PATH_PARAMS: dict[str, Param] = {
     "queue": Param(QUEUE_NAME, "Queue name: 1-255 characters of A-Z a-z 0-9 _ - ."),
     "job_id": Param(JOB_ID, "Job id (an id that is not a positive integer names no job: 404)."),
     "tag": Param(TAG, "A job tag."),
+    "name": Param(
+        {"type": "string", "minLength": 1, "maxLength": 255},
+        "A file's name: one path segment (no / or \\, no control character, not . or ..).",
+    ),
     "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
 }
 
@@ -74,7 +78,10 @@ QUERY_PARAMS: dict[str, Param] = {
     ),
     "limit": Param({"type": "integer", "minimum": 1, "maximum": 1000}, "Page size (default 100)."),
     "type": Param({"type": "string", "enum": list(EVENT_TYPES)}, "Only events of this type."),
-    "queue": Param(QUEUE_NAME, "Only events of this queue."),
+    "queue": Param(
+        QUEUE_NAME, "Only events of this queue (PUT /blob: the queue whose limits and produce scope apply)."
+    ),
+    "sha256": Param({"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}, "The SHA-256 the body must hash to."),
     "job": Param(JOB_ID, "Only events of this job."),
     "actor": Param(
         ACTOR,
@@ -94,6 +101,8 @@ class Body:
     schema: JSON | None = None
     required: bool = True
     many: tuple[int, int] | None = None  # (minItems, maxItems) of a list of ``model``
+    also: dict[str, JSON] = field(default_factory=dict)  # other media types it may be, and their schemas
+    media_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,7 @@ class Reply:
     schema: JSON | None = None  # JSON body of a success; errors always carry the Error schema
     media_type: str = "application/json"
     location: bool = False  # a ``location`` header
+    also: dict[str, JSON] = field(default_factory=dict)  # other media types it may be, and their schemas
 
 
 @dataclass(frozen=True)
@@ -125,6 +135,25 @@ IDEMPOTENT = {
 MISMATCH = {422: Reply("The Idempotency-Key was first used with another request.")}
 
 NO_CONTENT = Reply("Done; no body.")
+BYTES: JSON = {"type": "string", "format": "binary"}
+OCTETS = "application/octet-stream"
+SHA256: JSON = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+FILE_REF: JSON = {
+    "type": "object",
+    "required": ["name", "sha256", "size", "media_type"],
+    "properties": {"name": {"type": "string"}, "sha256": SHA256, "size": {"type": "integer", "minimum": 0},
+                   "media_type": {"type": "string"}},
+}  # fmt: skip
+RESULT: JSON = {
+    "type": "object",
+    "required": [*FILE_REF["required"], "attempt"],
+    "properties": {**FILE_REF["properties"], "attempt": {"type": "integer", "minimum": 1}},
+}
+DIGESTS = {
+    name: Param({"type": "string", "examples": ["sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"]},
+                "The SHA-256 the body must have (else 400, nothing recorded).")
+    for name in ("Repr-Digest", "Content-Digest")
+}  # fmt: skip
 NO_QUEUE = {404: Reply("No such queue.")}
 NOT_RUNNING = {409: Reply("The job is not in a state that allows it, or the attempt named is not running.")}
 
@@ -184,7 +213,8 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     """The components that answers refer to (request bodies come from the pydantic models)."""
     next_event = {**EVENT_ID, "type": ["string", "null"]}
     fetched = {"type": "object", "required": ["id", "input", "attempt"],
-               "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID}}  # fmt: skip
+               "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
+                              "files": array(FILE_REF)}}  # fmt: skip
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     return {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
@@ -203,6 +233,52 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
             "status": {"type": "string", "enum": ["healthy", "unhealthy"]}, "error": {"type": "string"}}},
     }  # fmt: skip
 
+
+BINARY: JSON = {"type": "string", "format": "binary"}
+BLOB: JSON = {"type": "object", "required": ["sha256", "size"],
+              "properties": {"sha256": {"type": "string"}, "size": {"type": "integer"}}}  # fmt: skip
+DIGESTS = {
+    name: Param({"type": "string", "examples": ["sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:"]},
+                f"{name}: the SHA-256 the body must hash to.")
+    for name in ("Repr-Digest", "Content-Digest")
+}  # fmt: skip
+JOB_FORM: JSON = {
+    "type": "object",
+    "properties": {"job": {"type": "string", "description": "The JSON job body (optional)."}},
+    "additionalProperties": {
+        **BINARY,
+        "description": "A file, named by its filename (else the part's name).",
+    },
+}
+ORCHESTRATOR_FORM: JSON = {
+    "type": "object", "required": ["user_id", "service"],
+    "properties": {"user_id": {"type": "string", "pattern": "^-?[0-9]+$"}, "service": QUEUE_NAME},
+    "additionalProperties": BINARY,
+}  # fmt: skip
+ORCHESTRATOR_STATE: JSON = {
+    "type": "object", "required": ["id", "status", "message"],
+    "properties": {"id": {"type": "integer"}, "message": {"type": "string"}, "status": {
+        "type": "string", "enum": ["Queued", "Submitted", "Completed", "Failed", "Killed", "Unknown"]}},
+}  # fmt: skip
+MANIFEST_ENTRY: JSON = {
+    "type": "object",
+    "required": ["name", "sha256", "size", "media_type", "attempt", "at", "actor", "url"],
+    "properties": {
+        "name": {"type": "string"}, "sha256": {"type": "string"}, "size": {"type": "integer"},
+        "media_type": {"type": "string"}, "attempt": {"type": "integer"},
+        "at": {"type": "string", "format": "date-time"}, "actor": {"type": ["string", "null"]},
+        "url": {"type": "string"},
+    },
+}  # fmt: skip
+RESULTS: JSON = {
+    "type": "object",
+    "required": ["id", "status", "results"],
+    "properties": {
+        "id": JOB_ID,
+        "status": {"type": "string", "enum": list(JOB_STATUSES)},
+        "results": array(MANIFEST_ENTRY),
+    },
+}
 
 LAUNCHER_ID: JSON = {"type": "object", "required": ["id"], "properties": {"id": JOB_ID}}
 
@@ -242,8 +318,43 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             **NO_QUEUE,
             **MISMATCH,
         },
-        body=Body(JobOptions, required=False),
+        body=Body(JobOptions, required=False, also={"multipart/form-data": JOB_FORM}),
         headers=IDEMPOTENT,
+        description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
+        "stored before the job is created; 413 when a file is over the queue's max_file_size or "
+        "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob).",
+    ),
+    ("PUT", "/blob"): Operation(
+        "Store a blob (a file for jobs to name by its SHA-256)",
+        {
+            201: Reply("Stored.", BLOB),
+            200: Reply("The store held these bytes already.", BLOB),
+            404: Reply("No such queue (?queue)."),
+            413: Reply("Over the queue's max_file_size; nothing stored."),
+        },
+        body=Body(schema=BINARY, media_type="application/octet-stream"),
+        query=("queue", "sha256"),
+        headers=DIGESTS,
+        description="The body streams into the store; a digest given (?sha256, Repr-Digest or "
+        "Content-Digest) that the bytes do not hash to is a 400, with nothing stored.",
+    ),
+    ("POST", "/upload"): Operation(
+        "Create a job from the job-orchestrator's upload form",
+        {
+            201: Reply("Created: the job-orchestrator's answer.", ORCHESTRATOR_STATE),
+            413: Reply("A file over the service queue's limits."),
+        },
+        body=Body(schema=ORCHESTRATOR_FORM, media_type="multipart/form-data"),
+        description="Form fields user_id (a number) and service (the queue); every part with a "
+        "filename is a file of the job.  Errors carry the orchestrator's message beside error.",
+    ),
+    ("GET", "/download/{job_id}"): Operation(
+        "The job-orchestrator's download: the job's state, or once it completed, the zip of its results",
+        {
+            200: Reply(
+                "The state until the job completed.", ORCHESTRATOR_STATE, also={"application/zip": BINARY}
+            )
+        },
     ),
     ("GET", "/queue/{queue}/job"): Operation(
         "Fetch the next job(s), now running",
@@ -298,6 +409,42 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Every event of a job, oldest first",
         {200: Reply("Event items.", array(ref("Event")))},
         description="Answers after the job expired or was deleted; 404 only for an id that never existed.",
+    ),
+    ("GET", "/job/{job_id}/files/{name}"): Operation(
+        "Download one of a job's input files",
+        {
+            200: Reply("The file's bytes; ETag and Repr-Digest carry its SHA-256.", BYTES, OCTETS),
+            404: Reply("No such job, no file of that name, or its blob is gone from the store."),
+        },
+        description="Content-Type is the file's media type.",
+    ),
+    ("PUT", "/job/{job_id}/results/{name}"): Operation(
+        "Store a result of the attempt running a job (job_result_added)",
+        {
+            200: Reply("The result as recorded, with the attempt that added it.", RESULT),
+            **NOT_RUNNING,
+            413: Reply("The result is over the queue's max_file_size; nothing recorded."),
+        },
+        body=Body(schema=BYTES, media_type=OCTETS),
+        query=("attempt",),
+        headers=DIGESTS,
+        description="The body is the result's bytes, its Content-Type the result's media type.",
+    ),
+    ("GET", "/job/{job_id}/results"): Operation(
+        "A job's results: the manifest", {200: Reply("Each result, with its actor and URL.", RESULTS)}
+    ),
+    ("GET", "/job/{job_id}/results/{name}"): Operation(
+        "One result's bytes",
+        {
+            200: Reply("The bytes, with ETag and Repr-Digest from the SHA-256.", BINARY, "*/*"),
+            304: Reply("If-None-Match named its ETag."),
+            404: Reply("No such job, no result of that name, or its blob is gone."),
+        },
+        headers={"If-None-Match": Param({"type": "string"}, "An ETag from a previous answer.")},
+    ),
+    ("GET", "/job/{job_id}/results.zip"): Operation(
+        "A job's results as one zip, streamed",
+        {200: Reply("The zip; cut off if a blob does not hash to its SHA-256.", BINARY, "application/zip")},
     ),
     ("GET", "/tag/{tag}"): Operation(
         "Ids of jobs with a tag", {200: Reply("Ids (empty if none).", array(JOB_ID))}

@@ -27,6 +27,7 @@ from jobledger.server.inputs import (
     replayed,
 )
 from jobledger.server.long_poll import long_poll
+from jobledger.server.upload_handlers import is_multipart, job_from_form, queue_settings, with_stored_files
 
 MAX_FETCH = 1000
 MAX_PAGE = 1000
@@ -69,8 +70,15 @@ async def queue_job_ids(request: Request) -> Response:
 
 
 async def create_job(request: Request) -> Response:
+    """A JSON job body, or ``multipart/form-data`` with the job's files
+    (:mod:`jobledger.server.upload_handlers`)."""
     name = queue_name(request)
-    options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
+    if is_multipart(request):
+        settings = await queue_settings(request, name)  # before the body: 404 with nothing stored
+        options, body = await job_from_form(request, name, settings)
+    else:
+        options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
+        [options] = await with_stored_files(request, name, [options])
     key = idempotency(request, "POST /queue/{queue}/job", name, body)
     made = await _ledger(request).run(commands.create_job(name, options, idempotency=key))
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
@@ -89,9 +97,10 @@ async def resume_queue(request: Request) -> Response:
 
 
 async def fetch_job(request: Request) -> Response:
-    """Ocypod's ``{"id", "input"}`` plus ``attempt``; ``?count=N`` answers a list of up to N,
-    ``?worker=ID`` records the worker, ``?wait=DURATION`` waits up to that long for a job to come.
-    With none: 204, after ``next_job_delay`` (Ocypod's setting, default 0s) unless it waited."""
+    """Ocypod's ``{"id", "input"}`` plus ``attempt`` (and ``files``, when the job has some);
+    ``?count=N`` answers a list of up to N, ``?worker=ID`` records the worker, ``?wait=DURATION``
+    waits up to that long for a job to come.  With none: 204, after ``next_job_delay`` (Ocypod's
+    setting, default 0s) unless it waited."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
     wait = _wait(request)
@@ -111,10 +120,17 @@ async def fetch_job(request: Request) -> Response:
         if not wait:  # Ocypod's next_job_delay: slow down workers polling an empty queue
             await asyncio.sleep(request.app.state.next_job_delay / 1000)
         return Response(status_code=204)
-    # input is stored as JSON text: splice it in rather than decode and encode it again
-    items = [f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}}}' for j in jobs]
+    # input is stored as JSON text: splice it in rather than decode and encode it again; a job's
+    # files (references to fetch from /job/{id}/files/{name}) come with it when it has any
+    items = [
+        f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}{_files(j)}}}' for j in jobs
+    ]
     body = f"[{','.join(items)}]" if count else items[0]
     return Response(body, media_type="application/json")
+
+
+def _files(job: commands.Fetched) -> str:
+    return f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
 
 
 def _wait(request: Request) -> float:
@@ -160,7 +176,7 @@ async def create_jobs(request: Request) -> Response:
     raw = await read_json(request)
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_BATCH:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
-    jobs = [_job_body(request, i, item) for i, item in enumerate(raw)]
+    jobs = await with_stored_files(request, name, [_job_body(request, i, item) for i, item in enumerate(raw)])
     key = idempotency(request, "POST /queue/{queue}/jobs", name, raw)
     made = await _ledger(request).run(commands.create_jobs(name, jobs, idempotency=key))
     return JSONResponse([m.id for m in made], status_code=201, headers=replayed(any(m.again for m in made)))

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from jobledger.client.calls import UNSET
 from jobledger.client.errors import ClientError
+from jobledger.worker.files import JobFiles
 from jobledger.worker.transports import Assignment, Transport
 
 Handler = Callable[["JobContext"], Any]
@@ -22,7 +25,9 @@ class JobContext:
     """What a handler gets: the job it runs, a way to report output while it runs, and whether its
     attempt is still the job's running one."""
 
-    def __init__(self, job: Assignment, worker: str, post: Callable[[Any], None]) -> None:
+    def __init__(
+        self, job: Assignment, worker: str, post: Callable[[Any], None], files: JobFiles, transport: Transport
+    ) -> None:
         self.id = job.id
         self.attempt = job.attempt
         self.queue = job.queue
@@ -34,8 +39,31 @@ class JobContext:
         self.cancelled = False
         #: Why: the event that ended the attempt (e.g. ``job_cancelled``), or the job's status.
         self.cancel_reason: str | None = None
+        #: The job's input files, as the ledger names them (each downloaded into :attr:`dir`).
+        self.files = job.files
         self._output: Any = UNSET
         self._post = post
+        self._files = files
+        self._job, self._transport = job, transport
+
+    async def timeout(self) -> float:
+        """The job's ``timeout`` in seconds (0: none), read from the ledger (``async`` handlers)."""
+        return await self._transport.run_timeout(self._job)
+
+    @property
+    def dir(self) -> Path:
+        """The job's own directory: its input files, downloaded and checked before the handler runs,
+        and room for what it writes.  Removed once the job is recorded."""
+        return self._files.dir
+
+    def add_result(
+        self, path: str | os.PathLike[str], name: str | None = None, media_type: str | None = None
+    ) -> str:
+        """Upload the file at ``path`` (relative: in :attr:`dir`) as the result ``name`` (default: its
+        file name) once the handler has returned, before the job completes; the name.  ``media_type``
+        defaults to what the name suggests.  Files written into :attr:`dir` are not results unless
+        named here (``jobledger worker --exec`` uploads every file written)."""
+        return self._files.add_result(path, name, media_type)
 
     @property
     def lost(self) -> bool:
@@ -90,7 +118,10 @@ class Run:
     the handler does not: cancelled elsewhere (:meth:`cancel`) or given up by the worker
     (:meth:`abandon`)."""
 
-    def __init__(self, job: Assignment, worker: str, transport: Transport, log: Any) -> None:
+    def __init__(
+        self, job: Assignment, worker: str, transport: Transport, log: Any,
+        files_dir: Path | None = None, upload_written: bool = False,
+    ) -> None:  # fmt: skip
         self.job = job
         self.transport = transport
         self.log = log
@@ -100,7 +131,8 @@ class Run:
         #: heartbeat_timeout once known: the attempt's deadline as this worker knows it.
         self.alive_at = job.fetched_at or self.started
         self.heartbeat_timeout = job.heartbeat_timeout
-        self.ctx = JobContext(job, worker, self._post)
+        self.files = JobFiles(job, files_dir, upload_written)
+        self.ctx = JobContext(job, worker, self._post, self.files, transport)
         self.done = asyncio.Event()
         self.abandoned = asyncio.Event()
         self.future: asyncio.Future[Any] | None = None

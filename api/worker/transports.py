@@ -24,19 +24,25 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from jobledger.blobs import BlobStore
+from jobledger.blobs.guarded import GuardedStore
 from jobledger.client import AsyncClient
 from jobledger.client.calls import UNSET
-from jobledger.client.errors import ClientError
+from jobledger.client.errors import ClientError, NotFound
+from jobledger.client.models import StoredFile
 from jobledger.ledger import commands
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, masked_url
-from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate
+from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
+from jobledger.projections import readers
+from jobledger.worker import blob_files
 from jobledger.worker.commit import GroupCommit, translated
 from jobledger.worker.watch import JobWatch, QueueFeeds, Watching
 
@@ -60,7 +66,7 @@ ERROR_PAUSE = (0.5, 10.0)
 class Assignment:
     """A job this worker fetched: now running as ``attempt``.  ``heartbeat_timeout`` (seconds) is
     filled in when the transport could read it together with the fetch, else None.
-    ``fetched_at``: ``time.monotonic()`` when the fetch was sent."""
+    ``fetched_at``: ``time.monotonic()`` when the fetch was sent.  ``files``: its input files."""
 
     queue: str
     id: int
@@ -68,6 +74,7 @@ class Assignment:
     input: Any
     heartbeat_timeout: float | None = None
     fetched_at: float = field(default=0.0, compare=False)
+    files: tuple[StoredFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,8 +88,15 @@ class Failure:
 
     @classmethod
     def of(cls, exc: BaseException) -> Failure:
-        text = "".join(traceback.format_exception(exc))
-        return cls(type(exc).__name__, str(exc), tail(text, MAX_TRACEBACK))
+        """An exception's failure; one with a ``kind`` (and ``details``) attribute names its own
+        kind (and what goes in the traceback's place)."""
+        kind, details = getattr(exc, "kind", None), getattr(exc, "details", None)
+        text = details if isinstance(details, str) else "".join(traceback.format_exception(exc))
+        return cls(
+            kind if isinstance(kind, str) and kind else type(exc).__name__,
+            str(exc),
+            tail(text, MAX_TRACEBACK),
+        )
 
     def error(self) -> dict[str, str]:
         """The ``error`` of the failing PATCH, within the server's limits."""
@@ -120,6 +134,10 @@ class Transport(Protocol):
 
     async def heartbeat(self, job: Assignment) -> None: ...
 
+    async def run_timeout(self, job: Assignment) -> float:
+        """The job's ``timeout`` in seconds (0: none)."""
+        ...
+
     async def set_output(self, job: Assignment, output: Any) -> None: ...
 
     async def complete(self, job: Assignment, output: Any = UNSET) -> None: ...
@@ -128,6 +146,14 @@ class Transport(Protocol):
 
     async def hand_back(self, job: Assignment) -> None:
         """Running -> queued (``job_returned``): the job goes back unfinished, no retry counted."""
+        ...
+
+    async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
+        """The job's input file ``ref`` into ``dest``, checked (:class:`DigestMismatch` when wrong)."""
+        ...
+
+    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
+        """Store the file at ``path`` as the job's result ``name``, for its attempt."""
         ...
 
     def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
@@ -186,7 +212,7 @@ class HttpTransport:
     async def fetch(self, queue: str, count: int, worker: str, wait: float | None = None) -> list[Assignment]:
         sent = time.monotonic()
         fetched = await (self._polls if wait else self.client).fetch(queue, count, worker, wait)
-        return [Assignment(queue, f.id, f.attempt, f.input, fetched_at=sent) for f in fetched]
+        return [Assignment(queue, f.id, f.attempt, f.input, fetched_at=sent, files=f.files) for f in fetched]
 
     async def next_jobs(
         self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
@@ -233,6 +259,10 @@ class HttpTransport:
     async def heartbeat(self, job: Assignment) -> None:
         await self.client.heartbeat(job.id, job.attempt)
 
+    async def run_timeout(self, job: Assignment) -> float:
+        fields = await self.client.get_fields(job.id, "timeout")
+        return parse_ms(fields["timeout"]) / 1000
+
     async def set_output(self, job: Assignment, output: Any) -> None:
         await self.client.set_output(job.id, output, job.attempt)
 
@@ -244,6 +274,12 @@ class HttpTransport:
 
     async def hand_back(self, job: Assignment) -> None:
         await self.client.update(job.id, "queued", attempt=job.attempt)
+
+    async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
+        await self.client.download_file(job.id, ref.name, dest)
+
+    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
+        await self.client.add_result(job.id, name, path, job.attempt, media_type=media_type)
 
     def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
         return self._feeds.watch(job, on_over)
@@ -276,12 +312,18 @@ async def first_answers(
 
 
 class RedisTransport:
-    """The worker straight on the ledger: the commands' scripts through :class:`AsyncLedger`."""
+    """The worker straight on the ledger: the commands' scripts through :class:`AsyncLedger`; the
+    bytes of jobs' files through ``blobs``, the store the server uses (without it, a job with files
+    fails: its files cannot be had)."""
 
-    def __init__(self, redis_url: str, namespace: str = DEFAULT_NAMESPACE) -> None:
+    def __init__(
+        self, redis_url: str, namespace: str = DEFAULT_NAMESPACE, blobs: BlobStore | None = None
+    ) -> None:
         self._url = redis_url
         self._redis = async_client(redis_url)
         self.ledger = AsyncLedger(self._redis, namespace)
+        # its puts tell the collector, as the server's do (see jobledger.blobs.guarded)
+        self.blobs = None if blobs is None else GuardedStore(blobs, self.ledger)
         self.ledger_watch = LedgerWatch(self.ledger)
         self._finishing = GroupCommit(self.ledger)
         self._woken: Subscription | None = None
@@ -297,7 +339,15 @@ class RedisTransport:
         sent = time.monotonic()
         fetched = await self._finishing.fetch(queue, count, worker)
         return [
-            Assignment(queue, f.id, f.attempt, _decode(f.input_text), f.heartbeat_timeout_ms / 1000, sent)
+            Assignment(
+                queue,
+                f.id,
+                f.attempt,
+                _decode(f.input_text),
+                f.heartbeat_timeout_ms / 1000,
+                sent,
+                _files(f.files_text),
+            )
             for f in fetched
         ]
 
@@ -339,6 +389,10 @@ class RedisTransport:
     async def heartbeat(self, job: Assignment) -> None:
         await translated(self.ledger.run(commands.heartbeat(job.id, job.attempt)))
 
+    async def run_timeout(self, job: Assignment) -> float:
+        fields = await translated(self.ledger.read(readers.job(job.id, ("timeout",))))
+        return parse_ms(fields["timeout"]) / 1000
+
     async def set_output(self, job: Assignment, output: Any) -> None:
         await translated(self.ledger.run(commands.set_output(job.id, output, job.attempt)))
 
@@ -354,6 +408,23 @@ class RedisTransport:
 
     async def hand_back(self, job: Assignment) -> None:
         await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
+
+    async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
+        await blob_files.download(self._store(), ref, dest)
+
+    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
+        try:
+            settings = await translated(self.ledger.read(readers.queue(job.queue)))
+            limit = settings.max_file_size
+        except NotFound:  # the queue was deleted under its running job: its default limit
+            limit = QueueSettings().max_file_size
+        ref = await blob_files.store(self._store(), name, path, media_type, limit)
+        await translated(self.ledger.run(commands.add_result(job.id, ref, job.attempt)))
+
+    def _store(self) -> BlobStore:
+        if self.blobs is None:
+            raise ClientError("a worker over Redis reads and writes files through a blob store, and has none")
+        return self.blobs
 
     def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
         return JobWatch(self.ledger, self.ledger_watch, job.id, job.attempt, on_over)
@@ -394,6 +465,10 @@ def _heartbeat_timeouts(ids: list[int]) -> Read[list[float]]:
         lambda keys: [("HGET", keys.job(i), "heartbeat_timeout") for i in ids],
         lambda replies: [int(r or 0) / 1000 for r in replies],
     )
+
+
+def _files(text: str | None) -> tuple[StoredFile, ...]:
+    return tuple(StoredFile.model_validate(f) for f in json.loads(text)) if text else ()
 
 
 def _decode(text: str | None) -> Any:

@@ -34,10 +34,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
+from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
 from jobledger.worker.watch import Watching
@@ -73,7 +76,11 @@ class Worker:
     http://127.0.0.1:8023; ``token``, its API token, default ``$JOBLEDGER_TOKEN``), ``"redis"`` (the
     ledger at ``redis_url`` in ``namespace``, directly), or a
     :class:`~jobledger.worker.transports.Transport`.  ``heartbeat_interval`` (seconds) replaces reading
-    each job's ``heartbeat_timeout``.
+    each job's ``heartbeat_timeout``.  Files (see :mod:`jobledger.worker.files`): each job with
+    files gets a directory under ``files_dir`` (default: the temporary directory) with its files
+    downloaded and checked; ``upload_written`` uploads every file the handler wrote there as a result
+    (else only those named by ``job.add_result``); ``keep_files`` leaves the directories behind;
+    ``blobs`` is the blob store a worker over Redis reads and writes files through.
     """
 
     def __init__(
@@ -90,16 +97,23 @@ class Worker:
         worker_id: str | None = None,
         heartbeat_interval: float | None = None,
         grace_period: float = 30.0,
+        files_dir: str | os.PathLike[str] | None = None,
+        upload_written: bool = False,
+        keep_files: bool = False,
+        blobs: BlobStore | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.handler = handler
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
-        self.transport = _transport(transport, url, redis_url, namespace, token)
+        self.transport = _transport(transport, url, redis_url, namespace, token, blobs)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period
+        self.files_dir = None if files_dir is None else Path(files_dir)
+        self.upload_written = upload_written
+        self.keep_files = keep_files
         self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
         #: Set once :meth:`run_async` is under way (so :meth:`stop` can reach it from another thread).
         self.started = threading.Event()
@@ -209,7 +223,7 @@ class Worker:
             log.warning("%s: not handed back (%s); its timeout will recover it", _named(job), exc)
 
     def _start(self, job: Assignment) -> None:
-        run = Run(job, self.worker_id, self.transport, log)
+        run = Run(job, self.worker_id, self.transport, log, self.files_dir, self.upload_written)
         self._busy += 1
         task = asyncio.create_task(self._work(run), name=f"job-{job.id}")
         self._runs[task] = run
@@ -223,20 +237,45 @@ class Worker:
             beats = asyncio.create_task(self._heartbeats(run))
         watching = _Watch(self.transport, run)
         try:
-            outcome = await self._outcome(run)
+            outcome = await self._with_files(run)
         finally:
             run.done.set()
             watching.close()
             self._busy -= 1
             self._wake_fetch_loop()
             await run.close_outbox()
-        await self._finish(run, outcome)
+        try:
+            await self._finish(run, outcome)
+        finally:
+            if not self.keep_files:
+                run.files.remove()
         if beats is not None:
             await beats
 
+    async def _with_files(self, run: Run) -> Any:
+        """The handler's outcome, its input files downloaded before it runs and its results
+        uploaded after it returned (a failure to do either fails the job)."""
+        if run.job.files:
+            failure = await run.files.download(self.transport)
+            if failure is not None:
+                return failure
+            if run.ctx.cancelled:
+                return Ended.CANCELLED
+        outcome = await self._outcome(run)
+        if isinstance(outcome, Failure | Ended) or run.ctx.cancelled:
+            return outcome
+        try:
+            await run.files.upload(self.transport)
+        except (Conflict, NotFound) as exc:
+            run.cancel(f"a result was refused: {exc}")
+            return Ended.CANCELLED
+        except (ResultRefused, OSError, ValueError) as exc:
+            return Failure("result_upload", str(exc))
+        return outcome
+
     async def _outcome(self, run: Run) -> Any:
         """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
-        if inspect.iscoroutinefunction(self.handler):
+        if _is_async(self.handler):
             run.future = asyncio.ensure_future(self.handler(run.ctx))
         else:
             run.future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
@@ -395,13 +434,19 @@ async def _settled(future: asyncio.Future[Any]) -> None:
     await settled
 
 
+def _is_async(handler: Handler) -> bool:
+    """An ``async def`` function, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
+
+
 def _named(job: Assignment) -> str:
     return f"job {job.id} ({job.queue}, attempt {job.attempt})"
 
 
 def _transport(
-    kind: str | Transport, url: str | None, redis_url: str | None, namespace: str, token: str | None = None
-) -> Transport:
+    kind: str | Transport, url: str | None, redis_url: str | None, namespace: str, token: str | None = None,
+    blobs: BlobStore | None = None,
+) -> Transport:  # fmt: skip
     if not isinstance(kind, str):
         return kind
     if kind == "http":
@@ -409,7 +454,7 @@ def _transport(
     if kind == "redis":
         if not redis_url:
             raise ValueError("the redis transport needs redis_url")
-        return RedisTransport(redis_url, namespace)
+        return RedisTransport(redis_url, namespace, blobs)
     raise ValueError(f"unknown transport {kind!r}: use 'http' or 'redis'")
 
 

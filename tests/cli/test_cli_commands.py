@@ -91,7 +91,8 @@ def test_queue(world: World) -> None:
         ["timeout", "10m"], ["heartbeat_timeout", "0s"], ["expires_after", "5m"], ["retries", "2"],
         ["retry_delays", "[]"], ["retry_backoff", ""], ["priority", "0"], ["max_queued_time", "0s"],
         ["max_running", "0"], ["max_running_per_key", "0"], ["retry_on", "[]"], ["no_retry_on", "[]"],
-        ["paused", "false"], ["queued", "1"], ["running", "0"], ["failed", "0"], ["completed", "1"],
+        ["paused", "false"], ["max_file_size", "1073741824"], ["max_job_bytes", "4294967296"],
+        ["queued", "1"], ["running", "0"], ["failed", "0"], ["completed", "1"],
         ["cancelled", "0"], ["timed_out", "0"], ["scheduled", "0"],
     ]  # fmt: skip
     shown = run(world, "queue", "emails", terminal=True)

@@ -79,6 +79,15 @@ def test_empty_ledger(api: TestClient) -> None:
     assert not [key for key in samples if key[0] == "jobledger_jobs"]
 
 
+def test_the_blob_collectors_counters(api: TestClient, client: redis.Redis, namespace: str) -> None:
+    assert value(scrape(api), "jobledger_blobs_swept_total") == 0, "no sweep has removed anything"
+    client.hset(Keys(namespace).build("blob_sweep"), mapping={"swept": 3, "swept_bytes": 4096, "staging": 1})
+    samples = scrape(api)
+    assert value(samples, "jobledger_blobs_swept_total") == 3
+    assert value(samples, "jobledger_blobs_swept_bytes_total") == 4096
+    assert value(samples, "jobledger_blob_staging_removed_total") == 1
+
+
 def test_latency_histogram_counts_every_command_run(api: TestClient) -> None:
     put_queue(api)
     put_queue(api)

@@ -9,6 +9,7 @@ repeatable.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +25,7 @@ from schemathesis.checks import (
 )
 from schemathesis.core.result import Ok
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from tests.live_server import live_server
@@ -49,14 +51,16 @@ def _exercise(operation: APIOperation, base_url: str, headers: dict[str, str]) -
 
 
 @pytest.mark.parametrize("auth", [False, True], ids=["open", "auth"])
-def test_answers_conform_to_the_document(redis_url: str, namespace: str, ledger: Ledger, auth: bool) -> None:
+def test_answers_conform_to_the_document(
+    redis_url: str, namespace: str, ledger: Ledger, auth: bool, tmp_path: Path
+) -> None:
     """With auth on, the requests carry an admin token."""
     headers: dict[str, str] = {}
     if auth:
         secret = new_secret()
         ledger.run(create_token("fuzz", ["admin"], digest(secret)))
         headers = {"authorization": f"Bearer {secret}"}
-    with live_server(redis_url, namespace, auth=auth) as base_url:
+    with live_server(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs"), auth=auth) as base_url:
         assert httpx.put(f"{base_url}/queue/q", json={}, headers=headers).status_code == 201  # to find
         doc: dict[str, Any] = httpx.get(f"{base_url}/openapi.json", headers=headers).json()
         schema = schemathesis.openapi.from_dict(doc)

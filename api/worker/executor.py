@@ -1,0 +1,142 @@
+"""The orchestrator's executor: a handler that runs a command in the job's directory.
+
+``Worker(Executor("bash run.sh"), queues, upload_written=True)`` is what ``jobledger worker --exec``
+runs.  For each job the command (split as a shell would, run without one) starts in the job's
+directory (:attr:`jobledger.worker.jobs.JobContext.dir`, its input files already there) in a
+process group of its own, with ``JOBLEDGER_JOB_ID``, ``JOBLEDGER_JOB_ATTEMPT``, ``JOBLEDGER_QUEUE``
+and ``JOBLEDGER_JOB_INPUT`` (the input as JSON) in its environment; its stdout and stderr go to a
+log file beside the directory (``<dir>.log``: not a result).  The worker heartbeats while it runs.
+
+It ends one of four ways.  Exit 0: the job completes with output ``{"exit_code": 0, "output_tail":
+...}`` once the files it wrote are uploaded.  Exit N: the job fails with kind ``exit:N``, its
+message the last line of output and its traceback the output's last 8 KiB.  The job's timeout
+passed: the process group is killed and the job fails with kind ``timeout``.  The attempt ended
+elsewhere (cancelled, timed out by the scheduler, deleted) or the worker hands the job back: the
+process group is killed (SIGTERM, then SIGKILL after :data:`KILL_GRACE` seconds).  On Linux the
+command is also killed should the worker itself die (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from jobledger.ledger.requests import MAX_TRACEBACK
+from jobledger.worker.jobs import JobContext
+from jobledger.worker.transports import tail
+
+DEFAULT_COMMAND = "bash run.sh"
+#: Seconds between SIGTERM and SIGKILL to the command's process group.
+KILL_GRACE = 2.0
+#: How much of the output the completed job's output keeps.
+OUTPUT_TAIL = 2048
+
+
+class CommandFailed(Exception):
+    """The command exited with a code other than 0, or ran past the job's timeout."""
+
+    def __init__(self, kind: str, message: str, details: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+class Executor:
+    """Runs ``command`` for each job (see the module's docstring).  ``keep``: leave the log behind."""
+
+    def __init__(self, command: str = DEFAULT_COMMAND, keep: bool = False) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ValueError("the command to run is empty")
+        self.keep = keep
+
+    def __repr__(self) -> str:
+        return f"Executor({shlex.join(self.argv)!r})"
+
+    async def __call__(self, job: JobContext) -> dict[str, Any]:
+        timeout = await job.timeout()
+        log_path = job.dir.with_name(job.dir.name + ".log")
+        try:
+            with log_path.open("wb") as log:
+                process = await asyncio.create_subprocess_exec(
+                    *self.argv, cwd=job.dir, env=_environment(job), stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent,
+                )  # fmt: skip
+            code = await _run(process, timeout)
+            output = _tail_of(log_path, MAX_TRACEBACK)
+        finally:
+            if not self.keep:
+                log_path.unlink(missing_ok=True)
+        if code is None:
+            message = f"{shlex.join(self.argv)} ran past the job's timeout of {timeout:g}s and was killed"
+            raise CommandFailed("timeout", message, output)
+        if code != 0:
+            last = output.strip().splitlines()[-1:] or [""]
+            raise CommandFailed(
+                f"exit:{code}", f"{shlex.join(self.argv)} exited with {code}: {last[0]}", output
+            )
+        return {"exit_code": 0, "output_tail": tail(output, OUTPUT_TAIL)}
+
+
+async def _run(process: asyncio.subprocess.Process, timeout: float) -> int | None:
+    """The command's exit code, or None when it ran past ``timeout`` seconds (0: none) and was
+    killed; killed too when the waiting is cancelled."""
+    try:
+        async with asyncio.timeout(timeout or None):
+            return await process.wait()
+    except TimeoutError:
+        await kill_group(process)
+        return None
+    except BaseException:
+        await asyncio.shield(kill_group(process))
+        raise
+
+
+async def kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM to the process's group, SIGKILL after :data:`KILL_GRACE` seconds if it still runs."""
+    _signal_group(process.pid, signal.SIGTERM)
+    try:
+        async with asyncio.timeout(KILL_GRACE):
+            await process.wait()
+    except TimeoutError:
+        pass
+    _signal_group(process.pid, signal.SIGKILL)  # whatever else of the group is left
+    await process.wait()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _environment(job: JobContext) -> dict[str, str]:
+    return {
+        **os.environ,
+        "JOBLEDGER_JOB_ID": str(job.id),
+        "JOBLEDGER_JOB_ATTEMPT": str(job.attempt),
+        "JOBLEDGER_QUEUE": job.queue,
+        "JOBLEDGER_JOB_INPUT": json.dumps(job.input),
+    }
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, be killed when the worker dies."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _tail_of(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of the file, as text."""
+    with path.open("rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
+        return tail(f.read().decode(errors="replace"), limit)

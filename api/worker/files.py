@@ -1,0 +1,131 @@
+"""A job's files in a worker's hands: its directory, the input files downloaded into it and checked,
+and the results uploaded from it before the job completes.
+
+Each job that has files gets a fresh directory under the worker's ``files_dir`` (default: the
+system's temporary directory), ``<files_dir>/jobledger-<job id>-<attempt>-<random>``; a job without
+files gets one only when its handler asks for ``job.dir``.  Every input file is downloaded there and
+checked against its SHA-256 before the handler runs; one that cannot be had fails the job (kind
+``file_digest`` when it arrived wrong at every try, ``file_download`` otherwise) and the handler
+never runs.  Results are what the handler names with ``job.add_result(path or name)``; with
+``upload_written`` (what ``jobledger worker --exec`` does) also every file in the directory the
+handler wrote or changed: a file there after the handler that was not, or not with the same size
+and modification time, after the download.  A file in a subdirectory is a result named by its path
+with ``__`` for each ``/`` (``out/a.txt`` -> ``out__a.txt``).  The results go up once the handler
+has returned, one by one, fenced by the attempt, and only then is the job completed; the directory
+is removed after (``keep_files`` keeps it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobledger.client.errors import ClientError, Conflict, DigestMismatch, NotFound
+from jobledger.ledger.files import MAX_FILES, file_name_problem
+from jobledger.worker.transports import Assignment, Failure, Transport
+
+#: How a subdirectory's ``/`` reads in the name of a result.
+SUBDIR_MARK = "__"
+
+
+class ResultRefused(Exception):
+    """A result cannot be stored: the job fails with this message (kind ``result_upload``)."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    size: int
+    mtime_ns: int
+
+
+class JobFiles:
+    """The directory of one job and what goes in and out of it."""
+
+    def __init__(self, job: Assignment, base: Path | None, upload_written: bool = False) -> None:
+        self.job = job
+        self.base = base
+        self.upload_written = upload_written
+        self._dir: Path | None = None
+        self._inputs: dict[str, Stamp] = {}
+        self._named: dict[str, tuple[Path, str | None]] = {}
+
+    @property
+    def dir(self) -> Path:
+        """The job's directory, made on first use."""
+        if self._dir is None:
+            base = self.base or Path(tempfile.gettempdir())
+            base.mkdir(parents=True, exist_ok=True)
+            self._dir = base / f"jobledger-{self.job.id}-{self.job.attempt}-{uuid.uuid4().hex[:8]}"
+            self._dir.mkdir()
+        return self._dir
+
+    async def download(self, transport: Transport) -> Failure | None:
+        """Every input file into the directory, checked; the failure of the job when one cannot be had."""
+        for ref in self.job.files:
+            dest = self.dir / ref.name
+            try:
+                await transport.download(self.job, ref, dest)
+            except DigestMismatch as exc:
+                return Failure("file_digest", exc.message)
+            except ClientError as exc:
+                return Failure("file_download", f"input file {ref.name!r}: {exc.message}")
+            self._inputs[ref.name] = _stamp(dest)
+        return None
+
+    def add_result(self, path: str | os.PathLike[str], name: str | None, media_type: str | None) -> str:
+        """Note ``path`` (relative: in the job's directory) to upload as the result ``name`` (default:
+        its file name); the name."""
+        where = Path(path)
+        if not where.is_absolute():
+            where = self.dir / where
+        if not where.is_file():
+            raise FileNotFoundError(f"no file {where} to add as a result")
+        name = name or where.name
+        problem = file_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        self._named[name] = (where, media_type)
+        return name
+
+    def results(self) -> dict[str, tuple[Path, str | None]]:
+        """name -> (path, media type) of every result to upload: those named, then (with
+        ``upload_written``) the files written or changed in the directory."""
+        found = dict(self._named)
+        if self.upload_written and self._dir is not None:
+            for path in sorted(p for p in self._dir.rglob("*") if p.is_file() and not p.is_symlink()):
+                relative = path.relative_to(self._dir).as_posix()
+                if self._inputs.get(relative) == _stamp(path):
+                    continue  # an input left as it came
+                found.setdefault(relative.replace("/", SUBDIR_MARK), (path, None))
+        if len(found) > MAX_FILES:
+            raise ResultRefused(f"{len(found)} results, more than the {MAX_FILES} a job may hold")
+        for name in found:
+            if problem := file_name_problem(name):
+                raise ResultRefused(f"result {name!r}: {problem}")
+        return found
+
+    async def upload(self, transport: Transport) -> list[str]:
+        """Upload every result, fenced by the attempt; their names.  Conflict / NotFound when the
+        attempt is no longer this worker's; :class:`ResultRefused` when the server refuses one."""
+        results = self.results()
+        for name, (path, media_type) in results.items():
+            try:
+                await transport.add_result(self.job, name, path, media_type)
+            except (Conflict, NotFound):
+                raise
+            except ClientError as exc:
+                raise ResultRefused(f"result {name!r} not stored: {exc.message}") from exc
+        return list(results)
+
+    def remove(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _stamp(path: Path) -> Stamp:
+    st = path.stat()
+    return Stamp(st.st_size, st.st_mtime_ns)
