@@ -23,7 +23,7 @@ import typer
 
 from jobledger.ledger.redis_clients import masked_url
 
-from .figures import CALIBRATION, OURS_PARTS, Settings
+from .figures import CALIBRATION, NAMED_PARTS, OURS_PARTS, Settings
 
 if TYPE_CHECKING:
     from .run import Peer
@@ -76,7 +76,8 @@ def main(
     parser.add_argument("--quick", action="store_true", help="a small, fast smoke run (tiny N, one repeat)")
     groups = ("ours", "peers") if peers else ("ours",)
     parser.add_argument(
-        "--only", help=f"comma-separated parts: {', '.join((*groups, *OURS_PARTS, CALIBRATION, *peers))}"
+        "--only",
+        help=f"comma-separated parts: {', '.join((*groups, *OURS_PARTS, *NAMED_PARTS, CALIBRATION, *peers))}",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--jobs", type=int, help="jobs per run (default 20,000; 200 with --quick)")
@@ -101,7 +102,9 @@ def bench(
         typer.Option("--redis-url", help="Measure against this server (default: fresh bundled ones)."),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small, fast smoke run.")] = False,
-    only: Annotated[str | None, typer.Option(help=f"Comma-separated parts: {', '.join(OURS_PARTS)}.")] = None,
+    only: Annotated[
+        str | None, typer.Option(help=f"Comma-separated parts: {', '.join((*OURS_PARTS, *NAMED_PARTS))}.")
+    ] = None,
     jobs: Annotated[int | None, typer.Option(help="Jobs per run (default 20,000).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")] = False,
 ) -> None:

@@ -16,6 +16,8 @@ from typing import Any
 #: The parts of ours a run can measure, the raw-server calibration, and the peers (``--only``
 #: names; "ours" and "peers" name each group whole).
 OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard")
+#: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
+NAMED_PARTS = ("files",)
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
@@ -59,6 +61,15 @@ DASH_LEDGER = "dash_ledger_ms"
 DASH_EVENTS = "dash_events_ms"
 DASH_RATIO = "dash_worst_ratio"
 DASH_RSS = "dash_app_rss_mib"
+FILES_CP = "files_cp_mbps"
+FILES_STORE_PUT = "files_store_put_mbps"
+FILES_STORE_READ = "files_store_read_mbps"
+FILES_UP = "files_put_blob_mbps"
+FILES_UP_RSS = "files_put_blob_rss_mib"
+FILES_JOB_UP = "files_job_create_mbps"
+FILES_JOB_UP_RSS = "files_job_create_rss_mib"
+FILES_DOWN = "files_download_mbps"
+FILES_DOWN_RSS = "files_download_rss_mib"
 
 
 @dataclass
@@ -104,6 +115,8 @@ class Settings:
     dashboard_small_jobs: int
     page_requests: int
     quick: bool = False
+    #: The size of the file the ``files`` part moves.
+    file_bytes: int = 1 << 30
 
     @classmethod
     def full(cls, jobs: int = 20_000) -> Settings:
@@ -122,6 +135,7 @@ class Settings:
             latency_samples=30, enqueue_one_jobs=jobs, http_jobs=jobs, http_connections=4,
             replay_events=3000, scale_jobs=500, check_runs=50, idle_seconds=2.0,
             dashboard_jobs=10_000, dashboard_small_jobs=1000, page_requests=10, quick=True,
+            file_bytes=64 << 20,
         )  # fmt: skip
 
 

@@ -74,12 +74,17 @@ def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[
         _wait_answering(port, proc)
         yield Served(port, proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server process by its PID: SIGTERM, then SIGKILL after 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _wait_answering(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:

@@ -55,6 +55,18 @@ ROWS: list[tuple[str, str, str]] = [
     (F.DASH_RATIO, "dashboard: worst page time ratio, large / small ledger", "lower"),
     (F.DASH_RSS, "dashboard: app resident memory, large ledger (MiB)", ""),
 ]
+#: Rows of the parts only ``--only`` names; shown when measured.
+NAMED_ROWS: list[tuple[str, str, str]] = [
+    (F.FILES_CP, "files: cp + sync of the file, same disk (MB/s)", ""),
+    (F.FILES_STORE_PUT, "files: local store put, in process (MB/s)", "higher"),
+    (F.FILES_STORE_READ, "files: local store read, in process (MB/s)", "higher"),
+    (F.FILES_UP, "files: PUT /blob (MB/s)", "higher"),
+    (F.FILES_UP_RSS, "files: server RSS growth, PUT /blob (MiB)", "lower"),
+    (F.FILES_JOB_UP, "files: multipart job create (MB/s)", "higher"),
+    (F.FILES_JOB_UP_RSS, "files: server RSS growth, multipart create (MiB)", "lower"),
+    (F.FILES_DOWN, "files: GET /job/{id}/files/{name} (MB/s)", "higher"),
+    (F.FILES_DOWN_RSS, "files: server RSS growth, download (MiB)", "lower"),
+]
 
 
 @dataclass(frozen=True)
@@ -163,7 +175,7 @@ def table(systems: dict[str, Results]) -> str:
     names = list(systems)
     header = ["figure", *[n if n == "ours" else f"{n} (ours/{n})" for n in names]]
     lines = [header]
-    for key, label, better in ROWS:
+    for key, label, better in (*ROWS, *NAMED_ROWS):
         if not any(key in systems[n] for n in names):
             continue
         ours = systems.get("ours", {}).get(key)
@@ -181,7 +193,7 @@ def notes(systems: dict[str, Results]) -> list[str]:
     """How each figure was reached (configuration, method), system by system."""
     out = []
     for name, results in systems.items():
-        for key, label, _ in ROWS:
+        for key, label, _ in (*ROWS, *NAMED_ROWS):
             figure = results.get(key)
             if figure is not None and figure.note:
                 out.append(f"{name}: {label.split(' (')[0]}: {figure.note}")

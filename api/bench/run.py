@@ -5,7 +5,8 @@ Parts of ours: ``process`` (lifecycle throughput with the Worker class, server C
 job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost), ``http``,
 ``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
 large ledger and a small one).  ``raw``: the raw server's EVALSHA rate
-(:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.
+(:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
+down over HTTP) runs only when named.
 A part that fails is recorded (and makes the run fail).
 
 Peers (other job queues measured beside ours for the same work) are not part of jobledger: a
@@ -31,12 +32,13 @@ from . import (
     calibration,
     ours_client,
     ours_dashboard,
+    ours_files,
     ours_http,
     ours_process,
     ours_scale,
     worker_latency,
 )
-from .figures import CALIBRATION, Results, Settings
+from .figures import CALIBRATION, NAMED_PARTS, Results, Settings
 from .figures import OURS_PARTS as OURS
 from .server import Servers, describe
 
@@ -66,10 +68,10 @@ def parts(only: str | None, peers: Collection[str] = ()) -> set[str]:
     for name in (n.strip() for n in only.split(",") if n.strip()):
         if name in groups:
             chosen |= groups[name]
-        elif name in OURS or name in peers or name == CALIBRATION:
+        elif name in OURS or name in NAMED_PARTS or name in peers or name == CALIBRATION:
             chosen.add(name)
         else:
-            known = ", ".join((*groups, *OURS, CALIBRATION, *peers))
+            known = ", ".join((*groups, *OURS, *NAMED_PARTS, CALIBRATION, *peers))
             raise ValueError(f"unknown part {name!r}: choose from {known}")
     return chosen
 
@@ -140,6 +142,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     steps += [(name, functools.partial(ours_scale.measure, servers, settings, {name}, log))
               for name in ("memory", "scheduler", "quotas", "replay")]  # fmt: skip
     steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
+    steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:
             continue
