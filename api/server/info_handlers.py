@@ -22,11 +22,21 @@ async def version(request: Request) -> Response:
     return JSONResponse(__version__)
 
 
+async def _ping(ledger: AsyncLedger) -> None:
+    """PING Redis, once more on a dropped connection: after Redis restarts, each connection the pool
+    kept from before fails once when next used, and a probe must not report that as Redis being down
+    (a PING, unlike a command, is safe to send twice)."""
+    try:
+        await ledger.client.ping()
+    except redis.ConnectionError:
+        await ledger.client.ping()
+
+
 async def health(request: Request) -> Response:
     """Always 200: ``healthy`` when Redis answers a PING, else ``unhealthy`` with the reason."""
     ledger: AsyncLedger = request.state.ledger
     try:
-        await ledger.client.ping()
+        await _ping(ledger)
     except (redis.RedisError, OSError) as exc:  # the answer, not an error
         return JSONResponse({"status": "unhealthy", "error": f"Redis is unreachable: {exc}"})
     return JSONResponse({"status": "healthy"})
@@ -37,7 +47,7 @@ async def ready(request: Request) -> Response:
     last round succeeded; 503 with the reason otherwise (for load balancers and orchestrators)."""
     ledger: AsyncLedger = request.state.ledger
     try:
-        await ledger.client.ping()
+        await _ping(ledger)
     except (redis.RedisError, OSError) as exc:
         return error_response(503, f"not ready: Redis is unreachable: {exc}")
     checks: SchedulerState | None = request.state.scheduler
