@@ -9,7 +9,9 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
 - a command is never resent by the client: a command is one script that appends events, and a
   resend after a lost answer would append them twice.  Whoever can resend safely does it itself;
 - a blocking read (``XREAD BLOCK``) blocks for at most :func:`block_ms` of what it asks, so it
-  always answers before the socket timeout of the client it runs on, whoever made that client.
+  always answers before the socket timeout of the client it runs on, whoever made that client;
+- a client made for a ``namespace`` connects, on a Cluster, to the node serving that namespace's
+  slot, whichever node the URL names (:mod:`jobledger.ledger.slot_routing`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 import redis.asyncio
 from redis.backoff import NoBackoff
+
+from jobledger.ledger.slot_routing import routed
 
 #: Seconds a command may take to answer before Redis counts as unreachable.
 COMMAND_TIMEOUT = 10.0
@@ -41,18 +45,33 @@ def _options(overrides: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def sync_client(url: str, **overrides: Any) -> redis.Redis:
-    """A ``redis.Redis`` for ``url`` with jobledger's timeouts and no resends (see the module)."""
+def sync_client(url: str, namespace: str | None = None, **overrides: Any) -> redis.Redis:
+    """A ``redis.Redis`` for ``url`` with jobledger's timeouts and no resends (see the module); with
+    ``namespace``, for that namespace's keys, wherever a Cluster keeps them."""
     client = redis.Redis.from_url(url, **_options(overrides))
+    _route(client, url, namespace)
     _no_resend(client)
     return client
 
 
-def async_client(url: str, **overrides: Any) -> redis.asyncio.Redis:
-    """A ``redis.asyncio.Redis`` for ``url`` with jobledger's timeouts and no resends."""
+def async_client(url: str, namespace: str | None = None, **overrides: Any) -> redis.asyncio.Redis:
+    """A ``redis.asyncio.Redis`` for ``url`` with jobledger's timeouts and no resends; with
+    ``namespace``, for that namespace's keys, wherever a Cluster keeps them."""
     client = redis.asyncio.Redis.from_url(url, **_options(overrides))
+    _route(client, url, namespace)
     _no_resend(client)
     return client
+
+
+def _route(client: redis.Redis | redis.asyncio.Redis, url: str, namespace: str | None) -> None:
+    """Route the client's connections to ``namespace``'s node (set on the pool once it is made: some
+    versions' ``from_url`` choose the connection class from the URL's scheme over any given)."""
+    if namespace is None or not url.startswith(("redis://", "rediss://")):
+        return
+    options = routed(url, namespace, asynchronous=isinstance(client, redis.asyncio.Redis))
+    pool = client.connection_pool
+    pool.connection_class = options["connection_class"]
+    pool.connection_kwargs["route"] = options["route"]
 
 
 def _no_resend(client: redis.Redis | redis.asyncio.Redis) -> None:

@@ -235,10 +235,10 @@ class AsyncLedger(_Base):
 def connect(
     url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
 ) -> Ledger:
-    return Ledger(sync_client(url), namespace, clock, actor)
+    return Ledger(sync_client(url, namespace), namespace, clock, actor)
 
 
 def connect_async(
     url: str, namespace: str = DEFAULT_NAMESPACE, clock: Clock = now_ms, actor: str = LOCAL
 ) -> AsyncLedger:
-    return AsyncLedger(async_client(url), namespace, clock, actor)
+    return AsyncLedger(async_client(url, namespace), namespace, clock, actor)

@@ -28,6 +28,7 @@ import redis
 from jobledger.ledger.keys import Keys, former_key
 from jobledger.ledger.runner import generation_of, live_keys
 from jobledger.ledger.scripts import sources
+from jobledger.ledger.slot_routing import in_slot_of
 from jobledger.ledger.stream import id_key
 from jobledger.replay.archive.records import archive_key
 from jobledger.replay.progress import Callback
@@ -223,7 +224,10 @@ class Verification:
 
 
 def scratch_name(namespace: str) -> str:
-    return f"{namespace}-verify-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+    """A fresh name for the scratch namespace, in the ledger's Cluster slot (so its node is the
+    ledger's)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return in_slot_of(f"{namespace}-verify-{stamp}-{uuid.uuid4().hex[:6]}", namespace)
 
 
 def drop_namespace(client: redis.Redis, namespace: str) -> int:

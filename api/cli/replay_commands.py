@@ -33,6 +33,7 @@ from jobledger.cli.common import (
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.redis_clients import masked_url, sync_client
+from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
 from jobledger.replay.archive.records import ArchiveError
 from jobledger.replay.blob_audit import BlobAudit, audit_blobs
 from jobledger.replay.progress import Meter
@@ -65,7 +66,7 @@ def ledger_client(config: Config, stop: SignalStop, *, create: bool = False) -> 
     """A Redis client of the configured ledger's server (the embedded one started if need be; in a
     data directory that holds no ledger, only with ``create``)."""
     with open_redis(config, stop, create=create) as url:
-        client = sync_client(url)
+        client = sync_client(url, config.redis.key_namespace)
         try:
             yield client
         finally:
@@ -86,7 +87,8 @@ def until_id(client: redis.Redis, keys: Keys, text: str | None) -> str | None:
 
 
 def default_target(namespace: str) -> str:
-    return f"{namespace}-rebuild-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    """A fresh namespace to rebuild into, in the ledger's Cluster slot (so its node is the ledger's)."""
+    return in_slot_of(f"{namespace}-rebuild-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}", namespace)
 
 
 def serve_hint(config: Config, namespace: str, reach: list[str]) -> str:
@@ -148,6 +150,12 @@ def rebuild_command(
     if target == source:
         fail("--into must name another namespace than the ledger's", code=2)
     with SignalStop() as stop, ledger_client(config, stop) as client:
+        if into is not None and slot_of(into) != slot_of(source) and on_cluster(client):
+            fail(
+                f"on a Cluster, --into must name a namespace in the ledger's slot, as "
+                f"'{in_slot_of(into, source)}' is (or leave --into out)",
+                code=2,
+            )
         keys = Keys(source)
         last = until_id(client, keys, until)
         try:

@@ -31,7 +31,7 @@ SCOPE_HELP = "admin, read, produce:GLOB or work:GLOB (GLOB matches queue names: 
 
 
 def _ledger(url: str, config: Config) -> Ledger:
-    return Ledger(sync_client(url), config.redis.key_namespace)
+    return Ledger(sync_client(url, config.redis.key_namespace), config.redis.key_namespace)
 
 
 def _run_call(options: LedgerOptions, call: Call[Any]) -> None:

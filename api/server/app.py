@@ -171,7 +171,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        client = async_client(redis_url)
+        client = async_client(redis_url, config.redis.key_namespace)
         store = (
             blobs
             if blobs is not None

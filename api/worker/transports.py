@@ -320,7 +320,7 @@ class RedisTransport:
         self, redis_url: str, namespace: str = DEFAULT_NAMESPACE, blobs: BlobStore | None = None
     ) -> None:
         self._url = redis_url
-        self._redis = async_client(redis_url)
+        self._redis = async_client(redis_url, namespace)
         self.ledger = AsyncLedger(self._redis, namespace)
         # its puts tell the collector, as the server's do (see jobledger.blobs.guarded)
         self.blobs = None if blobs is None else GuardedStore(blobs, self.ledger)

@@ -69,7 +69,7 @@ class VerifyRuns:
         log.info("verify run %s by %s: %s", run.id, run.actor, outcome)
 
     def _verify(self) -> Verification:
-        client = sync_client(self.redis_url)
+        client = sync_client(self.redis_url, self.namespace)
         try:
             return verify(client, self.namespace)
         finally:
