@@ -35,6 +35,10 @@ TEMPLATES: dict[str, str] = {
     "blob_unmarked": "blobs:unmarked",
     "blob_sweep": "blobs:sweep",
     "blob_sweep_lock": "blobs:sweep:lock",
+    # a ledger split into partitions: in the base namespace, how many (string); in each partition's,
+    # "count:index" (string), from which its ids are handed out (see jobledger.ledger.partitions)
+    "partitions": "partitions",
+    "partition": "partition",
     "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
@@ -80,7 +84,7 @@ TEMPLATES: dict[str, str] = {
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
 LEDGER = frozenset({"events", "generation", "clock", "archive", "archive_lock"}) | frozenset(
-    {"blob_unmarked", "blob_sweep", "blob_sweep_lock"}
+    {"blob_unmarked", "blob_sweep", "blob_sweep_lock", "partitions", "partition"}
 )
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
 _GENERATION_KEY = re.compile(r"^g\d+:")

@@ -210,3 +210,11 @@ def on_cluster(client: redis.Redis) -> bool:
     if isinstance(route, SlotRoute) and route.cluster is None:
         client.ping()  # a connection is made, and the route learns what the server is
     return isinstance(route, SlotRoute) and route.cluster is True
+
+
+async def on_cluster_async(client: redis.asyncio.Redis) -> bool:
+    """As :func:`on_cluster`, for an async client."""
+    route = client.connection_pool.connection_kwargs.get("route")
+    if isinstance(route, SlotRoute) and route.cluster is None:
+        await client.ping()
+    return isinstance(route, SlotRoute) and route.cluster is True

@@ -29,7 +29,7 @@ for i = 6, #ARGV, 2 do jobs[#jobs + 1] = {cjson.decode(ARGV[i]), ARGV[i + 1]} en
 
 -- the ids the batch will answer, as new_job will hand them out
 local function planned_ids()
-  local next_id = tonumber(redis.call('GET', K.job_id) or '0')
+  local next_id, step = handed_out(K.job_id)
   local taken, ids = {}, {}
   for i, job in ipairs(jobs) do
     local unique = job[1].unique_key
@@ -38,7 +38,7 @@ local function planned_ids()
     if holder then
       ids[i] = tonumber(holder)
     else
-      next_id = next_id + 1
+      next_id = next_id + step
       ids[i] = next_id
       if present(unique) and unique ~= '' then taken[unique] = next_id end
     end

@@ -9,6 +9,7 @@
 -- returns {the launcher's id, 1 when answered again from the key}; NOT_FOUND when there is no such
 -- queue
 --- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/handed_out.lua"
 --- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
@@ -17,6 +18,7 @@ local answer = recorded_answer(key, ARGV[5])
 if answer then return {answer, 1} end
 require_queue(name)
 local data = idempotency_fields(cjson.decode(ARGV[3]), now, key, ARGV[5], ARGV[6])
-data.launcher = tonumber(redis.call('GET', K.launcher_id) or '0') + 1
+local last, step = handed_out(K.launcher_id)
+data.launcher = last + step
 emit(now, 'launcher_created', nil, name, data)
 return {data.launcher, 0}

@@ -6,6 +6,7 @@
 -- job of the queue, nothing is created.  Returns the id, and true when it was created.
 -- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
 --- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/handed_out.lua"
 --- @include "projections/lua/lib/present.lua"
 -- the settings a job takes, by kind (numeric for loops over them: ipairs costs a call per field)
 local NEW_JOB_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}
@@ -52,7 +53,8 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   if extra then
     for field, v in pairs(extra) do data[field] = v end
   end
-  local id = (redis.call('GET', K.job_id) or 0) + 1
+  local last, step = handed_out(K.job_id)
+  local id = last + step
   local actor = nil
   if launcher ~= '' then actor = 'launcher:' .. launcher end
   emit(now, 'job_created', id, name, data, actor)

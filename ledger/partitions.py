@@ -1,0 +1,212 @@
+"""A ledger split into partitions, so that it spreads over the nodes of a Redis or Valkey Cluster.
+
+One namespace is one ledger under the hash tag ``{NAMESPACE}``, which a Cluster keeps in one slot on
+one node.  Split into ``n`` partitions (``n`` > 1), each partition ``p`` is a whole ledger of its own
+under ``{NAMESPACE-p}`` -- its stream, its projections, its scripts: every command still checks,
+appends and applies in one script on one slot -- and what lives where follows from names alone:
+
+- a queue lives in partition ``crc32(name) % n``, with its settings, its jobs and its launchers;
+- a job's id names its partition: partition ``p`` hands out ``p + n``, ``p + 2n``, ... (the
+  ``partition`` key of each partition holds ``"n:p"``, which the scripts that hand out ids read), so
+  ``id % n`` finds it; a launcher's id likewise;
+- what belongs to no queue -- API tokens -- lives in partition 0, the home partition.
+
+With ``n`` = 1 (the default on a single server) the namespace itself is the one partition, exactly
+as it always was: no ``partition`` key, ids 1, 2, 3, ...
+
+The count is stored in the base namespace (``{NAMESPACE}:partitions``) by whoever first opens the
+ledger, and read by everyone after: a server cannot start with another count, since every id and
+every queue's place depends on it.  A namespace that already holds a ledger and no stored count is
+a ledger of one partition (it was made before partitions existed).
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.slot_routing import slot_of
+
+#: The default count on a Cluster: enough to spread over a few nodes, few enough that reads spanning
+#: every partition (tags, queue listings, the event feed) stay cheap.
+CLUSTER_PARTITIONS = 16
+#: How many slots a Cluster has.
+SLOTS = 16384
+#: The largest count a ledger may be split into.
+MAX_PARTITIONS = 1024
+
+
+@dataclass(frozen=True)
+class Route:
+    """Which partition(s) a command or a read concerns, carried by each
+    :class:`~jobledger.ledger.commands.Call` and :class:`~jobledger.ledger.reads.Read`: a queue's, a
+    job's or a launcher's (by its id), or the home partition's.  A read with ``spread`` runs on every
+    partition and ``spread`` makes one answer of their answers, in partition order.  A batch over ids
+    of several partitions runs as one call per partition: ``part(indices, with_queue)`` is the call
+    for the items at those indices of ``ids`` (``with_queue``: the call of the queue's partition, when
+    the route names a queue too), and ``join`` puts the parts' results, each with its indices, back
+    into one."""
+
+    queue: str | None = None
+    ids: tuple[int, ...] = ()
+    home: bool = False
+    spread: Callable[[list[Any]], Any] | None = None
+    part: Callable[[list[int], bool], Any] | None = None
+    join: Callable[[list[tuple[list[int], Any]]], Any] | None = None
+
+
+#: A command or read that concerns no partition in particular has no route; on a ledger of one
+#: partition it runs there, on a split ledger it is a mistake (see the runner).
+UNROUTED = Route()
+#: Things of the whole ledger that belong to no queue (API tokens): the home partition.
+HOME = Route(home=True)
+
+
+def spread(merge: Callable[[list[Any]], Any]) -> Route:
+    """The route of a read over every partition, its answers made one by ``merge``."""
+    return Route(spread=merge)
+
+
+def queue_route(name: str) -> Route:
+    return Route(queue=name)
+
+
+def id_route(ident: int) -> Route:
+    return Route(ids=(ident,))
+
+
+class PartitionCountMismatch(Unavailable):
+    """The ledger is stored with another partition count than the one asked for: nothing can be
+    served until the setting is changed."""
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """Where each thing of a ledger of ``count`` partitions lives."""
+
+    namespace: str
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.count <= MAX_PARTITIONS:
+            raise ValueError(f"partitions must be 1 to {MAX_PARTITIONS}, not {self.count}")
+
+    @functools.cached_property
+    def namespaces(self) -> list[str]:
+        """Each partition's namespace, in partition order: ``NAMESPACE-p``, or ``NAMESPACE-p.k`` with
+        the first ``k`` that puts it in the ``p``-th of ``count`` equal ranges of the Cluster's 16,384
+        slots, so that the partitions lie evenly over the slots and a Cluster whose nodes serve equal
+        ranges serves equal numbers of them."""
+        if self.count == 1:
+            return [self.namespace]
+        names = []
+        for p in range(self.count):
+            low, high = p * SLOTS // self.count, (p + 1) * SLOTS // self.count
+            name, k = f"{self.namespace}-{p}", 0
+            while not low <= slot_of(name) < high:
+                name, k = f"{self.namespace}-{p}.{k}", k + 1
+            names.append(name)
+        return names
+
+    def of_queue(self, name: str) -> int:
+        """The partition of queue ``name`` (and of its jobs and launchers): a hash that never
+        changes, whatever process or version asks."""
+        return zlib.crc32(name.encode()) % self.count if self.count > 1 else 0
+
+    def of_id(self, ident: int) -> int:
+        """The partition that handed out a job's or a launcher's id."""
+        return ident % self.count
+
+    def of_route(self, route: Route, what: str) -> list[int]:
+        """The partitions ``route`` touches, in order; ``what`` names the command or read for the
+        error when it names none."""
+        if self.count == 1:
+            return [0]
+        found = {self.of_id(i) for i in route.ids}
+        if route.queue is not None:
+            found.add(self.of_queue(route.queue))
+        if route.home:
+            found.add(0)
+        if not found:
+            raise ValueError(f"{what} names no partition: it cannot run on a ledger split into partitions")
+        return sorted(found)
+
+    def marker(self, partition: int) -> str | None:
+        """What the ``partition`` key of partition ``partition`` holds (None: no key, one partition)."""
+        return None if self.count == 1 else f"{self.count}:{partition}"
+
+
+def _stored_count(reply: Any) -> int | None:
+    return int(reply) if reply is not None else None
+
+
+def _refusal(namespace: str, stored: int, wanted: int) -> PartitionCountMismatch:
+    return PartitionCountMismatch(
+        f"the ledger '{namespace}' is split into {stored} partition(s); it cannot be opened with "
+        f"{wanted}: leave the partitions setting out, or set it to {stored}"
+    )
+
+
+Op = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _settling(namespace: str, wanted: int | None, default: int) -> Generator[Op, Any, Partitioning]:
+    """:func:`settle` written once for both kinds of client: yields each Redis call (method, args,
+    keyword args) and is sent its reply."""
+    base = Keys(namespace)
+    stored = _stored_count((yield ("get", (base.build("partitions"),), {})))
+    if stored is None:
+        existing = yield ("exists", (base.build("events"),), {})
+        count = 1 if existing else (wanted or default)
+        yield ("set", (base.build("partitions"), count), {"nx": True})
+        stored = _stored_count((yield ("get", (base.build("partitions"),), {})))
+        assert stored is not None
+    if wanted is not None and wanted != stored:
+        raise _refusal(namespace, stored, wanted)
+    return Partitioning(namespace, stored)
+
+
+def settle(client: redis.Redis, namespace: str, wanted: int | None, default: int = 1) -> Partitioning:
+    """The partitioning of ``namespace``: the stored count, or, when none is stored yet, ``wanted``
+    (else ``default``; a namespace holding a ledger already: 1), stored now for everyone after.
+    ``client`` must reach the base namespace's slot.  PartitionCountMismatch when ``wanted`` is not
+    the stored count."""
+    steps = _settling(namespace, wanted, default)
+    try:
+        op = next(steps)
+        while True:
+            method, args, kwargs = op
+            op = steps.send(getattr(client, method)(*args, **kwargs))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def settle_async(
+    client: redis.asyncio.Redis, namespace: str, wanted: int | None, default: int = 1
+) -> Partitioning:
+    """As :func:`settle`, on an async client."""
+    steps = _settling(namespace, wanted, default)
+    try:
+        op = next(steps)
+        while True:
+            method, args, kwargs = op
+            op = steps.send(await getattr(client, method)(*args, **kwargs))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def marker_key(partitioning: Partitioning, partition: int) -> tuple[str, str] | None:
+    """Partition ``partition``'s ``partition`` key and what it holds, to be written once (SET NX)
+    before it hands out any id; None for a ledger of one partition, which has no such key."""
+    marker = partitioning.marker(partition)
+    if marker is None:
+        return None
+    return Keys(partitioning.namespaces[partition]).build("partition"), marker
