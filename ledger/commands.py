@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from jobledger.ledger import errors
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.files import MAX_FILES, FileRef
+from jobledger.ledger.partitions import UNROUTED, Route, id_route, queue_route
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
 
 T = TypeVar("T")
@@ -29,6 +30,8 @@ class Call(Generic[T]):
     script: str
     args: tuple[str | int, ...]
     parse: Callable[[Any], T] = field(default=lambda reply: reply)
+    #: the partition(s) it runs on (scheduler checks: none; they run on each partition in turn)
+    route: Route = UNROUTED
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,12 @@ def _fetched(reply: Any) -> list[Fetched]:
 
 def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
     """Create or replace a queue's settings; True when it was created."""
-    return Call("put_queue", (name, settings.to_json()), lambda r: int(r) == 1)
+    return Call("put_queue", (name, settings.to_json()), lambda r: int(r) == 1, queue_route(name))
 
 
 def delete_queue(name: str) -> Call[int]:
     """Delete a queue and its queued jobs; the number of jobs deleted."""
-    return Call("delete_queue", (name,), _int)
+    return Call("delete_queue", (name,), _int, queue_route(name))
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ def create_job(
         launcher or "",
         *_idempotency_args(idempotency),
     )
-    return Call("create_job", args, _created)
+    return Call("create_job", args, _created, queue_route(queue))
 
 
 def create_jobs(
@@ -130,7 +133,7 @@ def create_jobs(
     for options in jobs:
         _require_resolved(options)
         args += [options.options_json(), options.input_text()]
-    return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply])
+    return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply], queue_route(queue))
 
 
 def _require_resolved(options: JobOptions) -> None:
@@ -140,12 +143,12 @@ def _require_resolved(options: JobOptions) -> None:
 
 def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
     """Start up to ``count`` queued jobs."""
-    return Call("fetch_jobs", (queue, count, worker or ""), _fetched)
+    return Call("fetch_jobs", (queue, count, worker or ""), _fetched, queue_route(queue))
 
 
 def update_job(job_id: int, update: JobUpdate) -> Call[int]:
     """PATCH semantics: progress, output, status; the number of events appended (0 for an empty patch)."""
-    return Call("update_job", _update_args(job_id, update), _int)
+    return Call("update_job", _update_args(job_id, update), _int, id_route(job_id))
 
 
 def _update_args(job_id: int, update: JobUpdate) -> tuple[Any, ...]:
@@ -164,7 +167,20 @@ def update_jobs(updates: Sequence[tuple[int, JobUpdate]]) -> Call[list[int | Job
     """Many updates in one script call, each as :func:`update_job` and checked on its own: per
     update, the number of events appended, or the refusal (an exception, returned, not raised)."""
     args = tuple(a for job_id, update in updates for a in _update_args(job_id, update))
-    return Call("update_jobs", args, _outcomes)
+    ids = tuple(job_id for job_id, _ in updates)
+
+    def part(indices: list[int], with_queue: bool) -> Call[Any]:
+        return update_jobs([updates[i] for i in indices])
+
+    return Call("update_jobs", args, _outcomes, Route(ids=ids, part=part, join=_joined_outcomes))
+
+
+def _joined_outcomes(parts: list[tuple[list[int], list[int | JobLedgerError]]]) -> list[int | JobLedgerError]:
+    """The outcomes of a batch run as one call per partition, back in the batch's order."""
+    joined: dict[int, int | JobLedgerError] = {}
+    for indices, outcomes in parts:
+        joined.update(zip(indices, outcomes, strict=True))
+    return [joined[i] for i in range(len(joined))]
 
 
 @dataclass(frozen=True)
@@ -182,7 +198,19 @@ def update_and_fetch(
     """:func:`update_jobs` then :func:`fetch_jobs`, in one script call: a worker records the jobs it
     finished and takes its next ones in one round trip."""
     args = tuple(a for job_id, update in updates for a in _update_args(job_id, update))
-    return Call("update_and_fetch", (queue, count, worker or "", *args), _updated_and_fetched)
+    ids = tuple(job_id for job_id, _ in updates)
+
+    def part(indices: list[int], with_queue: bool) -> Call[Any]:
+        chosen = [updates[i] for i in indices]
+        return update_and_fetch(chosen, queue, count, worker) if with_queue else update_jobs(chosen)
+
+    def join(parts: list[tuple[list[int], Any]]) -> UpdatedAndFetched:
+        fetched = next(p.fetched for _, p in parts if isinstance(p, UpdatedAndFetched))
+        outcomes = [(i, p.outcomes if isinstance(p, UpdatedAndFetched) else p) for i, p in parts]
+        return UpdatedAndFetched(_joined_outcomes(outcomes), fetched)
+
+    route = Route(queue=queue, ids=ids, part=part, join=join)
+    return Call("update_and_fetch", (queue, count, worker or "", *args), _updated_and_fetched, route)
 
 
 def _updated_and_fetched(reply: list[Any]) -> UpdatedAndFetched:
@@ -207,27 +235,29 @@ def _outcomes(reply: list[Any]) -> list[int | JobLedgerError]:
 def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int]:
     """PUT /job/{id}/output."""
     args = (job_id, "", json_text(output), "" if attempt is None else attempt, "", "")
-    return Call("update_job", args, _int)
+    return Call("update_job", args, _int, id_route(job_id))
 
 
 def pause_queue(name: str, paused: bool) -> Call[bool]:
     """Pause or resume a queue; True when its state changed."""
-    return Call("pause_queue", (name, "1" if paused else "0"), lambda r: int(r) == 1)
+    return Call("pause_queue", (name, "1" if paused else "0"), lambda r: int(r) == 1, queue_route(name))
 
 
 def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:
-    return Call("heartbeat", (job_id, "" if attempt is None else attempt), _int)
+    return Call("heartbeat", (job_id, "" if attempt is None else attempt), _int, id_route(job_id))
 
 
 def add_result(job_id: int, result: FileRef, attempt: int | None = None) -> Call[int]:
     """The running attempt (``attempt``, when the caller names it: fenced) stores ``result``, a blob
     the store holds, as one of the job's results; the attempt that added it."""
     text = json.dumps(result.model_dump(), separators=(",", ":"))
-    return Call("add_result", (job_id, "" if attempt is None else attempt, text, MAX_FILES), _int)
+    return Call(
+        "add_result", (job_id, "" if attempt is None else attempt, text, MAX_FILES), _int, id_route(job_id)
+    )
 
 
 def delete_job(job_id: int) -> Call[int]:
-    return Call("delete_job", (job_id,), _int)
+    return Call("delete_job", (job_id,), _int, id_route(job_id))
 
 
 def check_timeouts(limit: int) -> Call[list[int]]:
@@ -265,11 +295,13 @@ def create_launcher(queue: str, data_json: str, idempotency: Idempotency | None 
     :func:`jobledger.ledger.launchers.created_data`); its id, ``again`` when the Idempotency-Key
     already answered."""
     args = (queue, data_json, *_idempotency_args(idempotency))
-    return Call("create_launcher", args, lambda r: Created(int(r[0]), True, int(r[1]) == 1))
+    return Call(
+        "create_launcher", args, lambda r: Created(int(r[0]), True, int(r[1]) == 1), queue_route(queue)
+    )
 
 
 def delete_launcher(launcher_id: int) -> Call[int]:
-    return Call("delete_launcher", (launcher_id,), _int)
+    return Call("delete_launcher", (launcher_id,), _int, id_route(launcher_id))
 
 
 def fire_launcher(
@@ -278,10 +310,10 @@ def fire_launcher(
     """Fire (or skip) a launcher whose time ``due_at`` has come, moving it on to ``next_at``; does
     nothing (0) unless it is still due at ``due_at``.  1 fired, 2 skipped."""
     args = (launcher_id, due_at, "" if next_at is None else next_at, missed, trigger or "")
-    return Call("fire_launcher", args, _int)
+    return Call("fire_launcher", args, _int, id_route(launcher_id))
 
 
 def trigger_launcher(launcher_id: int, event_id: str) -> Call[int]:
     """An event that matches an @event launcher: 0 nothing to do (already seen, or no match), 1 fired,
     2 skipped, 3 triggered (debounced: it fires later)."""
-    return Call("trigger_launcher", (launcher_id, event_id), _int)
+    return Call("trigger_launcher", (launcher_id, event_id), _int, id_route(launcher_id))

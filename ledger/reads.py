@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import UNROUTED, Route
 
 T = TypeVar("T")
 
@@ -19,3 +20,5 @@ T = TypeVar("T")
 class Read(Generic[T]):
     commands: Callable[[Keys], list[tuple[Any, ...]]]
     parse: Callable[[list[Any]], T | Read[T]]
+    #: the partition(s) it reads (a Read its parse returns reads the same partition)
+    route: Route = UNROUTED

@@ -74,6 +74,26 @@ Op: TypeAlias = Read[Any] | Call[Any] | list[Call[Any]]
 Steps = Generator[Op, Any, T]
 
 
+def refusals_gathered(steps: Steps[T]) -> Steps[T]:
+    """``steps`` with the rule of :meth:`Ledger.drive` for batches: each refused command of a list
+    (its outcome an exception) gives the steps None and the work goes on; the refusals are raised
+    together at the end (errors.Refused, with the steps' result)."""
+    refused: list[Exception] = []
+    try:
+        op = next(steps)
+        while True:
+            reply = yield op
+            if isinstance(op, list):
+                refused += [o for o in reply if isinstance(o, Exception)]
+                reply = [None if isinstance(o, Exception) else o for o in reply]
+            op = steps.send(reply)
+    except StopIteration as stop:
+        result: T = stop.value
+    if refused:
+        raise errors.Refused(refused, result)
+    return result
+
+
 class _Base:
     """Everything a runner does, written once as generators that yield what to send to Redis (the
     reply itself on the sync runner, an awaitable of it on the async one) and are sent the reply;
@@ -147,25 +167,20 @@ class _Base:
             read = out
 
     def _driving(self, steps: Steps[T]) -> Generator[Any, Any, T]:
-        refused: list[Exception] = []
+        work = refusals_gathered(steps)
         reply: Any
         try:
-            op = next(steps)
+            op = next(work)
             while True:
                 if isinstance(op, Read):
                     reply = yield from self._reading(op)
                 elif isinstance(op, Call):
                     reply = yield from self._running(op)
                 else:
-                    outcomes = yield from self._running_many(op)
-                    refused += [o for o in outcomes if isinstance(o, Exception)]
-                    reply = [None if isinstance(o, Exception) else o for o in outcomes]
-                op = steps.send(reply)
+                    reply = yield from self._running_many(op)
+                op = work.send(reply)
         except StopIteration as stop:
-            result: T = stop.value
-        if refused:
-            raise errors.Refused(refused, result)
-        return result
+            return stop.value  # type: ignore[no-any-return]
 
 
 class Ledger(_Base):

@@ -21,6 +21,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from jobledger.ledger.commands import Call
+from jobledger.ledger.partitions import HOME
 
 #: What every secret starts with, so a leaked one is easy to recognise (and to scan for).
 SECRET_PREFIX = "jl_"
@@ -108,9 +109,9 @@ def create_token(name: str, scopes: list[str], secret_digest: str) -> Call[bool]
         raise ScopeError("a token needs at least one scope")
     scopes = list(dict.fromkeys(check_scope(s) for s in scopes))
     data = json.dumps({"name": name, "scopes": scopes, "digest": secret_digest}, separators=(",", ":"))
-    return Call("create_token", (name, secret_digest, data), lambda r: int(r) == 1)
+    return Call("create_token", (name, secret_digest, data), lambda r: int(r) == 1, HOME)
 
 
 def revoke_token(name: str) -> Call[bool]:
     """Revoke a live token (``token_revoked``); refused (NotFound) when there is none of that name."""
-    return Call("revoke_token", (name,), lambda r: int(r) == 1)
+    return Call("revoke_token", (name,), lambda r: int(r) == 1, HOME)

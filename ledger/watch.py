@@ -35,6 +35,7 @@ from typing import Any, Self
 import redis
 
 from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.partitioned import AsyncPartitioned
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import newest
@@ -123,22 +124,58 @@ class Subscription:
 
 
 class LedgerWatch:
-    """Wakes the subscriptions of the topics each new event names (see the module)."""
+    """Wakes the subscriptions of the topics each new event names (see the module).  On a ledger split
+    into partitions, one follower per partition a subscription's topics concern (a queue's, a job's,
+    the home partition for a token, every partition for ANY)."""
 
-    def __init__(self, ledger: AsyncLedger, block: int = BLOCK_MS) -> None:
+    def __init__(self, ledger: AsyncLedger | AsyncPartitioned, block: int = BLOCK_MS) -> None:
         self.ledger = ledger
         self.block = block
         self._subscribers: dict[Topic, set[Subscription]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+
+    def _router(self) -> AsyncPartitioned | None:
+        return self.ledger if isinstance(self.ledger, AsyncPartitioned) else None
+
+    def _runners(self) -> list[AsyncLedger]:
+        if isinstance(self.ledger, AsyncLedger):
+            return [self.ledger]
+        router = self._router()
+        assert router is not None
+        return router.runners
+
+    def _partitions_of(self, topics: Iterable[Topic]) -> set[int]:
+        router = self._router()
+        if router is None or router.partitioning.count == 1:
+            return {0}
+        partitioning, found = router.partitioning, set()
+        for kind, value in topics:
+            if kind == "queue":
+                found.add(partitioning.of_queue(str(value)))
+            elif kind == "job":
+                found.add(partitioning.of_id(int(value)))  # type: ignore[call-overload]
+            elif kind == "token":
+                found.add(0)
+            else:
+                return set(range(partitioning.count))
+        return found
 
     def subscribe(self, topics: Iterable[Topic]) -> Subscription:
-        """A subscription to ``topics``, following the ledger if nobody did; close it when done."""
+        """A subscription to ``topics``, following the ledger (the partitions they concern) if nobody
+        did; close it when done."""
         sub = Subscription(self, topics)
         for topic in sub.topics:
             self._subscribers.setdefault(topic, set()).add(sub)
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._follow(), name="ledger-watch")
+        self._follow_partitions(self._partitions_of(sub.topics))
         return sub
+
+    def _follow_partitions(self, partitions: Iterable[int]) -> None:
+        runners = self._runners()
+        for partition in partitions:
+            task = self._tasks.get(partition)
+            if task is None or task.done():
+                follow = self._follow(runners[partition])
+                self._tasks[partition] = asyncio.create_task(follow, name=f"ledger-watch-{partition}")
 
     async def wait(self, topics: Iterable[Topic], timeout: float | None) -> bool:
         """Wait once for an event on ``topics`` (subscribing only now: see the module)."""
@@ -160,19 +197,19 @@ class LedgerWatch:
             for sub in self._subscribers.get(topic, ()):
                 sub.woken.set()
 
-    async def _follow(self) -> None:
-        """Follow the ledger until a read finds nobody subscribed."""
+    async def _follow(self, ledger: AsyncLedger) -> None:
+        """Follow one partition of the ledger until a read finds nobody subscribed."""
         position: str | None = None
         pause = RETRY_FIRST
         failing: str | None = None
-        client = self.ledger.client
+        client = ledger.client
         while True:
             try:
                 if position is None:
-                    position = await self.ledger.read(newest())
+                    position = await ledger.read(newest())
                     self._wake()  # whoever subscribed before the position was known looks once more
                 reply = await client.xread(
-                    {self.ledger.keys.events: position}, count=COUNT, block=block_ms(client, self.block)
+                    {ledger.keys.events: position}, count=COUNT, block=block_ms(client, self.block)
                 )
             except (redis.RedisError, OSError, Unavailable) as exc:  # Unavailable: from ledger.read
                 kind = type(exc).__name__
@@ -196,10 +233,8 @@ class LedgerWatch:
                 self._wake(topics)
 
     async def close(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait(
-                [self._task]
-            )  # a plain cancel can be lost mid-read (jobledger.ledger.tasks)
+        # a plain cancel can be lost mid-read (jobledger.ledger.tasks)
+        await cancel_and_wait(list(self._tasks.values()))
 
 
 def _text(value: Any) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from jobledger.ledger.durations import format_ms, format_time
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import id_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.projections.views import decode_hash
@@ -80,6 +81,7 @@ def launcher(launcher_id: int) -> Read[dict[str, Any]]:
         lambda k: [("HGETALL", k.build("launcher", id=launcher_id)),
                    ("SCARD", k.build("launcher_pending", id=launcher_id))],
         parse,
+        id_route(launcher_id),
     )  # fmt: skip
 
 
@@ -100,7 +102,9 @@ def launchers() -> Read[list[dict[str, Any]]]:
         return Read(commands, parse)
 
     return Read(
-        lambda k: [("SMEMBERS", k.build("launchers"))], lambda r: each(sorted(int(_s(i)) for i in r[0]))
+        lambda k: [("SMEMBERS", k.build("launchers"))],
+        lambda r: each(sorted(int(_s(i)) for i in r[0])),
+        spread(lambda parts: sorted((x for part in parts for x in part), key=lambda x: x["id"])),
     )
 
 

@@ -8,6 +8,7 @@ from jobledger.ledger import job_history
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import id_route, queue_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
@@ -26,7 +27,11 @@ def _str(value: Any) -> str:
 
 
 def queue_names() -> Read[list[str]]:
-    return Read(lambda k: [("SMEMBERS", k.build("queues"))], lambda r: sorted(_str(n) for n in r[0]))
+    return Read(
+        lambda k: [("SMEMBERS", k.build("queues"))],
+        lambda r: sorted(_str(n) for n in r[0]),
+        spread(lambda parts: sorted(n for names in parts for n in names)),
+    )
 
 
 def queue(name: str) -> Read[QueueSettings]:
@@ -37,7 +42,7 @@ def queue(name: str) -> Read[QueueSettings]:
             raise NotFound(f"queue '{name}' does not exist")
         return queue_settings(decode_hash(r[0]))
 
-    return Read(lambda k: [("HGETALL", k.queue(name))], parse)
+    return Read(lambda k: [("HGETALL", k.queue(name))], parse, queue_route(name))
 
 
 def queue_size(name: str) -> Read[int]:
@@ -46,7 +51,7 @@ def queue_size(name: str) -> Read[int]:
             raise NotFound(f"queue '{name}' does not exist")
         return int(r[1]) + int(r[2] or 0)
 
-    return Read(lambda k: [("EXISTS", k.queue(name)), *_queued_count(k, name)], parse)
+    return Read(lambda k: [("EXISTS", k.queue(name)), *_queued_count(k, name)], parse, queue_route(name))
 
 
 def _queued_count(k: Keys, name: str) -> list[tuple[Any, ...]]:
@@ -78,7 +83,7 @@ def queue_job_ids(name: str) -> Read[dict[str, list[int]]]:
             raise NotFound(f"queue '{name}' does not exist, and no job of it is left")
         return _queued_in_order(name, [_str(key) for key in r[1]], r[2], others)
 
-    return Read(commands, parse)
+    return Read(commands, parse, queue_route(name))
 
 
 def _queued_in_order(
@@ -104,7 +109,7 @@ def job(job_id: int, fields: tuple[str, ...] = JOB_FIELDS) -> Read[dict[str, Any
             raise NotFound(f"job {job_id} does not exist")
         return job_view(job_id, decode_hash(r[0]), fields)
 
-    return Read(lambda k: [("HGETALL", k.job(job_id))], parse)
+    return Read(lambda k: [("HGETALL", k.job(job_id))], parse, id_route(job_id))
 
 
 def job_status(job_id: int) -> Read[str]:
@@ -115,7 +120,7 @@ def job_status(job_id: int) -> Read[str]:
             raise NotFound(f"job {job_id} does not exist")
         return _str(r[0])
 
-    return Read(lambda k: [("HGET", k.job(job_id), "status")], parse)
+    return Read(lambda k: [("HGET", k.job(job_id), "status")], parse, id_route(job_id))
 
 
 def job_field_raw(job_id: int, field: str) -> Read[str | None]:
@@ -126,7 +131,9 @@ def job_field_raw(job_id: int, field: str) -> Read[str | None]:
             raise NotFound(f"job {job_id} does not exist")
         return None if r[1] is None else _str(r[1])
 
-    return Read(lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse)
+    return Read(
+        lambda k: [("EXISTS", k.job(job_id)), ("HGET", k.job(job_id), field)], parse, id_route(job_id)
+    )
 
 
 def _history_ids(job_id: int, r: list[Any]) -> list[str]:
@@ -142,7 +149,7 @@ def _history_command(job_id: int) -> Any:
 
 def history_ids(job_id: int) -> Read[list[str]]:
     """The ids of the job's events, oldest first (its event index); NotFound for an id never used."""
-    return Read(_history_command(job_id), lambda r: _history_ids(job_id, r))
+    return Read(_history_command(job_id), lambda r: _history_ids(job_id, r), id_route(job_id))
 
 
 def _stream_events(ids: list[str], r: list[Any]) -> dict[str, Event]:
@@ -165,11 +172,15 @@ def history(job_id: int) -> Read[list[dict[str, Any]]]:
             stream_events(ids).commands, lambda r: [e.item() for e in _stream_events(ids, r).values()]
         )
 
-    return Read(_history_command(job_id), events)
+    return Read(_history_command(job_id), events, id_route(job_id))
 
 
 def tagged(tag: str) -> Read[list[int]]:
-    return Read(lambda k: [("SMEMBERS", k.tag(tag))], lambda r: sorted(int(i) for i in r[0]))
+    return Read(
+        lambda k: [("SMEMBERS", k.tag(tag))],
+        lambda r: sorted(int(i) for i in r[0]),
+        spread(lambda parts: sorted(i for ids in parts for i in ids)),
+    )
 
 
 def _count_commands(k: Keys, names: list[str]) -> list[tuple[Any, ...]]:
@@ -192,7 +203,18 @@ def _counts(names: list[str], r: list[Any]) -> dict[str, dict[str, int]]:
 
 def status_counts(names: list[str]) -> Read[dict[str, dict[str, int]]]:
     """``{queue: {status: count}}`` of the named queues, from the counters (no set is listed)."""
-    return Read(lambda k: _count_commands(k, names), lambda r: _counts(names, r))
+    return Read(lambda k: _count_commands(k, names), lambda r: _counts(names, r), spread(_summed_counts))
+
+
+def _summed_counts(parts: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    """Counts of the same queues from every partition, added up (each queue's are in its own)."""
+    total: dict[str, dict[str, int]] = {}
+    for counts in parts:
+        for name, by_status in counts.items():
+            mine = total.setdefault(name, dict.fromkeys(by_status, 0))
+            for status, n in by_status.items():
+                mine[status] += n
+    return total
 
 
 def info() -> Read[dict[str, Any]]:
@@ -205,15 +227,34 @@ def info() -> Read[dict[str, Any]]:
 
         return Read(lambda k: _count_commands(k, names), parse)
 
-    def stats(stored: dict[str, str], last_id: Any) -> dict[str, str]:
-        # job ids are handed out one by one from 1, so the last one counts the jobs ever created
-        return {**stored, "total_jobs_created": _str(last_id or 0)}
+    def stats(stored: dict[str, str], last_id: Any, partition: Any) -> dict[str, str]:
+        # job ids are handed out one by one from 1 (in partition p of n: p + n, p + 2n, ...), so the
+        # last one counts the jobs ever created
+        created = int(last_id or 0)
+        if partition is not None and last_id is not None:
+            n, p = (int(x) for x in _str(partition).split(":"))
+            created = (created - p) // n
+        return {**stored, "total_jobs_created": str(created)}
 
     return Read(
         lambda k: [
             ("SMEMBERS", k.build("queues")),
             ("HGETALL", k.build("stats")),
             ("GET", k.build("job_id")),
+            ("GET", k.build("partition")),
         ],
-        lambda r: counts(sorted(_str(n) for n in r[0]), stats(decode_hash(r[1]), r[2])),
+        lambda r: counts(sorted(_str(n) for n in r[0]), stats(decode_hash(r[1]), r[2], r[3])),
+        spread(_merged_info),
     )
+
+
+def _merged_info(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """``/info`` of every partition as one: each queue's counts (from its partition), the statistics
+    added up."""
+    queues: dict[str, dict[str, int]] = {}
+    statistics = dict.fromkeys(STATS, 0)
+    for part in parts:
+        queues.update(part["queues"])
+        for name, n in part["statistics"].items():
+            statistics[name] += n
+    return {"queues": dict(sorted(queues.items())), "statistics": statistics}

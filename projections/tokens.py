@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobledger.ledger.partitions import HOME, Route
 from jobledger.ledger.reads import Read
 from jobledger.ledger.tokens import Token, token_of
 
@@ -26,7 +27,7 @@ def token(digest: str, job_id: int | None = None) -> Read[tuple[Token | None, st
         queue = _s(r[1]) if job_id is not None and r[1] is not None else None
         return token_of(r[0]), queue
 
-    return Read(commands, parse)
+    return Read(commands, parse, HOME if job_id is None else Route(home=True, ids=(job_id,)))
 
 
 def tokens() -> Read[list[Token]]:
@@ -41,4 +42,4 @@ def tokens() -> Read[list[Token]]:
             lambda rr: [t for t in (token_of(f) for f in rr) if t is not None],
         )
 
-    return Read(lambda k: [("HGETALL", k.build("tokens"))], listed)
+    return Read(lambda k: [("HGETALL", k.build("tokens"))], listed, HOME)

@@ -108,9 +108,9 @@ def test_the_follower_stops_when_nobody_is_subscribed(redis_url: str, namespace:
         watch = LedgerWatch(ledger, block=200)
         try:
             await watch.wait([ANY], 0.1)
-            assert watch._task is not None
+            assert watch._tasks
             await asyncio.sleep(0.6)  # a quiet read with nobody subscribed ends it
-            return watch._task.done()
+            return all(task.done() for task in watch._tasks.values())
         finally:
             await watch.close()
             await ledger.client.aclose()
@@ -130,8 +130,8 @@ def test_the_follower_stops_on_a_busy_stream_with_nobody_subscribed(redis_url: s
             for _ in range(20):
                 await ledger.run(commands.create_job("q", JobOptions()))
                 await asyncio.sleep(0.01)
-            assert watch._task is not None
-            return watch._task.done()
+            assert watch._tasks
+            return all(task.done() for task in watch._tasks.values())
         finally:
             await watch.close()
             await ledger.client.aclose()

@@ -1,0 +1,265 @@
+"""Run commands and reads on a ledger split into partitions: each where its route says.
+
+:class:`Partitioned` and :class:`AsyncPartitioned` hold one runner (:mod:`jobledger.ledger.runner`)
+per partition (:mod:`jobledger.ledger.partitions`) and offer the runner's own methods -- ``run``,
+``run_many``, ``read``, ``drive``, ``as_actor`` -- so that code written for one ledger runs
+unchanged on a split one:
+
+- a command runs on the partition its :class:`~jobledger.ledger.partitions.Route` names (its queue's,
+  its job's, its launcher's, the home partition's); a batch over jobs of several partitions runs as
+  one call per partition, at once, its results put back in the batch's order;
+- a read runs on its partition, or, when it spreads, on every partition at once, its answers made one.
+
+With one partition everything goes straight to the one runner, with no routing at all.  What runs on
+every partition in turn (the scheduler's checks, replay) takes the runners themselves: ``runners``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, Self, TypeVar
+
+from jobledger.ledger import errors
+from jobledger.ledger.clock import Clock, now_ms
+from jobledger.ledger.commands import Call
+from jobledger.ledger.events import LOCAL
+from jobledger.ledger.partitions import (
+    CLUSTER_PARTITIONS,
+    Partitioning,
+    Route,
+    marker_key,
+    settle,
+    settle_async,
+)
+from jobledger.ledger.reads import Read
+from jobledger.ledger.redis_clients import async_client, sync_client
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, refusals_gathered
+from jobledger.ledger.slot_routing import on_cluster, on_cluster_async
+
+T = TypeVar("T")
+R = TypeVar("R", Ledger, AsyncLedger)
+
+
+def _plan(partitioning: Partitioning, call: Call[Any]) -> list[tuple[int, Call[Any], list[int]]]:
+    """Where each part of ``call`` runs: (partition, the call for it, the indices of the batch's items
+    it carries)."""
+    route = call.route
+    where = partitioning.of_route(route, f"the command {call.script}")
+    if len(where) == 1:
+        return [(where[0], call, list(range(len(route.ids))))]
+    if route.part is None or route.join is None:
+        raise ValueError(f"the command {call.script} spans partitions {where} and cannot be split")
+    by_partition: dict[int, list[int]] = {}
+    if route.queue is not None:
+        by_partition[partitioning.of_queue(route.queue)] = []
+    for index, ident in enumerate(route.ids):
+        by_partition.setdefault(partitioning.of_id(ident), []).append(index)
+    queue_at = None if route.queue is None else partitioning.of_queue(route.queue)
+    return [(p, route.part(indices, p == queue_at), indices) for p, indices in sorted(by_partition.items())]
+
+
+def _joined(route: Route, parts: Sequence[tuple[list[int], Any]]) -> Any:
+    assert route.join is not None
+    return route.join(list(parts))
+
+
+class _Router(Generic[R]):
+    """What both routers share: the partitioning, the runners, the actor and the observer."""
+
+    def __init__(self, partitioning: Partitioning, runners: list[R]) -> None:
+        if len(runners) != partitioning.count:
+            raise ValueError(f"{partitioning.count} partitions need as many runners, not {len(runners)}")
+        self.partitioning = partitioning
+        self.runners: list[R] = runners
+
+    @property
+    def home(self) -> R:
+        """The home partition's runner (partition 0; the only one on a ledger of one partition)."""
+        return self.runners[0]
+
+    @property
+    def clock(self) -> Clock:
+        return self.home.clock
+
+    @property
+    def actor(self) -> str:
+        return self.home.actor
+
+    @property
+    def namespace(self) -> str:
+        """The ledger's namespace (each partition's is derived from it)."""
+        return self.partitioning.namespace
+
+    def for_queue(self, name: str) -> R:
+        """The runner of queue ``name``'s partition."""
+        return self.runners[self.partitioning.of_queue(name)]
+
+    def for_id(self, ident: int) -> R:
+        """The runner of the partition that handed out this job's or launcher's id."""
+        return self.runners[self.partitioning.of_id(ident)]
+
+    def set_observer(self, observe: Callable[[str, float], None] | None) -> None:
+        """Called after every command of every partition (see the runner's ``observe``)."""
+        for runner in self.runners:
+            runner.observe = observe
+
+    def as_actor(self, actor: str) -> Self:
+        """This router acting for ``actor`` (as the runner's ``as_actor``)."""
+        if actor == self.actor:
+            return self
+        return type(self)(self.partitioning, [r.as_actor(actor) for r in self.runners])
+
+    def _read_where(self, read: Read[Any]) -> list[int] | None:
+        """The partition a read runs on, or None when it spreads over all."""
+        if self.partitioning.count == 1:
+            return [0]
+        if read.route.spread is not None:
+            return None
+        return self.partitioning.of_route(read.route, "a read")
+
+
+class Partitioned(_Router[Ledger]):
+    """Synchronous router over one :class:`~jobledger.ledger.runner.Ledger` per partition."""
+
+    def run(self, call: Call[T]) -> T:
+        if self.partitioning.count == 1:
+            return self.home.run(call)
+        plan = _plan(self.partitioning, call)
+        if len(plan) == 1:
+            return self.runners[plan[0][0]].run(call)
+        return _joined(call.route, [(indices, self.runners[p].run(c)) for p, c, indices in plan])  # type: ignore[no-any-return]
+
+    def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        calls = list(calls)
+        if self.partitioning.count == 1:
+            return self.home.run_many(calls)
+        return [_captured(self.run, c) for c in calls]
+
+    def read(self, read: Read[T]) -> T:
+        where = self._read_where(read)
+        if where is None:
+            assert read.route.spread is not None
+            return read.route.spread([r.read(read) for r in self.runners])  # type: ignore[no-any-return]
+        return self.runners[where[0]].read(read)
+
+    def drive(self, steps: Steps[T]) -> T:
+        """As the runner's ``drive``, each step on its partition."""
+        if self.partitioning.count == 1:
+            return self.home.drive(steps)
+        driving = refusals_gathered(steps)
+        try:
+            op = next(driving)
+            while True:
+                op = driving.send(self.read(op) if isinstance(op, Read) else
+                                  self.run(op) if isinstance(op, Call) else self.run_many(op))  # fmt: skip
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+class AsyncPartitioned(_Router[AsyncLedger]):
+    """Asynchronous router over one :class:`~jobledger.ledger.runner.AsyncLedger` per partition:
+    the same methods as :class:`Partitioned`, awaited; the parts of a batch and the reads of a spread
+    run at once."""
+
+    async def run(self, call: Call[T]) -> T:
+        if self.partitioning.count == 1:
+            return await self.home.run(call)
+        plan = _plan(self.partitioning, call)
+        if len(plan) == 1:
+            return await self.runners[plan[0][0]].run(call)
+        results = await asyncio.gather(*(self.runners[p].run(c) for p, c, _ in plan))
+        return _joined(call.route, [(indices, r) for (_, _, indices), r in zip(plan, results, strict=True)])  # type: ignore[no-any-return]
+
+    async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        calls = list(calls)
+        if self.partitioning.count == 1:
+            return await self.home.run_many(calls)
+        return list(await asyncio.gather(*(self.run(c) for c in calls), return_exceptions=True))
+
+    async def read(self, read: Read[T]) -> T:
+        where = self._read_where(read)
+        if where is None:
+            assert read.route.spread is not None
+            return read.route.spread(list(await asyncio.gather(*(r.read(read) for r in self.runners))))  # type: ignore[no-any-return]
+        return await self.runners[where[0]].read(read)
+
+    async def drive(self, steps: Steps[T]) -> T:
+        """As the runner's ``drive``, each step on its partition."""
+        if self.partitioning.count == 1:
+            return await self.home.drive(steps)
+        driving = refusals_gathered(steps)
+        try:
+            op = next(driving)
+            while True:
+                if isinstance(op, Read):
+                    op = driving.send(await self.read(op))
+                elif isinstance(op, Call):
+                    op = driving.send(await self.run(op))
+                else:
+                    op = driving.send(await self.run_many(op))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+def _captured(run: Callable[[Call[Any]], Any], call: Call[Any]) -> Any:
+    """``run(call)``'s result, or the ledger's exception it raised (as a pipeline's ``run_many`` gives)."""
+    try:
+        return run(call)
+    except errors.JobLedgerError as exc:
+        return exc
+
+
+def connect(url: str, partitioning: Partitioning, clock: Clock = now_ms, actor: str = LOCAL) -> Partitioned:
+    """A router over ``partitioning``'s partitions at ``url``, each through its own client (on a
+    Cluster, connected to the node of that partition's slot)."""
+    return Partitioned(
+        partitioning, [Ledger(sync_client(url, ns), ns, clock, actor) for ns in partitioning.namespaces]
+    )
+
+
+def connect_async(
+    url: str, partitioning: Partitioning, clock: Clock = now_ms, actor: str = LOCAL
+) -> AsyncPartitioned:
+    """As :func:`connect`, async."""
+    return AsyncPartitioned(
+        partitioning, [AsyncLedger(async_client(url, ns), ns, clock, actor) for ns in partitioning.namespaces]
+    )
+
+
+def open_ledger(
+    url: str, namespace: str, partitions: int | None = None, clock: Clock = now_ms, actor: str = LOCAL
+) -> Partitioned:
+    """The ledger ``namespace`` at ``url``, split as it is stored (or, new, into ``partitions``; by
+    default 16 on a Cluster, 1 otherwise), each partition marked before it hands out an id.
+    PartitionCountMismatch when ``partitions`` is not the stored count."""
+    base = sync_client(url, namespace)
+    try:
+        default = CLUSTER_PARTITIONS if on_cluster(base) else 1
+        partitioning = settle(base, namespace, partitions, default)
+    finally:
+        base.close()
+    router = connect(url, partitioning, clock, actor)
+    for partition, runner in enumerate(router.runners):
+        marked = marker_key(partitioning, partition)
+        if marked is not None:
+            runner.client.set(*marked, nx=True)
+    return router
+
+
+async def open_ledger_async(
+    url: str, namespace: str, partitions: int | None = None, clock: Clock = now_ms, actor: str = LOCAL
+) -> AsyncPartitioned:
+    """As :func:`open_ledger`, async."""
+    base = async_client(url, namespace)
+    try:
+        default = CLUSTER_PARTITIONS if await on_cluster_async(base) else 1
+        partitioning = await settle_async(base, namespace, partitions, default)
+    finally:
+        await base.aclose()
+    router = connect_async(url, partitioning, clock, actor)
+    for partition, runner in enumerate(router.runners):
+        marked = marker_key(partitioning, partition)
+        if marked is not None:
+            await runner.client.set(*marked, nx=True)
+    return router
