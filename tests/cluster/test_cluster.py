@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -31,16 +30,6 @@ from tests.cli.process_support import jobledger, serve_args, wait_for, wait_serv
 from tests.cluster_redis import LocalCluster
 from tests.live_server import live_server
 from tests.support import assert_well_placed, events
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("cluster"))
-    try:
-        local.start()
-        yield local
-    finally:
-        local.kill()
 
 
 def namespace_on(cluster: LocalCluster, index: int, stem: str) -> str:
