@@ -65,7 +65,7 @@ def _joined(route: Route, parts: Sequence[tuple[list[int], Any]]) -> Any:
 
 
 class _Router(Generic[R]):
-    """What both routers share: the partitioning, the runners, the actor and the observer."""
+    """What both routers share: the partitioning, the runners, the actor."""
 
     def __init__(self, partitioning: Partitioning, runners: list[R]) -> None:
         if len(runners) != partitioning.count:
@@ -86,24 +86,6 @@ class _Router(Generic[R]):
     def actor(self) -> str:
         return self.home.actor
 
-    @property
-    def namespace(self) -> str:
-        """The ledger's namespace (each partition's is derived from it)."""
-        return self.partitioning.namespace
-
-    def for_queue(self, name: str) -> R:
-        """The runner of queue ``name``'s partition."""
-        return self.runners[self.partitioning.of_queue(name)]
-
-    def for_id(self, ident: int) -> R:
-        """The runner of the partition that handed out this job's or launcher's id."""
-        return self.runners[self.partitioning.of_id(ident)]
-
-    def set_observer(self, observe: Callable[[str, float], None] | None) -> None:
-        """Called after every command of every partition (see the runner's ``observe``)."""
-        for runner in self.runners:
-            runner.observe = observe
-
     def as_actor(self, actor: str) -> Self:
         """This router acting for ``actor`` (as the runner's ``as_actor``)."""
         if actor == self.actor:
@@ -116,7 +98,10 @@ class _Router(Generic[R]):
             return [0]
         if read.route.spread is not None:
             return None
-        return self.partitioning.of_route(read.route, "a read")
+        where = self.partitioning.of_route(read.route, "a read")
+        if len(where) > 1:
+            raise ValueError(f"a read spans partitions {where}: read each partition's part on its own")
+        return where
 
 
 class Partitioned(_Router[Ledger]):

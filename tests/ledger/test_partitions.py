@@ -18,7 +18,7 @@ from jobledger.ledger.partitions import PartitionCountMismatch, Partitioning
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.watch import LedgerWatch, queue_topic
-from jobledger.projections import readers
+from jobledger.projections import readers, tokens
 from jobledger.replay.placement import misplaced
 from jobledger.replay.verify import verify
 
@@ -68,6 +68,9 @@ def test_queues_spread_over_the_partitions_and_each_id_names_its_own(redis_url: 
         assert router.read(readers.job(made["q5"][1]))["queue"] == "q5"
         with pytest.raises(NotFound):
             router.read(readers.job(10_000 + 4 * 1000 + 1))
+        # a read over the home partition and a job of another cannot run as one read
+        with pytest.raises(ValueError, match="spans partitions"):
+            router.read(tokens.token("0" * 64, next(ids[0] for name, ids in made.items() if where[name])))
     finally:
         close(router)
 
