@@ -17,8 +17,12 @@ every partition in turn (the scheduler's checks, replay) takes the runners thems
 from __future__ import annotations
 
 import asyncio
+import copy
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, Self, TypeVar
+
+import redis
 
 from jobledger.ledger import errors
 from jobledger.ledger.clock import Clock, now_ms
@@ -34,7 +38,7 @@ from jobledger.ledger.partitions import (
 )
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
-from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, refusals_gathered
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, checked_actor, refusals_gathered, translate
 from jobledger.ledger.slot_routing import on_cluster, on_cluster_async
 
 T = TypeVar("T")
@@ -85,6 +89,14 @@ class _Router(Generic[R]):
     @property
     def actor(self) -> str:
         return self.home.actor
+
+    def for_queue(self, name: str) -> R:
+        """The runner of queue ``name``'s partition."""
+        return self.runners[self.partitioning.of_queue(name)]
+
+    def for_id(self, ident: int) -> R:
+        """The runner of the partition that handed out this job's or launcher's id."""
+        return self.runners[self.partitioning.of_id(ident)]
 
     def as_actor(self, actor: str) -> Self:
         """This router acting for ``actor`` (as the runner's ``as_actor``)."""
@@ -248,3 +260,91 @@ async def open_ledger_async(
         if marked is not None:
             await runner.client.set(*marked, nx=True)
     return router
+
+
+class OpeningLedger:
+    """An async ledger opened on first use, for a server that must start while Redis is away: the
+    partition count is read (or stored) by the first command or read that reaches Redis, and until
+    then each one fails as Redis being unreachable does (a count other than the stored one keeps
+    failing: PartitionCountMismatch, an Unavailable).  The same methods as :class:`AsyncPartitioned`,
+    awaited; :meth:`opened` gives the router itself."""
+
+    def __init__(
+        self,
+        url: str,
+        namespace: str,
+        partitions: int | None = None,
+        clock: Clock = now_ms,
+        observe: Callable[[str, float], None] | None = None,
+    ) -> None:
+        self.url, self.namespace, self.partitions, self.clock = url, namespace, partitions, clock
+        self.observe = observe
+        self.actor = LOCAL
+        self._root = self
+        self._router: AsyncPartitioned | None = None
+        self._lock = asyncio.Lock()
+
+    async def opened(self) -> AsyncPartitioned:
+        """The router (acting for this view's actor), opening the ledger if nobody has yet."""
+        root = self._root
+        if root._router is None:
+            async with root._lock:
+                if root._router is None:
+                    root._router = await self._open()
+        return root._router.as_actor(self.actor)
+
+    async def _open(self) -> AsyncPartitioned:
+        try:
+            router = await open_ledger_async(self.url, self.namespace, self.partitions, self.clock)
+        except redis.RedisError as exc:
+            raise translate(exc) from exc
+        except OSError as exc:
+            raise errors.Unavailable(f"Redis is unreachable: {exc}") from exc
+        for runner in router.runners:
+            runner.observe = self.observe
+        return router
+
+    @property
+    def router(self) -> AsyncPartitioned | None:
+        """The router, once the ledger is open (None before)."""
+        return self._root._router
+
+    def as_actor(self, actor: str) -> OpeningLedger:
+        """This ledger acting for ``actor`` (see the runner's ``as_actor``); a view sharing it."""
+        if actor == self.actor:
+            return self
+        view = copy.copy(self)
+        view.actor = checked_actor(actor)
+        return view
+
+    async def _opened_for(self, scripts: Iterable[str]) -> AsyncPartitioned:
+        """:meth:`opened`; when it fails, each command that could not run is observed as a refused
+        one is (its attempt counts)."""
+        started = time.perf_counter()
+        try:
+            return await self.opened()
+        except errors.Unavailable:
+            if self.observe is not None:
+                for script in scripts:
+                    self.observe(script, time.perf_counter() - started)
+            raise
+
+    async def run(self, call: Call[T]) -> T:
+        return await (await self._opened_for([call.script])).run(call)
+
+    async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        calls = list(calls)
+        return await (await self._opened_for(c.script for c in calls)).run_many(calls)
+
+    async def read(self, read: Read[T]) -> T:
+        return await (await self.opened()).read(read)
+
+    async def drive(self, steps: Steps[T]) -> T:
+        return await (await self.opened()).drive(steps)
+
+    async def aclose(self) -> None:
+        """Close every partition's client (if the ledger was opened)."""
+        router = self._root._router
+        if router is not None:
+            for runner in router.runners:
+                await runner.client.aclose()

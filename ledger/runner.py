@@ -61,7 +61,7 @@ def live_keys(client: redis.Redis, namespace: str) -> Keys:
     return keys.with_generation(generation_of(client.get(keys.build("generation"))))
 
 
-def _checked(actor: str) -> str:
+def checked_actor(actor: str) -> str:
     if not valid_actor(actor):
         raise ValueError(f"an actor is 1 to 255 characters, none a control character, not {actor!r}")
     return actor
@@ -112,7 +112,7 @@ class _Base:
         self.client = client
         self.keys = Keys(namespace)
         self.clock = clock
-        self.actor = _checked(actor)
+        self.actor = checked_actor(actor)
         self._scripts = {name: client.register_script(src) for name, src in sources().items()}
 
     def as_actor(self, actor: str) -> Self:
@@ -122,7 +122,7 @@ class _Base:
         if actor == self.actor:
             return self
         view = copy.copy(self)
-        view.actor = _checked(actor)
+        view.actor = checked_actor(actor)
         return view
 
     def _running(self, call: Call[T]) -> Generator[Any, Any, T]:

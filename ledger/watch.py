@@ -35,7 +35,7 @@ from typing import Any, Self
 import redis
 
 from jobledger.ledger.errors import Unavailable
-from jobledger.ledger.partitioned import AsyncPartitioned
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import newest
@@ -61,6 +61,11 @@ def queue_topic(name: str) -> Topic:
 
 def job_topic(job_id: int) -> Topic:
     return ("job", int(job_id))
+
+
+def partition_topic(partition: int) -> Topic:
+    """Woken by every event of that partition (of the one partition, on a ledger not split)."""
+    return ("partition", partition)
 
 
 def token_topic(name: str) -> Topic:
@@ -128,13 +133,17 @@ class LedgerWatch:
     into partitions, one follower per partition a subscription's topics concern (a queue's, a job's,
     the home partition for a token, every partition for ANY)."""
 
-    def __init__(self, ledger: AsyncLedger | AsyncPartitioned, block: int = BLOCK_MS) -> None:
+    def __init__(self, ledger: AsyncLedger | AsyncPartitioned | OpeningLedger, block: int = BLOCK_MS) -> None:
         self.ledger = ledger
         self.block = block
         self._subscribers: dict[Topic, set[Subscription]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._opening: asyncio.Task[None] | None = None
 
     def _router(self) -> AsyncPartitioned | None:
+        """The router of the ledger (None: one runner, or a ledger opened on first use not open yet)."""
+        if isinstance(self.ledger, OpeningLedger):
+            return self.ledger.router
         return self.ledger if isinstance(self.ledger, AsyncPartitioned) else None
 
     def _runners(self) -> list[AsyncLedger]:
@@ -156,6 +165,8 @@ class LedgerWatch:
                 found.add(partitioning.of_id(int(value)))  # type: ignore[call-overload]
             elif kind == "token":
                 found.add(0)
+            elif kind == "partition":
+                found.add(int(value))  # type: ignore[call-overload]
             else:
                 return set(range(partitioning.count))
         return found
@@ -166,6 +177,10 @@ class LedgerWatch:
         sub = Subscription(self, topics)
         for topic in sub.topics:
             self._subscribers.setdefault(topic, set()).add(sub)
+        if isinstance(self.ledger, OpeningLedger) and self.ledger.router is None:
+            if self._opening is None or self._opening.done():
+                self._opening = asyncio.create_task(self._open_then_follow(), name="ledger-watch-opening")
+            return sub
         self._follow_partitions(self._partitions_of(sub.topics))
         return sub
 
@@ -174,8 +189,25 @@ class LedgerWatch:
         for partition in partitions:
             task = self._tasks.get(partition)
             if task is None or task.done():
-                follow = self._follow(runners[partition])
+                follow = self._follow(runners[partition], partition)
                 self._tasks[partition] = asyncio.create_task(follow, name=f"ledger-watch-{partition}")
+
+    async def _open_then_follow(self) -> None:
+        """Open the ledger (again while Redis is away, each try waking every subscription: its owner
+        tries on its own), then follow what the subscriptions made meanwhile concern."""
+        assert isinstance(self.ledger, OpeningLedger)
+        pause = RETRY_FIRST
+        while True:
+            try:
+                await self.ledger.opened()
+                break
+            except Unavailable as exc:
+                log.warning("cannot follow the ledger yet (waiters try on their own): %s", exc)
+                self._wake()
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RETRY_MAX)
+        if self._subscribers:
+            self._follow_partitions(self._partitions_of(self._subscribers))
 
     async def wait(self, topics: Iterable[Topic], timeout: float | None) -> bool:
         """Wait once for an event on ``topics`` (subscribing only now: see the module)."""
@@ -197,7 +229,7 @@ class LedgerWatch:
             for sub in self._subscribers.get(topic, ()):
                 sub.woken.set()
 
-    async def _follow(self, ledger: AsyncLedger) -> None:
+    async def _follow(self, ledger: AsyncLedger, partition: int) -> None:
         """Follow one partition of the ledger until a read finds nobody subscribed."""
         position: str | None = None
         pause = RETRY_FIRST
@@ -227,14 +259,15 @@ class LedgerWatch:
                 return
             for _, entries in reply or []:
                 position = _text(entries[-1][0])
-                topics: set[Topic] = set()
+                topics: set[Topic] = {partition_topic(partition)}
                 for _, fields in entries:
                     topics |= entry_topics(fields)
                 self._wake(topics)
 
     async def close(self) -> None:
         # a plain cancel can be lost mid-read (jobledger.ledger.tasks)
-        await cancel_and_wait(list(self._tasks.values()))
+        opening = [] if self._opening is None else [self._opening]
+        await cancel_and_wait([*opening, *self._tasks.values()])
 
 
 def _text(value: Any) -> str:

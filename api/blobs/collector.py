@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -110,10 +111,17 @@ def _marks(shas: list[str]) -> Read[tuple[list[bool], list[str | None]]]:
 
 
 class Collector:
-    """Sweeps one ledger's blobs from ``store`` (see the module)."""
+    """Sweeps one ledger's blobs from ``store`` (see the module).  On a ledger split into partitions,
+    ``ledger`` is the home partition, which keeps the collector's bookkeeping, and ``others`` the
+    other partitions: a blob is named while any partition's ``blobs`` projection names it.  Reading
+    the other partitions before the home partition's claim is safe: a job about to name a blob first
+    looks it up, which restarts its grace in the home partition, so the claim (which reads the grace
+    again, in one step) fails."""
 
-    def __init__(self, ledger: AsyncLedger, store: BlobStore, grace_ms: int) -> None:
-        self.ledger, self.store, self.grace_ms = ledger, store, grace_ms
+    def __init__(
+        self, ledger: AsyncLedger, store: BlobStore, grace_ms: int, others: Sequence[AsyncLedger] = ()
+    ) -> None:
+        self.ledger, self.store, self.grace_ms, self.others = ledger, store, grace_ms, list(others)
         self.keys = ledger.keys
         self.claim = ledger.client.register_script(sources()["claim_blob"])
 
@@ -150,7 +158,11 @@ class Collector:
         return done
 
     async def _batch(self, blobs: list[Blob], now: int, done: SweepRound) -> None:
-        marked, entries = await self.ledger.read(_marks([b.sha256 for b in blobs]))
+        shas = [b.sha256 for b in blobs]
+        marked, entries = await self.ledger.read(_marks(shas))
+        for other in self.others:
+            named, _ = await other.read(_marks(shas))
+            marked = [a or b for a, b in zip(marked, named, strict=True)]
         unmarked_key = self.keys.build("blob_unmarked")
         pipe = self.ledger.client.pipeline(transaction=False)
         due: list[Blob] = []
@@ -240,9 +252,12 @@ def sweep_counters() -> Read[SweepCounters]:
     return Read(lambda k: [("HGETALL", k.build("blob_sweep"))], parse)
 
 
-async def collect_loop(ledger: AsyncLedger, store: BlobStore, settings: SweepSettings) -> None:
-    """The scheduler's collector task: a round every ``interval_ms``, until cancelled."""
-    collector = Collector(ledger, store, settings.grace_ms)
+async def collect_loop(
+    ledger: AsyncLedger, store: BlobStore, settings: SweepSettings, others: Sequence[AsyncLedger] = ()
+) -> None:
+    """The scheduler's collector task: a round every ``interval_ms``, until cancelled (``ledger``
+    and ``others`` as :class:`Collector`'s)."""
+    collector = Collector(ledger, store, settings.grace_ms, others)
     log.info("sweeping blobs unreferenced for %s from %s, every %s", format_ms(settings.grace_ms),
              store.description, format_ms(settings.interval_ms))  # fmt: skip
     while True:

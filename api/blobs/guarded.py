@@ -13,21 +13,25 @@ pass through: the collector itself uses the store underneath.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING
 
 from jobledger.blobs.collector import touched
 from jobledger.blobs.store import CHUNK, Blob, BlobStore
 from jobledger.ledger.errors import Unavailable
-
-if TYPE_CHECKING:
-    from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.runner import AsyncLedger
 
 
 class GuardedStore(BlobStore):
-    def __init__(self, store: BlobStore, ledger: AsyncLedger) -> None:
+    def __init__(self, store: BlobStore, ledger: AsyncLedger | OpeningLedger) -> None:
         self.store = store
         self.ledger = ledger
         self.description = store.description
+
+    async def _home(self) -> AsyncLedger:
+        """The ledger whose collector bookkeeping the touches go to: its home partition."""
+        if isinstance(self.ledger, AsyncLedger):
+            return self.ledger
+        return (await self.ledger.opened()).home
 
     async def put(
         self,
@@ -38,7 +42,7 @@ class GuardedStore(BlobStore):
         what: str = "file",
     ) -> Blob:
         blob = await self.store.put(chunks, expected_sha256=expected_sha256, limit=limit, what=what)
-        await touched(self.ledger, blob.sha256)
+        await touched(await self._home(), blob.sha256)
         if await self.store.stat(blob.sha256) is None:
             raise Unavailable(f"{what}: blob {blob.sha256} was swept as it was stored; send it again")
         return blob
@@ -47,7 +51,7 @@ class GuardedStore(BlobStore):
         return self.store.read(sha256, chunk)
 
     async def stat(self, sha256: str) -> Blob | None:
-        await touched(self.ledger, sha256)
+        await touched(await self._home(), sha256)
         return await self.store.stat(sha256)
 
     async def delete(self, sha256: str) -> bool:

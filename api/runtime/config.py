@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.partitions import MAX_PARTITIONS
 from jobledger.ledger.requests import QueueSettings, known_part
 
 log = logging.getLogger("jobledger.config")
@@ -49,6 +50,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_LOG_FORMAT": "server.log_format",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
+    "JOBLEDGER_PARTITIONS": "redis.partitions",
     "JOBLEDGER_DATA_DIR": "embedded.data_dir",
     "JOBLEDGER_BLOBS_URL": "blobs.url",
     "JOBLEDGER_APPENDFSYNC": "embedded.appendfsync",
@@ -138,10 +140,13 @@ class ServerConfig(_Section):
 
 
 class RedisConfig(_Section):
-    """``[redis]``: an external server's URL (None: use the embedded one) and the key namespace."""
+    """``[redis]``: an external server's URL (None: use the embedded one), the key namespace, and how
+    many partitions a new ledger is split into (None: 16 on a Cluster, 1 otherwise; a ledger keeps
+    the count it was made with, see :mod:`jobledger.ledger.partitions`)."""
 
     url: str | None = None
     key_namespace: str = DEFAULT_NAMESPACE
+    partitions: int | None = Field(default=None, ge=1, le=MAX_PARTITIONS)
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused
 
     @field_validator("url", mode="before")

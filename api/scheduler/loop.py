@@ -35,11 +35,12 @@ from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, connect_async
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.ledger.tasks import cancel_and_wait
-from jobledger.ledger.watch import ANY, LedgerWatch
+from jobledger.ledger.watch import LedgerWatch, partition_topic
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
 from jobledger.scheduler import launchers as launcher_checks
 
@@ -172,8 +173,11 @@ class SchedulerState:
 class _Deadlines:
     """The scheduler's loop (see the module)."""
 
-    def __init__(self, ledger: AsyncLedger, every: dict[str, int], state: SchedulerState) -> None:
+    def __init__(
+        self, ledger: AsyncLedger, every: dict[str, int], state: SchedulerState, partition: int = 0
+    ) -> None:
         self.ledger = ledger
+        self.partition = partition
         self.longest = max(min(every.values(), default=1000), 10) / 1000
         self.state = state
         self.positions: dict[int, str] = {}  # how far the event check has read for each @event launcher
@@ -185,7 +189,7 @@ class _Deadlines:
         log.info("scheduler running on ledger '%s': deadlines kept when due, due sets read at least "
                  "every %gs", self.ledger.keys.namespace, self.longest)  # fmt: skip
         pause = RETRY_FIRST
-        with watch.subscribe([ANY]) as woken:
+        with watch.subscribe([partition_topic(self.partition)]) as woken:
             while True:
                 read_at = time.monotonic()
                 try:
@@ -273,7 +277,7 @@ def intervals(config: Config) -> dict[str, int]:
 
 
 async def run(
-    ledger: AsyncLedger,
+    ledger: AsyncLedger | OpeningLedger,
     every: dict[str, int],
     archive: ArchiveSettings | None = None,
     *,
@@ -282,19 +286,24 @@ async def run(
     blobs: tuple[BlobStore, SweepSettings] | None = None,
 ) -> None:
     """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), and
-    retention if configured, until cancelled.  ``watch`` is the process's follower of the ledger
-    (one is made, and closed after, when None); ``state`` is kept up to date for ``/ready``;
-    ``blobs``: the blob store and how its collector sweeps it (:mod:`jobledger.blobs.collector`)."""
-    ledger = ledger.as_actor(SCHEDULER)
+    retention if configured, until cancelled: on each partition of the ledger, each with its own
+    loop.  ``watch`` is the process's follower of the ledger (one is made, and closed after, when
+    None); ``state`` is kept up to date for ``/ready``; ``blobs``: the blob store and how its collector
+    sweeps it (:mod:`jobledger.blobs.collector`), its bookkeeping in the home partition."""
+    state = state or SchedulerState()
     own_watch = watch is None
     follower = LedgerWatch(ledger) if watch is None else watch
-    deadlines = _Deadlines(ledger, every, state or SchedulerState())
-    tasks = [asyncio.create_task(deadlines.run(follower), name="scheduler")]
-    if archive is not None:
-        tasks.append(asyncio.create_task(archive_loop(ledger, archive), name="archiver"))
-    if blobs is not None:
-        tasks.append(asyncio.create_task(collect_loop(ledger, *blobs), name="blob collector"))
+    tasks: list[asyncio.Task[Any]] = []
     try:
+        runners = [r.as_actor(SCHEDULER) for r in await _partitions(ledger, state)]
+        for partition, runner in enumerate(runners):
+            deadlines = _Deadlines(runner, every, state, partition)
+            tasks.append(asyncio.create_task(deadlines.run(follower), name=f"scheduler-{partition}"))
+            if archive is not None:
+                tasks.append(asyncio.create_task(archive_loop(runner, archive), name=f"archiver-{partition}"))
+        if blobs is not None:
+            collect = collect_loop(runners[0], *blobs, others=runners[1:])
+            tasks.append(asyncio.create_task(collect, name="blob collector"))
         await asyncio.gather(*tasks)
     finally:
         await cancel_and_wait(tasks)
@@ -302,15 +311,33 @@ async def run(
             await follower.close()
 
 
+async def _partitions(ledger: AsyncLedger | OpeningLedger, state: SchedulerState) -> list[AsyncLedger]:
+    """The runner of each partition, once the ledger opens (tried again while Redis is away, the
+    reason kept in ``state`` for ``/ready``)."""
+    if isinstance(ledger, AsyncLedger):
+        return [ledger]
+    pause = RETRY_FIRST
+    while True:
+        try:
+            router = await ledger.opened()
+            state.problem = None
+            return router.runners
+        except Unavailable as exc:
+            log.warning("scheduler waits for the ledger: %s", exc)
+            state.problem = str(exc)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RETRY_MAX)
+
+
 async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
-    ledger = connect_async(redis_url, config.redis.key_namespace)
+    ledger = OpeningLedger(redis_url, config.redis.key_namespace, config.redis.partitions)
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
     try:
         await run(ledger, intervals(config), archive_settings(config), blobs=blob_sweep(config, store))
     finally:
         await store.close()
-        await ledger.client.aclose()
+        await ledger.aclose()
 
 
 def blob_sweep(config: Config, store: BlobStore) -> tuple[BlobStore, SweepSettings] | None:

@@ -1,9 +1,11 @@
 """The Starlette application: routes, error mapping, and the lifespan that owns the resources.
 
 How a request becomes an event: a handler (``jobledger.server.*_handlers``) validates the body into a
-``jobledger.ledger.requests`` model, builds a command (``jobledger.ledger.commands``) and runs it through the
-``AsyncLedger`` (``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with
-EVALSHA; the script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
+``jobledger.ledger.requests`` model, builds a command (``jobledger.ledger.commands``) and runs it through
+the ledger (``jobledger.ledger.partitioned``), which picks the partition the command's queue or job
+lives in (the one partition, unless the ledger is split over a Cluster) and its ``OpeningLedger``
+(``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with EVALSHA; the
+script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from jobledger.blobs import BlobStore, open_store
 from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
-from jobledger.ledger.redis_clients import async_client
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
 from jobledger.replay.archive.writer import archive_settings
@@ -145,7 +146,7 @@ def configured_queues(config: Config) -> dict[str, QueueSettings]:
     return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
 
 
-async def apply_queues(ledger: AsyncLedger, queues: dict[str, QueueSettings]) -> None:
+async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings]) -> None:
     """Create or update the configured queues, retrying while Redis is unreachable."""
     delay = 0.5
     while True:
@@ -171,14 +172,14 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        client = async_client(redis_url, config.redis.key_namespace)
         store = (
             blobs
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        ledger = AsyncLedger(client, config.redis.key_namespace)
-        ledger.observe = app.state.metrics.observe
+        ledger = OpeningLedger(
+            redis_url, config.redis.key_namespace, config.redis.partitions, observe=app.state.metrics.observe
+        )
         watch = LedgerWatch(ledger)
         tasks = []
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
@@ -202,7 +203,7 @@ def create_app(
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
             await app.state.verify_runs.close()
             await watch.close()
-            await client.aclose()
+            await ledger.aclose()
             if blobs is None:
                 await store.close()
 

@@ -7,7 +7,7 @@ working at once on every server of the ledger (nothing is cached); a route on a 
 queue in the same round trip.  No token, or one the ledger does not know: 401 with
 ``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
-token's name (:meth:`jobledger.ledger.runner.AsyncLedger.as_actor`).
+token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
 
 A request that goes on (a live feed, a long-poll) ends when its token is revoked:
 :func:`revocation` follows the token's ``token_revoked`` through the process's
@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import JobLedgerError
-from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
 from jobledger.ledger.watch import LedgerWatch, Subscription, token_topic
 from jobledger.projections import tokens
@@ -191,7 +191,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
             return unauthorized("this server wants a token: send Authorization: Bearer <token>")
         presented = digest(secret)
         job = _job_of(request, needs)
-        ledger: AsyncLedger = request.state.ledger
+        ledger: OpeningLedger = request.state.ledger
         token, job_queue = await ledger.read(tokens.token(presented, job))
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
@@ -229,7 +229,7 @@ class Revocation:
     longer knows the token.  Each wake-up of the subscription is checked against the ledger (the
     watch also wakes everyone when it starts or cannot read), so only a real revocation counts."""
 
-    def __init__(self, ledger: AsyncLedger, token_digest: str, sub: Subscription) -> None:
+    def __init__(self, ledger: OpeningLedger, token_digest: str, sub: Subscription) -> None:
         self.ledger, self.digest, self.sub = ledger, token_digest, sub
         self.revoked = False
 

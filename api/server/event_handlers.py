@@ -26,9 +26,10 @@ import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from jobledger.ledger.errors import BadRequest, JobLedgerError
+from jobledger.ledger.errors import BadRequest, JobLedgerError, Unavailable
 from jobledger.ledger.events import EVENT_TYPES, MAX_ACTOR, Event, valid_actor
 from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger, translate
 from jobledger.ledger.stream import EventFilter, decode_entries, id_key, newest, scan
@@ -44,9 +45,13 @@ BLOCK_MS = 15_000
 _EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
-    return ledger
+async def feed_ledger(request: Request) -> AsyncLedger:
+    """The ledger whose stream the feed reads: the one partition."""
+    opening: OpeningLedger = request.state.ledger
+    router = await opening.opened()
+    if router.partitioning.count > 1:
+        raise Unavailable("the event feed of a ledger split into partitions is not served yet")
+    return router.home
 
 
 def _cursor(raw: str | None, name: str) -> str | None:
@@ -79,7 +84,7 @@ async def list_events(request: Request) -> Response:
     after = _cursor(request.query_params.get("after"), "after")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
     flt = event_filter(request)
-    ledger = _ledger(request)
+    ledger = await feed_ledger(request)
     rec = await ledger.read(record())
     if flt.job is None and rec is not None and reaches_archive(rec, after):
         page = await asyncio.to_thread(archive_page, rec, after, limit, flt)
@@ -217,7 +222,7 @@ async def live_end(ledger: AsyncLedger) -> str:
 
 async def stream_events(request: Request) -> Response:
     """Live events after ``?after=`` or the ``Last-Event-ID`` header; from the live end without."""
-    ledger = _ledger(request)
+    ledger = await feed_ledger(request)
     flt = event_filter(request)
     position = _cursor(request.query_params.get("after"), "after") or _cursor(
         request.headers.get("last-event-id"), "Last-Event-ID"

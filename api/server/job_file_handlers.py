@@ -30,8 +30,8 @@ from jobledger.ledger.files import (
     FileRef,
     file_name_problem,
 )
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import readers
 from jobledger.server.blob_responses import blob_response, blob_store
 from jobledger.server.inputs import TooLarge as BodyTooLarge
@@ -41,8 +41,8 @@ from jobledger.server.upload_handlers import expected_digest
 _MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN)
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 
@@ -93,7 +93,7 @@ async def put_result(request: Request) -> Response:
     return JSONResponse({**ref.model_dump(), "attempt": added})
 
 
-async def _limit_for_running(ledger: AsyncLedger, jid: int, acting: int | None) -> int:
+async def _limit_for_running(ledger: OpeningLedger, jid: int, acting: int | None) -> int:
     """The job's queue's ``max_file_size`` (0: none); Conflict at once when the job is not running
     or ``acting`` is not its running attempt."""
     job = await ledger.read(readers.job(jid, ("queue", "status", "attempt")))

@@ -7,16 +7,16 @@ from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger import commands
 from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import readers
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.replay.archive.feed import job_history
 from jobledger.server.inputs import attempt, checked_tag, ignore_keys, job_id, read_json, read_model
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 

@@ -10,13 +10,13 @@ from starlette.responses import JSONResponse, Response
 from jobledger.ledger import commands, launchers
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.launchers import LauncherSpec
-from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.projections import launchers as readers
 from jobledger.server.inputs import idempotency, read_model_and_body, replayed, valid_job_id
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 

@@ -25,8 +25,8 @@ from starlette.requests import Request
 
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Call, Fetched
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import Subscription
 from jobledger.server.auth import Revocation
 
@@ -92,7 +92,7 @@ class HangUp:
 
 async def long_poll(
     request: Request,
-    ledger: AsyncLedger,
+    ledger: OpeningLedger,
     call: Call[list[Fetched]],
     woken: Subscription,
     seconds: float,
@@ -115,7 +115,7 @@ async def long_poll(
     return []
 
 
-async def _hand_back(ledger: AsyncLedger, jobs: list[Fetched]) -> None:
+async def _hand_back(ledger: OpeningLedger, jobs: list[Fetched]) -> None:
     """Give back the jobs of a fetch nobody will receive (each as the attempt it started)."""
     updates = [(job.id, JobUpdate(status="queued", attempt=job.attempt)) for job in jobs]
     await ledger.run(commands.update_jobs(updates))

@@ -23,9 +23,9 @@ from starlette.responses import Response
 from jobledger.blobs.collector import SweepCounters, sweep_counters
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import TEMPLATES, Keys
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import readers
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
@@ -114,7 +114,7 @@ def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:
     return Read(commands, parse)
 
 
-async def read_state(ledger: AsyncLedger) -> LedgerState:
+async def read_state(ledger: OpeningLedger) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips)."""
     info = await ledger.read(readers.info())
     state = await ledger.read(_stream_read(info))
@@ -209,7 +209,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-async def scrape(ledger: AsyncLedger) -> Scrape:
+async def scrape(ledger: OpeningLedger) -> Scrape:
     """Read the ledger's state now; an empty reading when Redis does not answer."""
     now = ledger.clock()
     try:

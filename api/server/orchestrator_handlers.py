@@ -40,8 +40,8 @@ from jobledger.ledger import commands
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
 from jobledger.ledger.files import FileSpec
 from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobOptions, QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.server.auth import REQUIRES, check_form_scope
 from jobledger.server.blob_responses import blob_store
 from jobledger.server.file_uploads import JobFiles
@@ -116,7 +116,7 @@ async def _upload(request: Request) -> Response:
     options = JobOptions(input=job_input, quota_key=str(user_id)).with_files(files.refs)
     canonical = {"input": job_input, "files": [ref.model_dump() for ref in files.refs]}
     key = idempotency(request, "POST /upload", service, canonical)
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     made = await ledger.run(commands.create_job(service, options, idempotency=key))
     return status_body(201, made.id, "Queued", "Job successfully uploaded", user_id=user_id, service=service)
 
@@ -124,7 +124,7 @@ async def _upload(request: Request) -> Response:
 async def download(request: Request) -> Response:
     raw = request.path_params["job_id"]
     job = valid_job_id(raw)
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     try:
         if job is None:
             raise NotFound(raw)

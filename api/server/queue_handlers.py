@@ -10,8 +10,8 @@ from starlette.responses import JSONResponse, Response
 from jobledger.ledger import commands
 from jobledger.ledger.durations import format_ms, parse_ms
 from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import queue_topic
 from jobledger.projections import listing, readers
 from jobledger.server.auth import revocation, revoked_response
@@ -35,8 +35,8 @@ MAX_BATCH = 10_000
 MAX_WAIT_MS = 300_000
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 

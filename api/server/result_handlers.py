@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from jobledger.blobs import BlobStore
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.files import FileRef
-from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.projections import readers
 from jobledger.replay.archive.feed import job_history
 from jobledger.server.blob_responses import blob_response, blob_store, content_disposition, verified
@@ -40,12 +40,12 @@ ZIP_LEVEL = 1
 _REF_FIELDS = ("name", "sha256", "size", "media_type")
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 
-async def job_results(ledger: AsyncLedger, job: int) -> tuple[str, list[dict[str, Any]]]:
+async def job_results(ledger: OpeningLedger, job: int) -> tuple[str, list[dict[str, Any]]]:
     """The job's status and its results as its record holds them."""
     fields = await ledger.read(readers.job(job, ("status", "results")))
     return fields["status"], fields["results"] or []

@@ -26,8 +26,8 @@ from starlette.responses import JSONResponse, Response
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.files import MAX_FILES, sha256_of_digest, valid_sha256
 from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobOptions, QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.projections import readers
 from jobledger.server.blob_responses import blob_store, etag
 from jobledger.server.file_uploads import JobFiles, stored
@@ -37,7 +37,7 @@ from jobledger.server.multipart_stream import MultipartStream, Part, boundary_of
 
 async def queue_settings(request: Request, queue: str) -> QueueSettings:
     """The queue's settings (404 when there is no such queue)."""
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     return await ledger.read(readers.queue(queue))
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobledger.ledger.events import Event, decode_entry
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key
 from jobledger.projections.readers import history_ids, stream_events
 from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
@@ -64,9 +65,11 @@ def archived_after(rec: ArchiveRecord, after: str | None, limit: int = 500) -> l
     return []
 
 
-async def job_history(ledger: AsyncLedger, job_id: int) -> list[dict[str, Any]]:
+async def job_history(ledger: AsyncLedger | OpeningLedger, job_id: int) -> list[dict[str, Any]]:
     """Every event of the job, oldest first, as API event items, archived ones included;
-    NotFound for an id never used (``GET /job/{id}/history``)."""
+    NotFound for an id never used (``GET /job/{id}/history``).  Read in the job's partition."""
+    if isinstance(ledger, OpeningLedger):
+        ledger = (await ledger.opened()).for_id(job_id)
     ids = await ledger.read(history_ids(job_id))
     found = await ledger.read(stream_events(ids))
     missing = [i for i in ids if i not in found]

@@ -18,8 +18,8 @@ from starlette.responses import RedirectResponse, Response
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.tokens import digest
 from jobledger.projections import tokens
 from jobledger.server.auth import ADMIN, Needs
@@ -72,7 +72,7 @@ async def job_action(request: Request) -> Response:
     request.state.viewer = viewer
     check_csrf(viewer, form)
     _refuse_writes(request)
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     await ledger.run(_command(action, jid))
     response = RedirectResponse(
         BACK.get(form.get("back", ""), "/ui/job/{id}").format(id=jid), status_code=303
@@ -107,7 +107,7 @@ async def signin(request: Request) -> Response:
         return RedirectResponse(target, status_code=303)
     secret = form.get("token", "").strip()
     presented = digest(secret) if secret else ""
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     token, _ = await ledger.read(tokens.token(presented)) if secret else (None, None)
     if token is None or not hmac.compare_digest(token.digest, presented):
         message = "unknown or revoked token" if secret else "enter a token"

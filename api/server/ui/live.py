@@ -16,7 +16,7 @@ from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import EventFilter, id_key
 from jobledger.projections import readers
 from jobledger.server.auth import READ, READ_JOB
-from jobledger.server.event_handlers import Follower, event_filter, live_end
+from jobledger.server.event_handlers import Follower, event_filter, feed_ledger, live_end
 from jobledger.server.inputs import job_id
 from jobledger.server.ui.render import answered, fragment
 from jobledger.server.ui.session import admit
@@ -54,8 +54,10 @@ def _position(request: Request, name: str) -> str | None:
     return raw
 
 
-def _feed(request: Request, flt: EventFilter, position: str, render: Callable[[Event], str]) -> Response:
-    follower = Follower(request.state.ledger, flt, position, render)
+def _feed(
+    ledger: AsyncLedger, request: Request, flt: EventFilter, position: str, render: Callable[[Event], str]
+) -> Response:
+    follower = Follower(ledger, flt, position, render)
     return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=HEADERS)
 
 
@@ -73,7 +75,7 @@ async def job_timeline(request: Request) -> Response:
     feed goes on from there, timed from the job's event before it."""
     jid = job_id(request)
     await admit(request, READ_JOB, job=jid)
-    ledger: AsyncLedger = request.state.ledger
+    ledger = await feed_ledger(request)
     prev = request.query_params.get("prev")
     if prev is not None and not prev.isdigit():
         raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
@@ -82,7 +84,7 @@ async def job_timeline(request: Request) -> Response:
     if position is not None:
         previous_at = await _resumed_at(ledger, jid, position)
     position = position or _position(request, "after") or await live_end(ledger)
-    return _feed(request, EventFilter(job=jid), position, timeline_item(previous_at))
+    return _feed(ledger, request, EventFilter(job=jid), position, timeline_item(previous_at))
 
 
 @answered
@@ -91,4 +93,5 @@ async def ledger_events(request: Request) -> Response:
     await admit(request, READ)
     flt = event_filter(request)
     position = _position(request, "last-event-id") or _position(request, "after")
-    return _feed(request, flt, position or await live_end(request.state.ledger), ledger_item)
+    ledger = await feed_ledger(request)
+    return _feed(ledger, request, flt, position or await live_end(ledger), ledger_item)

@@ -13,8 +13,8 @@ from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.files import FileRef
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JOB_STATUSES
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import extent, recent
 from jobledger.projections import job_pages, readers, throughput
 from jobledger.projections.launchers import launchers as all_launchers
@@ -32,8 +32,8 @@ MAX_PAGE = 1000  # 50,000 jobs deep; deeper, narrow the filter or search by id
 RECENT_EVENTS = 100
 
 
-def _ledger(request: Request) -> AsyncLedger:
-    ledger: AsyncLedger = request.state.ledger
+def _ledger(request: Request) -> OpeningLedger:
+    ledger: OpeningLedger = request.state.ledger
     return ledger
 
 

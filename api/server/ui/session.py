@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from jobledger.ledger.runner import AsyncLedger
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
 from jobledger.projections import tokens
 from jobledger.server.auth import Needs
@@ -75,7 +75,7 @@ async def token_of(request: Request, job: int | None = None) -> tuple[Token | No
     if not secret:
         return None, None, ""
     presented = digest(secret)
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     token, job_queue = await ledger.read(tokens.token(presented, job))
     if token is None or not hmac.compare_digest(token.digest, presented):
         return None, job_queue, secret
@@ -97,7 +97,7 @@ async def admit(
     if not needs.allows(token, None) and not (on is not None and needs.allows(token, on)):
         where = f" on queue '{on}'" if on is not None else ""
         raise Refused(403, f"token '{token.name}' may not do this{where}: it needs {needs.describe()}")
-    ledger: AsyncLedger = request.state.ledger
+    ledger: OpeningLedger = request.state.ledger
     request.state.ledger = ledger.as_actor(token.name)
     request.state.token, request.state.token_digest = token.name, token.digest  # a live feed ends with it
     return Viewer(token.name, csrf_for(secret), token)
