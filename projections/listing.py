@@ -13,6 +13,7 @@ from typing import Any
 
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import queue_route
 from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES
 from jobledger.projections.views import decode_hash, job_view
@@ -97,4 +98,6 @@ def page(
 
         return Read(lambda k: [("HGETALL", k.job(i)) for i in ids], parse)
 
-    return Read(lambda k: [("EXISTS", k.queue(queue)), *(build(k) for _, build in plan)], first)
+    return Read(
+        lambda k: [("EXISTS", k.queue(queue)), *(build(k) for _, build in plan)], first, queue_route(queue)
+    )

@@ -30,6 +30,16 @@ def token(digest: str, job_id: int | None = None) -> Read[tuple[Token | None, st
     return Read(commands, parse, HOME if job_id is None else Route(home=True, ids=(job_id,)))
 
 
+def job_queue(job_id: int) -> Read[str | None]:
+    """The queue of job ``job_id`` (None: no such job), read in the job's partition: what
+    :func:`token` reads with the token when both live in one partition."""
+    return Read(
+        lambda k: [("HGET", k.job(job_id), "queue")],
+        lambda r: None if r[0] is None else _s(r[0]),
+        Route(ids=(job_id,)),
+    )
+
+
 def tokens() -> Read[list[Token]]:
     """Every live token, by name."""
 

@@ -5,6 +5,12 @@ By default the session starts the ``valkey-server`` binary that the ``valkey-emb
 on a free port, keeping nothing on disk.  ``JOBLEDGER_TEST_REDIS_URL`` points the whole suite at
 another server instead (e.g. ``redis://127.0.0.1:6379`` for this machine's Redis 7).  Every test
 works in its own namespace, so tests never see each other's keys; the namespace is removed after.
+
+The contract suites (marked ``contract``: the Ocypod ports and the HTTP API's own) also run on a ledger
+split into partitions: ``JOBLEDGER_TEST_PARTITIONS=N`` makes every server and every ``ledger``
+fixture of the session split new namespaces into N, and ``JOBLEDGER_TEST_CLUSTER=1`` starts a Valkey
+Cluster of three nodes on loopback for the session instead of one server (``.ci/run`` runs the
+contract suites so).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -20,10 +27,31 @@ from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.runner import Ledger
+from tests.cluster_redis import LocalCluster
 from tests.live_server import live_server
 from tests.private_redis import PrivateServer
-from tests.support import frozen_clock
+from tests.support import TEST_PARTITIONS, frozen_clock
+
+#: The contract suites (marked ``contract``), which hold whatever the ledger's partitioning.
+CONTRACT = (
+    "tests/ocypod/",
+    "tests/server/test_api_jobs.py",
+    "tests/server/test_api_listing.py",
+    "tests/server/test_files_in.py",
+    "tests/server/test_job_files.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(CONTRACT):
+            item.add_marker(pytest.mark.contract)
+
+
+#: Clusters started for the session (by ``JOBLEDGER_TEST_CLUSTER=1``), for the cleanup of every node.
+_CLUSTERS: list[LocalCluster] = []
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +59,15 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     external = os.environ.get("JOBLEDGER_TEST_REDIS_URL")
     if external:
         yield external
+        return
+    if os.environ.get("JOBLEDGER_TEST_CLUSTER") == "1":
+        cluster = LocalCluster(tmp_path_factory.mktemp("cluster"))
+        cluster.start()
+        _CLUSTERS.append(cluster)
+        try:
+            yield cluster.url
+        finally:
+            cluster.kill()
         return
     server = PrivateServer(tmp_path_factory.mktemp("valkey"))
     server.start()
@@ -49,17 +86,30 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def namespace(client: redis.Redis) -> Iterator[str]:
-    """A fresh namespace; it and any ``<namespace>-*`` scratch namespaces are removed afterwards."""
+    """A fresh namespace; it and any ``<namespace>-*`` scratch or partition namespaces are removed
+    afterwards (from every node of a session's Cluster)."""
     ns = "test-" + uuid.uuid4().hex[:12]
     yield ns
-    for pattern in (Keys(ns).pattern(), f"{{{ns}-*"):
-        for key in client.scan_iter(match=pattern, count=1000):
-            client.delete(key)
+    nodes = [node.client() for cluster in _CLUSTERS for node in cluster.nodes] or [client]
+    for node in nodes:
+        for pattern in (Keys(ns).pattern(), f"{{{ns}-*"):
+            for key in node.scan_iter(match=pattern, count=1000):
+                node.delete(key)
+        if node is not client:
+            node.close()
 
 
 @pytest.fixture
-def ledger(client: redis.Redis, namespace: str) -> Ledger:
-    return Ledger(client, namespace)
+def ledger(client: redis.Redis, redis_url: str, namespace: str) -> Iterator[Any]:
+    """The test's namespace as a sync ledger (split, and a router over its partitions, with
+    ``JOBLEDGER_TEST_PARTITIONS``)."""
+    if TEST_PARTITIONS is None:
+        yield Ledger(client, namespace)
+        return
+    router = open_ledger(redis_url, namespace, TEST_PARTITIONS)
+    yield router
+    for runner in router.runners:
+        runner.client.close()
 
 
 @pytest.fixture

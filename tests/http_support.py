@@ -18,12 +18,16 @@ from starlette.testclient import TestClient
 
 from jobledger.blobs import BlobStore
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import Partitioned
+from jobledger.ledger.partitions import Partitioning
+from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import snapshot
 from jobledger.runtime.config import Config
 from jobledger.scheduler.loop import tick
 from jobledger.server.app import create_app
 from tests.blob_support import temporary_store
+from tests.support import TEST_PARTITIONS
 
 #: RFC 3339 UTC with microseconds, as every datetime of the API is written.
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -39,7 +43,8 @@ DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after":
 
 
 def make_config(namespace: str, queues: dict[str, Any] | None = None, **server: Any) -> Config:
-    raw = {"redis": {"key_namespace": namespace}, "server": server, "queue": queues or {}}
+    raw = {"redis": {"key_namespace": namespace, "partitions": TEST_PARTITIONS}, "server": server,
+           "queue": queues or {}}  # fmt: skip
     return Config.model_validate(raw)
 
 
@@ -78,7 +83,21 @@ class LedgerState:
 
 
 def state_of(client: redis.Redis, namespace: str) -> LedgerState:
-    return LedgerState(int(client.xlen(Keys(namespace).events)), snapshot(client, namespace))
+    """The events and projections of the namespace: of every partition when the session splits its
+    ledgers (each read through a client of its own, on its node of a Cluster)."""
+    if TEST_PARTITIONS is None:
+        return LedgerState(int(client.xlen(Keys(namespace).events)), snapshot(client, namespace))
+    given = client.connection_pool.connection_kwargs
+    url = f"redis://{given['host']}:{given['port']}"
+    events, projections = 0, {}
+    for name in Partitioning(namespace, TEST_PARTITIONS).namespaces:
+        routed = sync_client(url, name)
+        try:
+            events += int(routed.xlen(Keys(name).events))
+            projections.update({f"{name} {key}": value for key, value in snapshot(routed, name).items()})
+        finally:
+            routed.close()
+    return LedgerState(events, projections)
 
 
 @contextmanager
@@ -117,7 +136,7 @@ def job_field(api: TestClient, job_id: int, field: str) -> Any:
     return response.json()[field]
 
 
-def tick_at(ledger: Ledger, later: timedelta) -> dict[str, list[int]]:
+def tick_at(ledger: Ledger | Partitioned, later: timedelta) -> dict[str, list[int]]:
     """One scheduler tick on the sync runner, with the clock moved ``later`` than now."""
     with freeze_time(datetime.now(UTC) + later):
         return tick(ledger)

@@ -3,6 +3,7 @@ assert that a refused command changed nothing."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,16 @@ from jobledger.projections import readers
 from jobledger.replay.compare import snapshot
 from jobledger.replay.placement import misplaced
 from jobledger.scheduler.loop import tick
+
+#: The partitions every ledger of the session is split into (None: one, the default; 16, a Cluster's
+#: default, on the session's Cluster); see tests/conftest.py.
+TEST_PARTITIONS: int | None = (
+    int(os.environ["JOBLEDGER_TEST_PARTITIONS"])
+    if os.environ.get("JOBLEDGER_TEST_PARTITIONS")
+    else 16
+    if os.environ.get("JOBLEDGER_TEST_CLUSTER") == "1"
+    else None
+)
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)

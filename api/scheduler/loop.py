@@ -35,7 +35,7 @@ from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
-from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitioned import OpeningLedger, Partitioned
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
@@ -136,18 +136,29 @@ def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, Handled]]:
     return out
 
 
-def check(ledger: Ledger, name: str, batch: int = BATCH) -> Handled:
-    """One check, to the end of what is due now; the ids it handled."""
-    ledger = ledger.as_actor(SCHEDULER)
-    if not ledger.read(anything_due(name, ledger.clock())):
-        return []
-    return ledger.drive(_drain_steps(name, batch))
+def _each_partition(ledger: Ledger | Partitioned) -> list[Ledger]:
+    return ledger.runners if isinstance(ledger, Partitioned) else [ledger]
 
 
-def tick(ledger: Ledger, batch: int = BATCH) -> dict[str, Handled]:
-    """Run every check once, to the end of what is due now; the ids each check handled.  The same
-    steps as a round of :func:`run` (which reads every due set's head instead of asking each)."""
-    return ledger.as_actor(SCHEDULER).drive(_tick_steps(ledger.clock, batch))
+def check(ledger: Ledger | Partitioned, name: str, batch: int = BATCH) -> Handled:
+    """One check, to the end of what is due now (on each partition in turn); the ids it handled."""
+    handled: Handled = []
+    for runner in _each_partition(ledger):
+        runner = runner.as_actor(SCHEDULER)
+        if runner.read(anything_due(name, runner.clock())):
+            handled += runner.drive(_drain_steps(name, batch))
+    return handled
+
+
+def tick(ledger: Ledger | Partitioned, batch: int = BATCH) -> dict[str, Handled]:
+    """Run every check once (on each partition in turn), to the end of what is due now; the ids each
+    check handled.  The same steps as a round of :func:`run` (which reads every due set's head
+    instead of asking each)."""
+    out: dict[str, Handled] = {}
+    for runner in _each_partition(ledger):
+        for name, handled in runner.as_actor(SCHEDULER).drive(_tick_steps(runner.clock, batch)).items():
+            out[name] = out.get(name, []) + handled
+    return out
 
 
 @dataclass

@@ -19,6 +19,7 @@ docs/http-api.md shows it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 from collections.abc import Awaitable, Callable, Iterator
@@ -192,7 +193,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         presented = digest(secret)
         job = _job_of(request, needs)
         ledger: OpeningLedger = request.state.ledger
-        token, job_queue = await ledger.read(tokens.token(presented, job))
+        token, job_queue = await _token_and_queue(ledger, presented, job)
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
         if needs.on == "form":  # the queue is in the body: a token that may act on no queue stops here
@@ -209,6 +210,20 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         return await endpoint(request)
 
     return guard
+
+
+async def _token_and_queue(
+    ledger: OpeningLedger, presented: str, job: int | None
+) -> tuple[Token | None, str | None]:
+    """The token of digest ``presented`` and the queue of ``job`` (if the route names one): in one
+    read when both live in the home partition, else one read in each partition, at once."""
+    partitioning = (await ledger.opened()).partitioning
+    if job is None or partitioning.of_id(job) == 0:
+        return await ledger.read(tokens.token(presented, job))
+    (token, _), queue = await asyncio.gather(
+        ledger.read(tokens.token(presented)), ledger.read(tokens.job_queue(job))
+    )
+    return token, queue
 
 
 class Forbidden(JobLedgerError):

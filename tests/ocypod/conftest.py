@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.ocypod.manager import Manager, connect
-from tests.ocypod.server import Served, serve, wipe
+from tests.ocypod.server import Served, serve, wipe_ledger
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +29,9 @@ def status_via(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def m(served: Served, redis_url: str, status_via: str) -> Iterator[Manager]:
     manager = connect(served.url, redis_url, served.namespace, status_via)
-    wipe(manager.ledger.client, served.namespace)
+    wipe_ledger(manager.ledger)
     try:
         yield manager
     finally:
-        wipe(manager.ledger.client, served.namespace)
-        manager.http.close()
-        manager.ledger.client.close()
+        wipe_ledger(manager.ledger)
+        manager.close()

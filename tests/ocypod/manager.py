@@ -13,8 +13,11 @@ import httpx
 import redis
 
 from jobledger.ledger import commands
+from jobledger.ledger.commands import Call
 from jobledger.ledger.durations import parse_ms
+from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.runner import Ledger
+from tests.support import TEST_PARTITIONS
 
 DEFAULT_QUEUE = "default"
 BATCH = 500
@@ -99,7 +102,7 @@ class Manager:
     ``GET /job/{id}/status`` ("route") or ``GET /job/{id}?fields=status`` ("fields")."""
 
     http: httpx.Client
-    ledger: Ledger
+    ledger: Ledger | Partitioned
     status_via: str = "route"
 
     # --- queues
@@ -189,18 +192,32 @@ class Manager:
 
     # --- the background checks: the scheduler's commands, from another client
 
+    def nth(self, n: int, queue: str = DEFAULT_QUEUE) -> int:
+        """The id of the ``n``-th job created in ``queue``'s partition since the wipe: ``n``, as Ocypod
+        hands them out, unless the ledger is split (then partition p of N hands out p + N, p + 2N, ...)."""
+        if isinstance(self.ledger, Partitioned) and self.ledger.partitioning.count > 1:
+            return n * self.ledger.partitioning.count + self.ledger.partitioning.of_queue(queue)
+        return n
+
+    def close(self) -> None:
+        self.http.close()
+        for runner in self.ledger.runners if isinstance(self.ledger, Partitioned) else [self.ledger]:
+            runner.client.close()
+
+    def _on_each_partition(self, call: Call[list[int]]) -> list[int]:
+        runners = self.ledger.runners if isinstance(self.ledger, Partitioned) else [self.ledger]
+        return [job_id for runner in runners for job_id in runner.run(call)]
+
     def check_job_timeouts(self) -> list[int]:
-        timed_out: list[int] = self.ledger.run(commands.check_timeouts(BATCH))
-        return timed_out
+        return self._on_each_partition(commands.check_timeouts(BATCH))
 
     def check_job_retries(self) -> list[int]:
         """The jobs requeued (the check also ends, without requeuing, a job whose queue is gone)."""
-        handled = self.ledger.run(commands.check_retries(BATCH))
+        handled = self._on_each_partition(commands.check_retries(BATCH))
         return [job_id for job_id in handled if self.job_fields(job_id, ["status"])["status"] == "queued"]
 
     def check_job_expiry(self) -> list[int]:
-        expired: list[int] = self.ledger.run(commands.check_expiry(BATCH))
-        return expired
+        return self._on_each_partition(commands.check_expiry(BATCH))
 
 
 def _ok(response: httpx.Response, *codes: int, job: int | None = None, queue: str | None = None) -> int:
@@ -237,6 +254,10 @@ class QueueWrapper:
 
     def queue_size(self) -> int:
         return self.m.queue_size(self.queue_name)
+
+    def nth(self, n: int) -> int:
+        """The id of the ``n``-th job created in this queue's partition (see :meth:`Manager.nth`)."""
+        return self.m.nth(n, self.queue_name)
 
     def create_queue(self) -> None:
         try:
@@ -299,5 +320,9 @@ class QueueWrapper:
 
 def connect(url: str, redis_url: str, namespace: str, status_via: str) -> Manager:
     """A Manager on a served namespace: HTTP to ``url``, the checks on ``redis_url``."""
-    return Manager(httpx.Client(base_url=url, timeout=30), Ledger(redis.Redis.from_url(redis_url), namespace),
-                   status_via)  # fmt: skip
+    ledger = (
+        Ledger(redis.Redis.from_url(redis_url), namespace)
+        if TEST_PARTITIONS is None
+        else open_ledger(redis_url, namespace, TEST_PARTITIONS)
+    )
+    return Manager(httpx.Client(base_url=url, timeout=30), ledger, status_via)

@@ -20,6 +20,9 @@ import httpx
 import redis
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import Partitioned
+from jobledger.ledger.runner import Ledger
+from tests.support import TEST_PARTITIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
@@ -42,10 +45,24 @@ def new_namespace(prefix: str = "ocypod") -> str:
     return f"test-{prefix}-{uuid.uuid4().hex[:10]}"
 
 
+#: The keys a wipe leaves: how the ledger is split, which the running server has read once for all.
+_KEPT = {"partitions", "partition"}
+
+
 def wipe(client: redis.Redis, namespace: str) -> None:
-    """Every key of the namespace, as if the Redis were new (Ocypod's tests start one per test)."""
-    for key in client.scan_iter(match=Keys(namespace).pattern(), count=1000):
-        client.delete(key)
+    """Every key of the namespace, as if the Redis were new (Ocypod's tests start one per test), but
+    how the ledger is split."""
+    keys = Keys(namespace)
+    kept = {keys.build(name).encode() for name in _KEPT}
+    for key in client.scan_iter(match=keys.pattern(), count=1000):
+        if key not in kept:
+            client.delete(key)
+
+
+def wipe_ledger(ledger: Ledger | Partitioned) -> None:
+    """:func:`wipe` of every partition of ``ledger``, each through its own client (its node)."""
+    for runner in ledger.runners if isinstance(ledger, Partitioned) else [ledger]:
+        wipe(runner.client, runner.keys.namespace)
 
 
 def environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -98,6 +115,8 @@ def serve(
     """The server, on ``port`` (a free one by default) and a namespace of its own, while the block
     runs; ``flags=False`` leaves its port and Redis URL to the configuration (which must use ``port``)."""
     port, ns = port or free_port(), new_namespace()
+    if TEST_PARTITIONS is not None:
+        env = {"JOBLEDGER_PARTITIONS": str(TEST_PARTITIONS), **(env or {})}
     command_line = command(port if flags else 0, redis_url if flags else None, ns, *args)
     with log.open("wb") as out:
         proc = subprocess.Popen(command_line, cwd=ROOT, env=environment(env or {}), stdout=out, stderr=out)

@@ -57,14 +57,14 @@ def test_queue_delete_jobs(m: Manager) -> None:
     assert qw.queue_size() == 6
 
     assert m.delete_queue(DEFAULT_QUEUE) is True
-    assert qw.job_status(1) == "running"
-    assert qw.job_status(2) == "completed"
-    assert qw.job_status(3) == "failed"
-    assert qw.job_status(4) == "cancelled"
+    assert qw.job_status(qw.nth(1)) == "running"
+    assert qw.job_status(qw.nth(2)) == "completed"
+    assert qw.job_status(qw.nth(3)) == "failed"
+    assert qw.job_status(qw.nth(4)) == "cancelled"
 
-    for job_id in range(5, 10):  # queued jobs were deleted
+    for n in range(5, 10):  # queued jobs were deleted
         with pytest.raises(NoSuchJob):
-            m.job_status(job_id)
+            m.job_status(qw.nth(n))
 
 
 def test_queue_names(m: Manager) -> None:
@@ -126,7 +126,7 @@ def test_job_creation(m: Manager) -> None:
     qw = QueueWrapper.with_default_queue(m)
     job_id = qw.new_default_job()["id"]
     info = qw.job_meta(job_id)
-    assert info["id"] == 1
+    assert info["id"] == qw.nth(1)
     assert info["id"] == job_id
     assert info["queue"] == DEFAULT_QUEUE
     assert info["status"] == "queued"
@@ -137,9 +137,9 @@ def test_job_creation(m: Manager) -> None:
     assert info["output"] is None
 
     request = job_request(input="string")
-    assert qw.new_job(request)["id"] == 2
-    info = qw.job_meta(2)
-    assert info["id"] == 2
+    assert qw.new_job(request)["id"] == qw.nth(2)
+    info = qw.job_meta(qw.nth(2))
+    assert info["id"] == qw.nth(2)
     assert info["input"] == request["input"]
 
 
@@ -214,7 +214,7 @@ def test_job_fields(m: Manager) -> None:
     def one(name: str) -> Any:
         return qw.job_fields(job_id, [name])[name]
 
-    assert one("id") == 1
+    assert one("id") == qw.nth(1)
     assert one("queue") == DEFAULT_QUEUE
     assert one("status") == "queued"
     assert one("tags") is None

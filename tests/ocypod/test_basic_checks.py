@@ -194,7 +194,7 @@ def test_job_timeout(m: Manager) -> None:
     assert (qw.job_status(job_a), qw.job_status(job_b)) == ("running", "running")
 
     time.sleep(2)
-    assert m.check_job_timeouts() == [1]
+    assert m.check_job_timeouts() == [job_a]
     assert (qw.job_status(job_a), qw.job_status(job_b)) == ("timed_out", "running")
 
 

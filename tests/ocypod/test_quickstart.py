@@ -15,7 +15,14 @@ import pytest
 
 from tests.http_support import RFC3339
 from tests.ocypod.manager import connect
-from tests.ocypod.server import Served, wipe
+from tests.ocypod.server import Served, wipe_ledger
+from tests.support import TEST_PARTITIONS
+
+#: The guide's job is job 1: a ledger split into partitions hands out ids that name their partition.
+pytestmark = pytest.mark.skipif(
+    TEST_PARTITIONS is not None and TEST_PARTITIONS > 1,
+    reason="the guide names job 1; a split ledger's ids differ",
+)
 
 JSON = {"content-type": "application/json"}  # curl -H 'content-type: application/json'
 OCYPOD_JOB_FIELDS = (
@@ -29,13 +36,12 @@ OCYPOD_JOB_FIELDS = (
 def curl(served: Served, redis_url: str) -> Iterator[httpx.Client]:
     """An HTTP client on the server, whose ledger is new (the guide's job is job 1)."""
     manager = connect(served.url, redis_url, served.namespace, "route")
-    wipe(manager.ledger.client, served.namespace)
+    wipe_ledger(manager.ledger)
     try:
         yield manager.http
     finally:
-        wipe(manager.ledger.client, served.namespace)
-        manager.http.close()
-        manager.ledger.client.close()
+        wipe_ledger(manager.ledger)
+        manager.close()
 
 
 def test_quickstart(curl: httpx.Client) -> None:
