@@ -32,7 +32,7 @@ def cluster_port() -> int:
 class ClusterNode(PrivateServer):
     """One node: cluster mode on, every write in its append-only file before it answers."""
 
-    SETTINGS = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+    SETTINGS: tuple[str, ...] = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", "2000", "--appendonly", "yes", "--appendfsync", "always",
                 "--save", "")  # fmt: skip
 

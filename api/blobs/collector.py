@@ -49,11 +49,12 @@ import redis
 from jobledger.blobs.store import Blob, BlobError, BlobStore
 from jobledger.ledger.durations import format_ms
 from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.reads import Read
+from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.scripts import sources
 
 if TYPE_CHECKING:
-    from jobledger.ledger.runner import AsyncLedger
     from jobledger.runtime.config import BlobsConfig
 
 log = logging.getLogger("jobledger.blobs")
@@ -253,15 +254,19 @@ def sweep_counters() -> Read[SweepCounters]:
 
 
 async def collect_loop(
-    ledger: AsyncLedger, store: BlobStore, settings: SweepSettings, others: Sequence[AsyncLedger] = ()
+    ledger: AsyncLedger | OpeningLedger, store: BlobStore, settings: SweepSettings
 ) -> None:
-    """The scheduler's collector task: a round every ``interval_ms``, until cancelled (``ledger``
-    and ``others`` as :class:`Collector`'s)."""
-    collector = Collector(ledger, store, settings.grace_ms, others)
+    """The scheduler's collector task: a round every ``interval_ms``, until cancelled; on a ledger
+    split into partitions, its bookkeeping in the home partition and every partition's marks read
+    (see :class:`Collector`).  A round while the ledger cannot be opened is skipped like any other."""
+    collector: Collector | None = None
     log.info("sweeping blobs unreferenced for %s from %s, every %s", format_ms(settings.grace_ms),
              store.description, format_ms(settings.interval_ms))  # fmt: skip
     while True:
         try:
+            if collector is None:
+                runners = [ledger] if isinstance(ledger, AsyncLedger) else (await ledger.opened()).runners
+                collector = Collector(runners[0], store, settings.grace_ms, runners[1:])
             done = await collector.sweep()
             if done is not None and (done.swept or done.staging):
                 log.info("blob sweep: %d blobs (%d bytes) and %d staging files removed",

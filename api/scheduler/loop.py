@@ -306,15 +306,15 @@ async def run(
     follower = LedgerWatch(ledger) if watch is None else watch
     tasks: list[asyncio.Task[Any]] = []
     try:
+        if blobs is not None:
+            collect = collect_loop(ledger.as_actor(SCHEDULER), *blobs)
+            tasks.append(asyncio.create_task(collect, name="blob collector"))
         runners = [r.as_actor(SCHEDULER) for r in await _partitions(ledger, state)]
         for partition, runner in enumerate(runners):
             deadlines = _Deadlines(runner, every, state, partition)
             tasks.append(asyncio.create_task(deadlines.run(follower), name=f"scheduler-{partition}"))
             if archive is not None:
                 tasks.append(asyncio.create_task(archive_loop(runner, archive), name=f"archiver-{partition}"))
-        if blobs is not None:
-            collect = collect_loop(runners[0], *blobs, others=runners[1:])
-            tasks.append(asyncio.create_task(collect, name="blob collector"))
         await asyncio.gather(*tasks)
     finally:
         await cancel_and_wait(tasks)
@@ -327,15 +327,16 @@ async def _partitions(ledger: AsyncLedger | OpeningLedger, state: SchedulerState
     reason kept in ``state`` for ``/ready``)."""
     if isinstance(ledger, AsyncLedger):
         return [ledger]
-    pause = RETRY_FIRST
+    pause, failing = RETRY_FIRST, None
     while True:
         try:
             router = await ledger.opened()
             state.problem = None
             return router.runners
         except Unavailable as exc:
-            log.warning("scheduler waits for the ledger: %s", exc)
-            state.problem = str(exc)
+            if str(exc) != failing:  # a warning repeated while Redis stays away is written once
+                log.warning("scheduler checks skipped: %s", exc)
+            failing = state.problem = str(exc)
             await asyncio.sleep(pause)
             pause = min(pause * 2, RETRY_MAX)
 

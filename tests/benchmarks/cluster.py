@@ -34,7 +34,7 @@ from tests.private_redis import PrivateServer
 class QuietNode(ClusterNode):
     """A Cluster node that keeps nothing on disk, as the single node of the comparison."""
 
-    SETTINGS = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+    SETTINGS: tuple[str, ...] = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", "2000", "--appendonly", "no", "--save", "")  # fmt: skip
 
 

@@ -19,7 +19,8 @@ import redis
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.redis_clients import sync_client
+from jobledger.ledger.partitioned import open_ledger
+from jobledger.ledger.partitions import CLUSTER_PARTITIONS
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
@@ -50,27 +51,41 @@ def keys_on(node_url: str, namespace: str) -> int:
         client.close()
 
 
-def test_a_server_pointed_at_any_node_serves_a_namespace_on_another(cluster: LocalCluster) -> None:
+def test_a_server_pointed_at_any_node_serves_a_ledger_split_over_every_node(cluster: LocalCluster) -> None:
     namespace = namespace_on(cluster, 2, "far")
+    queues = [f"work-{n}" for n in range(8)]
     with live_server(cluster.url, namespace) as url, Client(url) as api:
-        api.put_queue("work", timeout="1m")
-        ids = [api.submit("work", input={"n": n}, tags=["batch"]) for n in range(5)]
-        (job,) = api.fetch("work")
-        assert job.id == ids[0]
-        api.complete(job.id, output={"ok": True})
-        assert api.get(job.id).status == "completed"
-        assert sorted(api.tagged("batch")) == sorted(ids)
-        assert [e.type for e in api.history(job.id)] == ["job_created", "job_started", "job_completed"]
-        assert api.queue_size("work") == 4
-    assert keys_on(cluster.nodes[2].url, namespace) > 0
-    assert keys_on(cluster.nodes[0].url, namespace) == keys_on(cluster.nodes[1].url, namespace) == 0
-    ledger = connect(cluster.url, namespace)
+        for name in queues:
+            api.put_queue(name, timeout="1m")
+        ids = {name: [api.submit(name, input={"n": n}, tags=["batch"]) for n in range(3)] for name in queues}
+        for name in queues:
+            (job,) = api.fetch(name)
+            assert job.id == ids[name][0]
+            api.complete(job.id, output={"ok": True})
+            assert api.get(job.id).status == "completed"
+            assert [e.type for e in api.history(job.id)] == ["job_created", "job_started", "job_completed"]
+            assert api.queue_size(name) == 2
+        assert sorted(api.tagged("batch")) == sorted(i for made in ids.values() for i in made)
+    ledger = open_ledger(cluster.url, namespace)
     try:
-        assert on_cluster(ledger.client)
-        assert_well_placed(ledger)
-        assert verify(ledger.client, namespace).ok
+        assert ledger.partitioning.count == CLUSTER_PARTITIONS  # a Cluster's default
+        assert on_cluster(ledger.home.client)
+        assert all(partitions_on(node.url, namespace) > 0 for node in cluster.nodes)
+        for runner in ledger.runners:
+            assert_well_placed(runner)
+            assert verify(runner.client, runner.keys.namespace).ok
     finally:
-        ledger.client.close()
+        for runner in ledger.runners:
+            runner.client.close()
+
+
+def partitions_on(node_url: str, namespace: str) -> int:
+    """How many keys of the namespace's partitions the node holds."""
+    client = redis.Redis.from_url(node_url)
+    try:
+        return len(client.keys(f"{{{namespace}-*"))
+    finally:
+        client.close()
 
 
 def test_namespaces_spread_over_every_node(cluster: LocalCluster) -> None:
@@ -87,19 +102,32 @@ def test_namespaces_spread_over_every_node(cluster: LocalCluster) -> None:
 def test_a_node_killed_and_started_again_loses_no_acknowledged_job(cluster: LocalCluster) -> None:
     namespace = namespace_on(cluster, 1, "restart")
     node = cluster.nodes[1]
+    router = open_ledger(cluster.url, namespace)
+    try:  # a queue whose partition the node serves
+        queue = next(
+            name
+            for name in (f"q{n}" for n in range(100))
+            if cluster.node_of(
+                Keys(router.partitioning.namespaces[router.partitioning.of_queue(name)]).ledger_prefix
+            )
+            is node
+        )
+    finally:
+        for runner in router.runners:
+            runner.client.close()
     with live_server(cluster.url, namespace) as url, Client(url) as api:
-        api.put_queue("q")
-        acknowledged = [api.submit("q", input={"n": n}) for n in range(20)]
+        api.put_queue(queue)
+        acknowledged = [api.submit(queue, input={"n": n}) for n in range(20)]
         node.kill()
         with pytest.raises(httpx.HTTPError):
-            httpx.post(f"{url}/queue/q/job", json={"input": 1}, timeout=10).raise_for_status()
+            httpx.post(f"{url}/queue/{queue}/job", json={"input": 1}, timeout=10).raise_for_status()
         node.start()
         wait_for(cluster.ready, "the cluster to be whole again")
         wait_for(lambda: httpx.get(f"{url}/ready", timeout=5).status_code == 200, "the server to be ready")
-        acknowledged.append(api.submit("q", input={"n": "after"}))
+        acknowledged.append(api.submit(queue, input={"n": "after"}))
         for job_id in acknowledged:
             assert api.get(job_id).status == "queued"
-        assert api.queue_size("q") == len(acknowledged)
+        assert api.queue_size(queue) == len(acknowledged)
 
 
 def test_verify_scratch_and_rebuild_targets_share_the_ledgers_slot() -> None:
@@ -140,12 +168,18 @@ def test_two_servers_with_their_schedulers_append_no_event_twice(
         for command in (first, second):
             command.process.send_signal(signal.SIGTERM)
             command.process.wait(timeout=30)
-    client = sync_client(cluster.url, namespace)
+    ledger = open_ledger(cluster.url, namespace)
     try:
-        released = [int(e["job"]) for e in events(client, namespace) if e["type"] == "job_released"]
+        released = [
+            int(e["job"])
+            for runner in ledger.runners
+            for e in events(runner.client, runner.keys.namespace)
+            if e["type"] == "job_released"
+        ]
         assert sorted(released) == sorted(ids)
     finally:
-        client.close()
+        for runner in ledger.runners:
+            runner.client.close()
 
 
 def test_a_worker_on_the_ledger_reaches_the_namespaces_node(cluster: LocalCluster) -> None:
