@@ -12,16 +12,23 @@ first, and just enough of its jobs are checked for queue and status; a bigger on
 queue's status sets are walked newest first, a chunk at a time checked against the tag
 (``SMISMEMBER``), until the page is full or :data:`WALK_BUDGET` ids of a set have been looked at.
 Either way the cost follows the page and the tag's density, not the ledger's size.
+
+A queue lives in one partition of a split ledger, so its pages read there.  The failed jobs of every
+queue come from every partition: each reads its newest ``o + n + 1`` ids and their ``created_at``
+(:func:`failed_window`), which are merged newest first, and only the page's own job hashes are read,
+in their partitions (:func:`summaries`).  Within a partition ids follow creation, so its newest ids
+are its newest jobs, and the page is the same jobs in the same order as on one ledger.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Route, queue_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.requests import JOB_STATUSES
@@ -207,7 +214,12 @@ def _tagged(queue: str, status: str | None, tag: str, offset: int, limit: int) -
 
 
 def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:
-    """Page ``page`` (from 1) of the queue's jobs, of one status or all, with one tag or any."""
+    """Page ``page`` (from 1) of the queue's jobs, of one status or all, with one tag or any; read in
+    the queue's partition."""
+    return replace(_queue_jobs(queue, status, tag, page, limit), route=queue_route(queue))
+
+
+def _queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:
     offset = (page - 1) * limit
     if tag is not None:
         return _tagged(queue, status, tag, offset, limit)
@@ -222,15 +234,70 @@ def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit
     )
 
 
-def failed_jobs(page: int, limit: int) -> Read[JobPage]:
-    """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first."""
-    offset = (page - 1) * limit
-    count = offset + limit + 1
+def _failed_ids(count: int, then: Callable[[list[int]], Any]) -> Read[Any]:
+    """The newest ``count`` ids of the failed and timed-out jobs of every queue (of one partition),
+    handed to ``then``."""
 
-    def windows(names: list[str]) -> Read[JobPage]:
+    def windows(names: list[str]) -> Read[Any]:
         return Read(
             lambda k: [_window(k, q, s, count) for q in names for s in ENDED_BADLY],
-            lambda r: _summaries(_newest(r)[offset:count], limit),
+            lambda r: then(_newest(r)[:count]),
         )
 
     return Read(lambda k: [("SMEMBERS", k.build("queues"))], lambda r: windows(sorted(_s(n) for n in r[0])))
+
+
+def failed_jobs(page: int, limit: int) -> Read[JobPage]:
+    """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first (a ledger
+    of one partition; a split one: :func:`failed_window`)."""
+    offset = (page - 1) * limit
+    return _failed_ids(offset + limit + 1, lambda ids: _summaries(ids[offset:], limit))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The ids of one page of jobs drawn from several partitions, in the page's order; ``more``:
+    whether there is a page after it.  Their summaries: :meth:`reads`, one per partition, and
+    :meth:`page` of what they read."""
+
+    ids: list[int]
+    more: bool
+    partitions: int
+
+    def reads(self) -> list[Read[JobPage]]:
+        """A read of the page's jobs in each partition that holds some."""
+        held: dict[int, list[int]] = {}
+        for i in self.ids:
+            held.setdefault(i % self.partitions, []).append(i)
+        return [summaries(ids) for _, ids in sorted(held.items())]
+
+    def page(self, parts: list[JobPage]) -> JobPage:
+        """The page, of what :meth:`reads` read (a job gone meanwhile is left out)."""
+        found = {job["id"]: job for part in parts for job in part.jobs}
+        return JobPage([found[i] for i in self.ids if i in found], self.more)
+
+
+def summaries(ids: list[int]) -> Read[JobPage]:
+    """The summaries of these jobs, all of one partition, in this order (a job gone is left out)."""
+    return replace(_summaries(ids, len(ids)), route=Route(ids=tuple(ids)))
+
+
+def failed_window(page: int, limit: int) -> Read[Window]:
+    """Which failed and timed-out jobs of every queue page ``page`` (from 1) of a split ledger shows:
+    each partition's newest ``offset + limit + 1``, merged newest first by ``created_at`` (ids of one
+    partition follow creation; across partitions they do not)."""
+    offset = (page - 1) * limit
+    count = offset + limit + 1
+
+    def created(ids: list[int]) -> Read[list[tuple[int, int]]] | list[tuple[int, int]]:
+        def parse(r: list[Any]) -> list[tuple[int, int]]:
+            return [(int(_s(at)), i) for i, at in zip(ids, r, strict=True) if at is not None]
+
+        return Read(lambda k: [("HGET", k.job(i), "created_at") for i in ids], parse) if ids else []
+
+    def merged(parts: list[list[tuple[int, int]]]) -> Window:
+        newest = sorted((pair for part in parts for pair in part), reverse=True)
+        ids = [i for _, i in newest][offset:count]
+        return Window(ids[:limit], len(ids) > limit, len(parts))
+
+    return replace(_failed_ids(count, created), route=spread(merged))

@@ -1,8 +1,13 @@
 """The dashboard's pages: each reads only what it shows (counters, one page of a set, one job's
-history, a bounded tail of the stream), through the projections' readers."""
+history, a bounded tail of the stream), through the projections' readers.  On a ledger split into
+partitions a queue's page reads its partition, a job's page its job's, and what spans queues (the
+queues and their counts, the failed jobs) every partition, merged."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -15,11 +20,11 @@ from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JOB_STATUSES
-from jobledger.ledger.stream import extent, recent
+from jobledger.ledger.stream import Extent, extent, id_key, recent
 from jobledger.projections import job_pages, readers, throughput
 from jobledger.projections.launchers import launchers as all_launchers
 from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import record
+from jobledger.replay.archive.records import ArchiveRecord, record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter
@@ -197,7 +202,12 @@ async def failed(request: Request) -> Response:
     """Failed and timed-out jobs of every queue, newest first, with their actions."""
     request.state.viewer = await admit(request, READ)
     number = positive_int(request, "page", 1, MAX_PAGE)
-    found = await _ledger(request).read(job_pages.failed_jobs(number, PAGE_SIZE))
+    router = await _ledger(request).opened()
+    if router.partitioning.count == 1:
+        found = await router.read(job_pages.failed_jobs(number, PAGE_SIZE))
+    else:
+        window = await router.read(job_pages.failed_window(number, PAGE_SIZE))
+        found = window.page(list(await asyncio.gather(*(router.read(r) for r in window.reads()))))
     return page(request, "failed.html", jobs=found.jobs, more=found.more, number=number)
 
 
@@ -207,14 +217,45 @@ async def launchers(request: Request) -> Response:
     return page(request, "launchers.html", launchers=await _ledger(request).read(all_launchers()))
 
 
+def _whole_extent(parts: list[Extent]) -> Extent:
+    """The partitions' streams as one: their events added up, the oldest first id, the newest last."""
+    if len(parts) == 1:
+        return parts[0]
+    firsts = [p.first for p in parts if p.first is not None]
+    lasts = [p.last for p in parts if p.last is not None]
+    return Extent(
+        sum(p.length for p in parts),
+        min(firsts, key=id_key) if firsts else None,
+        max(lasts, key=id_key) if lasts else None,
+    )
+
+
+def _whole_archive(parts: list[ArchiveRecord | None]) -> ArchiveRecord | None:
+    """The partitions' archives as one: their events added up, up to the newest, in the directory
+    that holds each partition's."""
+    held = [p for p in parts if p is not None]
+    if len(held) <= 1:
+        return held[0] if held else None
+    directory = Path(os.path.commonpath([p.directory for p in held]))
+    return ArchiveRecord(directory, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
+
+
 @answered
 async def ledger(request: Request) -> Response:
-    """The ledger: how many events the stream holds, and what retention has archived."""
+    """The ledger: how many events the stream holds, and what retention has archived; on a split
+    ledger, the whole and each partition."""
     request.state.viewer = await admit(request, READ)
-    held = await _ledger(request).read(extent())
-    archived = await _ledger(request).read(record())
+    router = await _ledger(request).opened()
+    held = await asyncio.gather(*(r.read(extent()) for r in router.runners))
+    archived = await asyncio.gather(*(r.read(record()) for r in router.runners))
+    partitions = (
+        list(zip(router.partitioning.namespaces, held, archived, strict=True)) if len(held) > 1 else []
+    )
     run = request.app.state.verify_runs.get(request.query_params.get("run", ""))
-    return page(request, "ledger.html", extent=held, archive=archived, run=run)
+    return page(
+        request, "ledger.html", extent=_whole_extent(held), archive=_whole_archive(archived), run=run,
+        partitions=partitions,
+    )  # fmt: skip
 
 
 @answered

@@ -1,0 +1,187 @@
+"""The dashboard on a ledger split into three partitions (on one server), one queue in each: the
+overview counts every queue from its partition, a queue's pages and a job's page read their
+partition, the failed jobs of every partition page newest first, the actions reach the job's
+partition, and the ledger page shows every partition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+from freezegun.api import FrozenDateTimeFactory
+from starlette.testclient import TestClient
+
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Partitioning
+from jobledger.server.ui import pages
+from tests.http_support import app_client, create_job, put_queue
+from tests.server.ui.html import Element
+from tests.server.ui.test_pages import finish, page
+from tests.support import one_queue_per_partition
+
+PARTITIONS = 3
+
+
+class Split:
+    """The app on a ledger of three partitions, with ``queues[p]`` in partition ``p``."""
+
+    def __init__(self, client: TestClient, namespace: str) -> None:
+        self.client = client
+        self.partitioning = Partitioning(namespace, PARTITIONS)
+        self.queues = one_queue_per_partition(namespace, PARTITIONS)
+        for name in self.queues:
+            put_queue(client, name)
+
+    def keys(self, partition: int) -> Keys:
+        return Keys(self.partitioning.namespaces[partition])
+
+
+@pytest.fixture
+def split(redis_url: str, namespace: str) -> Iterator[Split]:
+    with app_client(redis_url, namespace, partitions=PARTITIONS) as client:
+        yield Split(client, namespace)
+
+
+def ids_of(doc: Element) -> list[int]:
+    return [int(r.attrs["data-job"]) for r in doc.all("tr", data_job=True)]
+
+
+def walk(ui: TestClient, path: str) -> list[list[int]]:
+    """The ids of each page, following the pager's next link from ``path`` to the last page."""
+    pages_seen = []
+    doc = page(ui, path)
+    while True:
+        pages_seen.append(ids_of(doc.one("table", id="jobs")))
+        following = doc.all("a", rel="next")
+        if not following:
+            return pages_seen
+        doc = page(ui, path.split("?")[0] + following[0].attrs["href"])
+
+
+def test_the_overview_counts_each_queue_from_its_partition(
+    split: Split, frozen: FrozenDateTimeFactory
+) -> None:
+    ui, (a, b, c) = split.client, split.queues
+    for _ in range(3):
+        create_job(ui, a)
+    for _ in range(2):
+        create_job(ui, b)
+    finish(ui, b, "completed")
+    finish(ui, b, "failed")
+    assert ui.put(f"/queue/{c}/pause").status_code == 204
+    doc = page(ui, "/ui")
+    counts = {
+        row.attrs["data-queue"]: {
+            td.attrs["data-status"]: int(td.text()) for td in row.all("td", data_status=True)
+        }
+        for row in doc.one("table", id="queues").all("tr", data_queue=True)
+    }
+    assert list(counts) == sorted([a, b, c])  # by name, whatever their partitions
+    assert {q: {s: n for s, n in found.items() if n} for q, found in counts.items()} == {
+        a: {"queued": 3},
+        b: {"completed": 1, "failed": 1},
+        c: {},
+    }
+    throughput = {q: doc.one("tr", data_queue=q).one("td", data_throughput=True) for q in (a, b, c)}
+    assert [throughput[q].attrs["data-throughput"] for q in (a, b, c)] == ["0", "2", "0"]
+    assert "1 failed" in throughput[b].text()
+    paused = {
+        q: doc.one("tr", data_queue=q).one("td", data_paused=True).attrs["data-paused"] for q in (a, b, c)
+    }
+    assert paused == {a: "false", b: "false", c: "true"}
+    assert all("timeout 5m" in doc.one("tr", data_queue=q).text() for q in (a, b, c))  # settings found
+
+
+def test_a_queue_page_lists_its_jobs_by_status_and_tag(split: Split) -> None:
+    ui, (a, b, _c) = split.client, split.queues
+    create_job(ui, a, tags=["red"])  # the same tag in another partition: not listed
+    ids = [create_job(ui, b, tags=["red"] if i % 2 else ["blue"]) for i in range(55)]
+    assert {i % PARTITIONS for i in ids} == {1}  # b's jobs are partition 1's
+    assert walk(ui, f"/ui/queue/{b}") == [ids[::-1][:50], ids[::-1][50:]]
+    done = [finish(ui, b, "completed") for _ in range(3)]
+    assert done == ids[:3]
+    assert walk(ui, f"/ui/queue/{b}?status=completed") == [done[::-1]]
+    assert walk(ui, f"/ui/queue/{b}?status=queued") == [ids[3:53], ids[53:]]  # in hand-out order
+    red = [i for n, i in enumerate(ids) if n % 2]
+    assert walk(ui, f"/ui/queue/{b}?tag=red") == [red[::-1]]
+    assert walk(ui, f"/ui/queue/{b}?tag=red&status=completed") == [[ids[1]]]
+    assert walk(ui, f"/ui/queue/{a}?tag=blue") == [[]]
+    counts = page(ui, f"/ui/queue/{b}").all(data_status=True)
+    assert counts and counts == page(ui, f"/ui/queue/{b}").all(data_status=True)
+
+
+def test_failed_jobs_of_every_partition_page_newest_first(
+    split: Split, frozen: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages, "PAGE_SIZE", 4)
+    ui, queues = split.client, split.queues
+    made = []
+    for _ in range(4):
+        for name in reversed(queues):  # ids of partitions 2, 0, 1: not in the order they are made
+            made.append(create_job(ui, name))
+            frozen.tick(timedelta(milliseconds=1))
+    ended = {}
+    for name in queues:
+        for outcome in ("failed", "timed_out", "completed", "failed"):  # one of each queue completes
+            ended[finish(ui, name, outcome)] = outcome
+    newest_first = [i for i in reversed(made) if ended[i] != "completed"]
+    assert newest_first != sorted(newest_first, reverse=True)  # ids alone would give another order
+    assert walk(ui, "/ui/failed") == [newest_first[:4], newest_first[4:8], newest_first[8:]]
+    rows = page(ui, "/ui/failed").one("table", id="jobs").all("tr", data_job=True)
+    assert [r.one("form").attrs["action"] for r in rows] == [f"/ui/job/{i}/action" for i in newest_first[:4]]
+    assert walk(ui, "/ui/failed?page=4") == [[]]
+
+
+def test_a_job_page_reads_the_job_s_partition(split: Split) -> None:
+    ui = split.client
+    for name in split.queues:
+        job_id = create_job(ui, name, tags=["seen"])
+        finish(ui, name, "failed", error={"message": "no"})
+        doc = page(ui, f"/ui/job/{job_id}")
+        assert doc.one(id="fields").one(data_field="queue").text() == name
+        items = doc.one("ol", id="timeline").all("li", data_event_id=True)
+        assert [i.attrs["data-type"] for i in items] == ["job_created", "job_started", "job_failed"]
+        assert page(ui, f"/ui/job/{job_id}/state").one(id="status").attrs["data-status"] == "failed"
+
+
+def test_actions_reach_the_partition_of_each_job(split: Split) -> None:
+    ui = split.client
+    failed = []
+    for name in split.queues:
+        job_id = create_job(ui, name)
+        finish(ui, name, "failed")
+        failed.append(job_id)
+    assert sorted(i % PARTITIONS for i in failed) == [0, 1, 2]
+    for job_id, action in zip(failed, ("requeue", "cancel", "delete"), strict=True):
+        response = ui.post(f"/ui/job/{job_id}/action", data={"action": action, "back": "failed"},
+                           follow_redirects=False)  # fmt: skip
+        assert response.status_code == 303 and response.headers["location"] == "/ui/failed"
+    requeued, cancelled, deleted = failed
+    assert ui.get(f"/job/{requeued}/status").json() == "queued"
+    assert ui.get(f"/job/{cancelled}/status").json() == "cancelled"
+    assert ui.get(f"/job/{deleted}/status").status_code == 404
+    last = [ui.get(f"/job/{i}/history").json()[-1] for i in failed]
+    assert [(e["type"], e["actor"]) for e in last] == [
+        ("job_requeued", "local"),
+        ("job_cancelled", "local"),
+        ("job_deleted", "local"),
+    ]
+    assert ids_of(page(ui, "/ui/failed").one("table", id="jobs")) == []
+
+
+def test_the_ledger_page_adds_up_the_partitions_and_shows_each(split: Split, client: redis.Redis) -> None:
+    ui = split.client
+    create_job(ui, split.queues[0])
+    create_job(ui, split.queues[0])
+    lengths = [client.xlen(split.keys(p).events) for p in range(PARTITIONS)]
+    assert lengths == [3, 1, 1]  # a queue_created each, and two job_created in partition 0
+    doc = page(ui, "/ui/ledger")
+    assert doc.one(id="event-count").attrs["data-count"] == "5"
+    assert doc.one(id="archive").text() == "nothing archived"
+    rows = doc.one("table", id="partitions").all("tr", data_partition=True)
+    assert [r.one("td", data_count=True).attrs["data-count"] for r in rows] == ["3", "1", "1"]
+    assert [
+        r.one("td", data_namespace=True).attrs["data-namespace"] for r in rows
+    ] == split.partitioning.namespaces
