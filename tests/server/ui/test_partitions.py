@@ -1,10 +1,11 @@
 """The dashboard on a ledger split into three partitions (on one server), one queue in each: the
 overview counts every queue from its partition, a queue's pages and a job's page read their
 partition, the failed jobs of every partition page newest first, the actions reach the job's
-partition, and the ledger page shows every partition."""
+partition, and the ledger page shows and verifies every partition."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -17,7 +18,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
 from jobledger.server.ui import pages
 from tests.http_support import app_client, create_job, put_queue
-from tests.server.ui.html import Element
+from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
 from tests.support import one_queue_per_partition
 
@@ -185,3 +186,35 @@ def test_the_ledger_page_adds_up_the_partitions_and_shows_each(split: Split, cli
     assert [
         r.one("td", data_namespace=True).attrs["data-namespace"] for r in rows
     ] == split.partitioning.namespaces
+
+
+def verified(ui: TestClient) -> Element:
+    run = parse(ui.post("/ui/ledger/verify", data={}, headers={"hx-request": "true"}).text).one(data_run=True)
+    deadline = time.monotonic() + 60
+    while "data-ok" not in run.attrs and time.monotonic() < deadline:
+        time.sleep(0.05)
+        run = parse(ui.get(f"/ui/ledger/verify/{run.attrs['data-run']}").text).one(data_run=True)
+    return run
+
+
+def test_verify_checks_every_partition_and_shows_each(split: Split, client: redis.Redis) -> None:
+    ui = split.client
+    jobs = []
+    for name in split.queues:
+        jobs.append(create_job(ui, name))
+        finish(ui, name, "failed")
+    run = verified(ui)
+    assert run.attrs["data-ok"] == "true" and run.text().startswith("ok")
+    rows = run.one("table", id="verify-partitions").all("tr", data_partition=True)
+    assert [r.attrs["data-ok"] for r in rows] == ["true"] * PARTITIONS
+    assert [
+        r.one("td", data_namespace=True).attrs["data-namespace"] for r in rows
+    ] == split.partitioning.namespaces
+
+    broken = jobs[1]  # partition 1's
+    client.hset(split.keys(1).job(broken), "status", "completed")  # what no event says
+    run = verified(ui)
+    assert run.attrs["data-ok"] == "false" and "1 differences" in run.text()
+    rows = run.one("table", id="verify-partitions").all("tr", data_partition=True)
+    assert [r.attrs["data-ok"] for r in rows] == ["true", "false", "true"]
+    assert f"job:{broken}" in rows[1].text() and "status" in rows[1].text()
