@@ -4,7 +4,7 @@ With ``[server] auth`` on, every route but ``GET /health`` and ``GET /ready`` wa
 ``Authorization: Bearer SECRET``.  The secret's SHA-256 is looked up in the token projection
 (``token:{digest}``, see :mod:`jobledger.ledger.tokens`) at every request, so a revoked token stops
 working at once on every server of the ledger (nothing is cached); a route on a job reads the job's
-queue in the same round trip.  No token, or one the ledger does not know: 401 with
+queue with it (at once, in its partition).  No token, or one the ledger does not know: 401 with
 ``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
 token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
@@ -19,6 +19,7 @@ docs/http-api.md shows it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 from collections.abc import Awaitable, Callable, Iterator
@@ -29,11 +30,11 @@ import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.errors import JobLedgerError, NotFound
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
 from jobledger.ledger.watch import LedgerWatch, Subscription, token_topic
-from jobledger.projections import tokens
+from jobledger.projections import readers, tokens
 from jobledger.server.errors import error_response
 from jobledger.server.inputs import valid_job_id
 
@@ -180,6 +181,26 @@ def _refusal(token: Token, needs: Needs, queues: list[str | None]) -> str:
     return f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
 
 
+async def token_and_queue(
+    ledger: OpeningLedger, presented: str, job: int | None
+) -> tuple[Token | None, str | None]:
+    """The live token whose secret has the digest ``presented``, and the queue of ``job`` (None: no
+    job asked, or no such job): in one round trip when the job is in the home partition, where the
+    tokens are (always, on a ledger of one partition); else each in its partition, at once."""
+    router = await ledger.opened()
+    if job is None or router.partitioning.of_id(job) == 0:
+        return await router.read(tokens.token(presented, job))
+    (token, _), queue = await asyncio.gather(router.read(tokens.token(presented)), _queue_of(ledger, job))
+    return token, queue
+
+
+async def _queue_of(ledger: OpeningLedger, job: int) -> str | None:
+    try:
+        return await ledger.read(readers.job_field_raw(job, "queue"))
+    except NotFound:
+        return None
+
+
 def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
     """``endpoint`` behind the token check (see the module); itself for an open route."""
     if needs.kind == "open":
@@ -192,7 +213,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         presented = digest(secret)
         job = _job_of(request, needs)
         ledger: OpeningLedger = request.state.ledger
-        token, job_queue = await ledger.read(tokens.token(presented, job))
+        token, job_queue = await token_and_queue(ledger, presented, job)
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
         if needs.on == "form":  # the queue is in the body: a token that may act on no queue stops here

@@ -15,8 +15,11 @@ from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
+from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.server.ui import pages
+from jobledger.server.ui.session import csrf_for
 from tests.http_support import app_client, create_job, put_queue
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
@@ -170,6 +173,50 @@ def test_actions_reach_the_partition_of_each_job(split: Split) -> None:
         ("job_deleted", "local"),
     ]
     assert ids_of(page(ui, "/ui/failed").one("table", id="jobs")) == []
+
+
+def sign_in(ui: TestClient, secret: str) -> None:
+    assert ui.post("/ui/signin", data={"token": secret}, follow_redirects=False).status_code == 303
+
+
+def test_with_auth_a_job_s_queue_is_read_in_its_partition(redis_url: str, namespace: str) -> None:
+    """The token is in the home partition, the job's queue in the job's: a token scoped to the queue
+    reaches the job from the dashboard and the API, a token scoped elsewhere is refused naming it."""
+    queues = one_queue_per_partition(namespace, PARTITIONS)
+    secrets = {"admin": new_secret(), "worker": new_secret(), "stranger": new_secret()}
+    scopes = {"admin": ["admin"], "worker": [f"work:{q}" for q in queues], "stranger": ["produce:other"]}
+    router = open_ledger(redis_url, namespace, PARTITIONS)
+    for name, secret in secrets.items():
+        router.run(create_token(name, scopes[name], digest(secret)))
+    for runner in router.runners:
+        runner.client.close()
+    bearer = {name: {"authorization": f"Bearer {secret}"} for name, secret in secrets.items()}
+    with app_client(redis_url, namespace, partitions=PARTITIONS, auth=True) as ui:
+        jobs = []
+        for name in queues:
+            assert ui.put(f"/queue/{name}", json={}, headers=bearer["admin"]).status_code == 201
+            job_id = ui.post(f"/queue/{name}/job", json={}, headers=bearer["admin"]).json()
+            fetched = ui.get(f"/queue/{name}/job", headers=bearer["worker"]).json()
+            update = {"status": "failed", "attempt": fetched["attempt"]}
+            assert ui.patch(f"/job/{job_id}", json=update, headers=bearer["worker"]).status_code == 204
+            jobs.append(job_id)
+        assert sorted(i % PARTITIONS for i in jobs) == [0, 1, 2]
+
+        sign_in(ui, secrets["stranger"])
+        for name, job_id in zip(queues, jobs, strict=True):
+            refused = ui.get(f"/ui/job/{job_id}")
+            assert (
+                refused.status_code == 403
+                and f"on queue '{name}'" in parse(refused.text).one(id="flash").text()
+            )
+        sign_in(ui, secrets["worker"])
+        for job_id in jobs:
+            assert page(ui, f"/ui/job/{job_id}").one(id="status").attrs["data-status"] == "failed"
+            form = {"action": "requeue", "csrf": csrf_for(secrets["worker"])}
+            response = ui.post(f"/ui/job/{job_id}/action", data=form, follow_redirects=False)
+            assert response.status_code == 303, response.text
+            last = ui.get(f"/job/{job_id}/history", headers=bearer["worker"]).json()[-1]
+            assert (last["type"], last["actor"]) == ("job_requeued", "worker")
 
 
 def test_the_ledger_page_adds_up_the_partitions_and_shows_each(split: Split, client: redis.Redis) -> None:
