@@ -1,8 +1,6 @@
 """The last hour's throughput of each queue, from its minute buckets (``queue:{q}:throughput``, kept
 by the appliers of the events that end a run), with each queue's settings: what the dashboard's
-queues page shows beside the counts.  Sixty buckets a queue at most, whatever the ledger's size.  On a
-split ledger every partition is asked about every queue, as for the counts, and only the queue's own
-partition has anything to say."""
+queues page shows beside the counts.  Sixty buckets a queue at most, whatever the ledger's size."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.partitions import spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import QueueSettings
 from jobledger.projections.views import decode_hash, queue_settings
@@ -30,9 +27,6 @@ class Throughput:
     def total(self) -> int:
         return self.completed + self.failed
 
-    def __add__(self, other: Throughput) -> Throughput:
-        return Throughput(self.completed + other.completed, self.failed + other.failed)
-
 
 def last_hour(buckets: dict[str, str], now_ms: int) -> Throughput:
     """Add up the buckets of the sixty minutes up to ``now_ms``; older ones are stale."""
@@ -51,18 +45,8 @@ class QueueDetail:
     throughput: Throughput
 
 
-def _merged(names: list[str], parts: list[dict[str, QueueDetail]]) -> dict[str, QueueDetail]:
-    """The partitions' answers as one: each queue's settings where they are, its runs added up."""
-    merged = {}
-    for name in names:
-        found = [part[name] for part in parts]
-        settings = next((d.settings for d in found if d.settings is not None), None)
-        merged[name] = QueueDetail(settings, sum((d.throughput for d in found), Throughput()))
-    return merged
-
-
 def queue_details(names: list[str], now_ms: int) -> Read[dict[str, QueueDetail]]:
-    """Each named queue's settings and last hour's throughput, in one round trip (per partition)."""
+    """Each named queue's settings and last hour's throughput, in one round trip."""
 
     def commands(k: Keys) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
@@ -79,4 +63,4 @@ def queue_details(names: list[str], now_ms: int) -> Read[dict[str, QueueDetail]]
             )
         return details
 
-    return Read(commands, parse, spread(lambda parts: _merged(names, parts)))
+    return Read(commands, parse)

@@ -206,7 +206,11 @@ async def failed(request: Request) -> Response:
     if router.partitioning.count == 1:
         found = await router.read(job_pages.failed_jobs(number, PAGE_SIZE))
     else:
-        window = await router.read(job_pages.failed_window(number, PAGE_SIZE))
+        merge = await router.read(job_pages.failed_merge(number, PAGE_SIZE))
+        while wanted := merge.wanted():
+            times = await asyncio.gather(*(router.read(job_pages.created_at(ids)) for _, ids in wanted))
+            merge = merge.timed([(p, t) for (p, _), t in zip(wanted, times, strict=True)])
+        window = merge.window()
         found = window.page(list(await asyncio.gather(*(router.read(r) for r in window.reads()))))
     return page(request, "failed.html", jobs=found.jobs, more=found.more, number=number)
 

@@ -18,6 +18,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.tokens import create_token, digest, new_secret
+from jobledger.projections import job_pages
 from jobledger.server.ui import pages
 from jobledger.server.ui.session import csrf_for
 from tests.http_support import app_client, create_job, put_queue
@@ -116,26 +117,31 @@ def test_a_queue_page_lists_its_jobs_by_status_and_tag(split: Split) -> None:
     assert counts and counts == page(ui, f"/ui/queue/{b}").all(data_status=True)
 
 
+@pytest.mark.parametrize("first_times", [16, 1], ids=["timed-at-once", "timed-in-rounds"])
 def test_failed_jobs_of_every_partition_page_newest_first(
-    split: Split, frozen: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch
+    split: Split, frozen: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch, first_times: int
 ) -> None:
     monkeypatch.setattr(pages, "PAGE_SIZE", 4)
+    monkeypatch.setattr(job_pages, "FIRST_TIMES", first_times)  # 1: most times read in later rounds
     ui, queues = split.client, split.queues
     made = []
-    for _ in range(4):
-        for name in reversed(queues):  # ids of partitions 2, 0, 1: not in the order they are made
+    for n in range(5):
+        # ids of partitions 2, 0, 1: not in the order they are made; partition 0 runs ahead at first
+        for name in [queues[2], *[queues[0]] * (3 if n < 2 else 1), queues[1]]:
             made.append(create_job(ui, name))
             frozen.tick(timedelta(milliseconds=1))
     ended = {}
-    for name in queues:
-        for outcome in ("failed", "timed_out", "completed", "failed"):  # one of each queue completes
+    for p, name in enumerate(queues):
+        for n in range(sum(i % PARTITIONS == p for i in made)):
+            outcome = "completed" if n == 2 else ("failed", "timed_out")[n % 2]  # one of each queue completes
             ended[finish(ui, name, outcome)] = outcome
     newest_first = [i for i in reversed(made) if ended[i] != "completed"]
     assert newest_first != sorted(newest_first, reverse=True)  # ids alone would give another order
-    assert walk(ui, "/ui/failed") == [newest_first[:4], newest_first[4:8], newest_first[8:]]
+    assert len(newest_first) == 16
+    assert walk(ui, "/ui/failed") == [newest_first[n : n + 4] for n in range(0, 16, 4)]
     rows = page(ui, "/ui/failed").one("table", id="jobs").all("tr", data_job=True)
     assert [r.one("form").attrs["action"] for r in rows] == [f"/ui/job/{i}/action" for i in newest_first[:4]]
-    assert walk(ui, "/ui/failed?page=4") == [[]]
+    assert walk(ui, "/ui/failed?page=5") == [[]]
 
 
 def test_a_job_page_reads_the_job_s_partition(split: Split) -> None:
@@ -265,3 +271,38 @@ def test_verify_checks_every_partition_and_shows_each(split: Split, client: redi
     rows = run.one("table", id="verify-partitions").all("tr", data_partition=True)
     assert [r.attrs["data-ok"] for r in rows] == ["true", "false", "true"]
     assert f"job:{broken}" in rows[1].text() and "status" in rows[1].text()
+
+
+def merged_page(
+    partitions: list[list[tuple[int, int]]], page_number: int, limit: int
+) -> tuple[job_pages.Window, int, int]:
+    """The merge worked out over candidates given as (created_at, id), newest first, per partition:
+    its window, how many times it read, in how many rounds."""
+    offset = (page_number - 1) * limit
+    count = offset + limit + 1
+    ids = [[i for _, i in part[:count]] for part in partitions]
+    when = {i: t for part in partitions for t, i in part}
+    first: list[list[int | None]] = [[when[i] for i in part[: job_pages.FIRST_TIMES]] for part in ids]
+    merge = job_pages.Merge(offset, limit, ids, first)
+    read, rounds = sum(len(t) for t in first), 1
+    while wanted := merge.wanted():
+        merge = merge.timed([(p, [when[i] for i in chunk]) for p, chunk in wanted])
+        read, rounds = read + sum(len(chunk) for _, chunk in wanted), rounds + 1
+    return merge.window(), read, rounds
+
+
+@pytest.mark.parametrize("spread_as", ["even", "one-ahead"])
+def test_a_deep_page_of_sixteen_partitions_reads_the_times_it_needs_only(spread_as: str) -> None:
+    """Page 200 of 16 partitions of 20,000 jobs each: the same jobs as a sort of them all, reading about
+    the page's depth in times, not sixteen times it."""
+    n, per = 16, 20_000
+    if spread_as == "even":  # made in turn: partition p's j-th newest at time (per - j) * n - p
+        partitions = [[((per - j) * n - p, p + (per - j) * n) for j in range(per)] for p in range(n)]
+    else:  # partition 0 made every one of the last 15,000, the others before
+        partitions = [[(10**6 - j, (per - j) * n) for j in range(per)]] + [
+            [(10**5 - j, p + (per - j) * n) for j in range(per)] for p in range(1, n)
+        ]
+    window, read, rounds = merged_page(partitions, 200, 50)
+    everything = sorted((pair for part in partitions for pair in part), reverse=True)
+    assert window.ids == [i for _, i in everything[9_950:10_000]] and window.more
+    assert read <= 3 * 10_001 and rounds <= 8, (read, rounds)
