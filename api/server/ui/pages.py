@@ -1,14 +1,15 @@
 """The dashboard's pages: each reads only what it shows (counters, one page of a set, one job's
 history, a bounded tail of the stream), through the projections' readers.  On a ledger split into
-partitions a queue's page reads its partition, a job's page its job's, and what spans queues (the
-queues and their counts, the failed jobs) every partition, merged."""
+partitions a queue's page reads its partition, a job's page its job's, the queues page each queue
+in its partition, and the failed jobs every partition, merged."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -18,7 +19,8 @@ from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.files import FileRef
-from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
+from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES
 from jobledger.ledger.stream import Extent, extent, id_key, recent
 from jobledger.projections import job_pages, readers, throughput
@@ -35,6 +37,7 @@ from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
 PAGE_SIZE = 50
 MAX_PAGE = 1000  # 50,000 jobs deep; deeper, narrow the filter or search by id
 RECENT_EVENTS = 100
+T = TypeVar("T")
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -54,13 +57,27 @@ def _tag(request: Request) -> str | None:
     return checked_tag(tag) if tag is not None else None
 
 
+async def _by_partition(
+    router: AsyncPartitioned, names: list[str], read: Callable[[list[str]], Read[dict[str, T]]]
+) -> dict[str, T]:
+    """``read`` of the queues ``names``, each group of them in its partition, at once, as one answer."""
+    groups: dict[int, list[str]] = {}
+    for name in names:
+        groups.setdefault(router.partitioning.of_queue(name), []).append(name)
+    parts = await asyncio.gather(*(router.runners[p].read(read(group)) for p, group in groups.items()))
+    return {name: value for part in parts for name, value in part.items()}
+
+
 @answered
 async def overview(request: Request) -> Response:
     """Every queue: counts per status, paused, settings, and the last hour's throughput."""
     request.state.viewer = await admit(request, READ)
-    names = await _ledger(request).read(readers.queue_names())
-    counts = await _ledger(request).read(readers.status_counts(names))
-    details = await _ledger(request).read(throughput.queue_details(names, now_ms()))
+    router = await _ledger(request).opened()
+    names = await router.read(readers.queue_names())
+    counts, details = await asyncio.gather(
+        _by_partition(router, names, readers.status_counts),
+        _by_partition(router, names, lambda group: throughput.queue_details(group, now_ms())),
+    )
     rows = [{"name": n, "counts": counts[n], "detail": details[n]} for n in names]
     return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES)
 
@@ -72,7 +89,7 @@ async def queue(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_QUEUE, queue=name)
     status, tag = _status(request), _tag(request)
     number = positive_int(request, "page", 1, MAX_PAGE)
-    ledger = _ledger(request)
+    ledger = (await _ledger(request).opened()).for_queue(name)
     settings = await ledger.read(readers.queue(name))
     counts = (await ledger.read(readers.status_counts([name])))[name]
     found = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
