@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import redis
@@ -17,11 +18,14 @@ from starlette.testclient import TestClient
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
+from jobledger.ledger.stream import id_key
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.projections import job_pages
+from jobledger.replay.archive.records import load_record
 from jobledger.server.ui import pages
 from jobledger.server.ui.session import csrf_for
 from tests.http_support import app_client, create_job, put_queue
+from tests.replay_support import archive
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
 from tests.support import one_queue_per_partition
@@ -239,6 +243,26 @@ def test_the_ledger_page_adds_up_the_partitions_and_shows_each(split: Split, cli
     assert [
         r.one("td", data_namespace=True).attrs["data-namespace"] for r in rows
     ] == split.partitioning.namespaces
+
+
+def test_the_ledger_page_adds_up_the_partitions_archives(
+    split: Split, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    ui, namespaces = split.client, split.partitioning.namespaces
+    for name in split.queues[:2]:
+        create_job(ui, name)
+    cutoff = int(time.time() * 1000) + 1_000
+    archived = [archive(redis_url, ns, tmp_path / ns, cutoff) for ns in namespaces[:2]]
+    assert archived == [2, 2]  # queue_created and job_created in partitions 0 and 1; none in 2
+    records = [load_record(client, split.keys(p)) for p in range(2)]
+    last_ids = [r.last_id for r in records if r is not None]
+    doc = page(ui, "/ui/ledger")
+    whole = doc.one(id="archive")
+    assert whole.attrs["data-last-id"] == max(last_ids, key=id_key)
+    assert "4 events archived" in whole.text() and str(tmp_path) in whole.text()
+    assert doc.one(id="event-count").attrs["data-count"] == "1"  # partition 2's queue_created
+    rows = doc.one("table", id="partitions").all("tr", data_partition=True)
+    assert [r.one("td", data_archived=True).attrs["data-archived"] for r in rows] == ["2", "2", "0"]
 
 
 def verified(ui: TestClient) -> Element:
