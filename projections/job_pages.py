@@ -12,16 +12,24 @@ first, and just enough of its jobs are checked for queue and status; a bigger on
 queue's status sets are walked newest first, a chunk at a time checked against the tag
 (``SMISMEMBER``), until the page is full or :data:`WALK_BUDGET` ids of a set have been looked at.
 Either way the cost follows the page and the tag's density, not the ledger's size.
+
+A queue lives in one partition of a split ledger, so its pages read there.  The failed jobs of every
+queue come from every partition: each reads its newest ``o + n + 1`` ids, which are merged newest
+first by ``created_at``, read only as far as the merge needs (:class:`Merge`), and only the page's
+own job hashes are read, in their partitions (:func:`summaries`).  Within a partition ids follow
+creation, so its newest ids are its newest jobs, and the page is the same jobs in the same order as
+on one ledger.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Route, queue_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.requests import JOB_STATUSES
@@ -207,7 +215,12 @@ def _tagged(queue: str, status: str | None, tag: str, offset: int, limit: int) -
 
 
 def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:
-    """Page ``page`` (from 1) of the queue's jobs, of one status or all, with one tag or any."""
+    """Page ``page`` (from 1) of the queue's jobs, of one status or all, with one tag or any; read in
+    the queue's partition."""
+    return replace(_queue_jobs(queue, status, tag, page, limit), route=queue_route(queue))
+
+
+def _queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit: int) -> Read[JobPage]:
     offset = (page - 1) * limit
     if tag is not None:
         return _tagged(queue, status, tag, offset, limit)
@@ -222,15 +235,134 @@ def queue_jobs(queue: str, status: str | None, tag: str | None, page: int, limit
     )
 
 
-def failed_jobs(page: int, limit: int) -> Read[JobPage]:
-    """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first."""
-    offset = (page - 1) * limit
-    count = offset + limit + 1
+def _failed_ids(count: int, then: Callable[[list[int]], Any]) -> Read[Any]:
+    """The newest ``count`` ids of the failed and timed-out jobs of every queue (of one partition),
+    handed to ``then``."""
 
-    def windows(names: list[str]) -> Read[JobPage]:
+    def windows(names: list[str]) -> Read[Any]:
         return Read(
             lambda k: [_window(k, q, s, count) for q in names for s in ENDED_BADLY],
-            lambda r: _summaries(_newest(r)[offset:count], limit),
+            lambda r: then(_newest(r)[:count]),
         )
 
     return Read(lambda k: [("SMEMBERS", k.build("queues"))], lambda r: windows(sorted(_s(n) for n in r[0])))
+
+
+def failed_jobs(page: int, limit: int) -> Read[JobPage]:
+    """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first (a ledger
+    of one partition; a split one: :func:`failed_merge`)."""
+    offset = (page - 1) * limit
+    return _failed_ids(offset + limit + 1, lambda ids: _summaries(ids[offset:], limit))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The ids of one page of jobs drawn from several partitions, in the page's order; ``more``:
+    whether there is a page after it.  Their summaries: :meth:`reads`, one per partition, and
+    :meth:`page` of what they read."""
+
+    ids: list[int]
+    more: bool
+    partitions: int
+
+    def reads(self) -> list[Read[JobPage]]:
+        """A read of the page's jobs in each partition that holds some."""
+        held: dict[int, list[int]] = {}
+        for i in self.ids:
+            held.setdefault(i % self.partitions, []).append(i)
+        return [summaries(ids) for _, ids in sorted(held.items())]
+
+    def page(self, parts: list[JobPage]) -> JobPage:
+        """The page, of what :meth:`reads` read (a job gone meanwhile is left out)."""
+        found = {job["id"]: job for part in parts for job in part.jobs}
+        return JobPage([found[i] for i in self.ids if i in found], self.more)
+
+
+def summaries(ids: list[int]) -> Read[JobPage]:
+    """The summaries of these jobs, all of one partition, in this order (a job gone is left out)."""
+    return replace(_summaries(ids, len(ids)), route=Route(ids=tuple(ids)))
+
+
+def created_at(ids: list[int]) -> Read[list[int | None]]:
+    """When each of these jobs, all of one partition, was made (None: gone)."""
+
+    def parse(r: list[Any]) -> list[int | None]:
+        return [None if at is None else int(_s(at)) for at in r]
+
+    return Read(lambda k: [("HGET", k.job(i), "created_at") for i in ids], parse, Route(ids=tuple(ids)))
+
+
+@dataclass(frozen=True)
+class Merge:
+    """A page of jobs of several partitions, newest first by ``created_at``, being worked out: each
+    partition's candidates (its newest ``offset + limit + 1`` ids, newest first: within a partition
+    ids follow creation) and when the first of them were made.  More of those times are read only
+    where they can still matter (:meth:`wanted`): a partition whose last timed candidate is no newer
+    than the page's end among all the timed ones needs none, its others being older still.  So the
+    times read follow the page's depth, not the number of partitions times it."""
+
+    offset: int
+    limit: int
+    ids: list[list[int]]
+    times: list[list[int | None]]
+
+    @property
+    def count(self) -> int:
+        return self.offset + self.limit + 1
+
+    def _prefix(self, p: int) -> list[tuple[int, int]]:
+        """Partition ``p``'s timed candidates as (created_at, id), newest first (gone ones left out)."""
+        ids, times = self.ids[p], self.times[p]
+        return [(t, i) for i, t in zip(ids[: len(times)], times, strict=True) if t is not None]
+
+    def _timed(self) -> list[tuple[int, int]]:
+        """Every timed candidate as (created_at, id), newest first."""
+        return sorted((pair for p in range(len(self.ids)) for pair in self._prefix(p)), reverse=True)
+
+    def wanted(self) -> list[tuple[int, list[int]]]:
+        """The partitions whose next candidates' times are needed, each with those ids (none: the
+        page is known)."""
+        timed = self._timed()
+        edge = timed[self.count - 1] if len(timed) >= self.count else None
+        share = -(-self.count // len(self.ids))
+        wanted = []
+        for p, (ids, times) in enumerate(zip(self.ids, self.times, strict=True)):
+            prefix = self._prefix(p)
+            if len(times) == len(ids) or (edge is not None and prefix and prefix[-1] <= edge):
+                continue
+            wanted.append((p, ids[len(times) : len(times) + max(len(times), share)]))
+        return wanted
+
+    def timed(self, found: list[tuple[int, list[int | None]]]) -> Merge:
+        """With the times :meth:`wanted` asked for, each with its partition."""
+        times = [list(t) for t in self.times]
+        for p, more in found:
+            times[p] += more
+        return replace(self, times=times)
+
+    def window(self) -> Window:
+        """The page, once nothing is :meth:`wanted`."""
+        newest = [i for _, i in self._timed()][self.offset : self.count]
+        return Window(newest[: self.limit], len(newest) > self.limit, len(self.ids))
+
+
+#: How many of each partition's candidates have their times read at first.
+FIRST_TIMES = 16
+
+
+def failed_merge(page: int, limit: int) -> Read[Merge]:
+    """The failed and timed-out jobs of every queue on page ``page`` (from 1) of a split ledger, to
+    be worked out (:class:`Merge`): each partition's newest ``offset + limit + 1`` ids, and when the
+    first :data:`FIRST_TIMES` of them were made."""
+    offset = (page - 1) * limit
+
+    def first(
+        ids: list[int],
+    ) -> Read[tuple[list[int], list[int | None]]] | tuple[list[int], list[int | None]]:
+        head = ids[:FIRST_TIMES]
+        return _then(created_at(head), lambda times: (ids, times)) if head else (ids, [])
+
+    def merged(parts: list[tuple[list[int], list[int | None]]]) -> Merge:
+        return Merge(offset, limit, [ids for ids, _ in parts], [times for _, times in parts])
+
+    return replace(_failed_ids(offset + limit + 1, first), route=spread(merged))

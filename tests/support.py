@@ -3,6 +3,7 @@ assert that a refused command changed nothing."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.commands import Call, Fetched
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
@@ -37,6 +39,17 @@ TEST_PARTITIONS: int | None = (
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)
+
+
+def one_queue_per_partition(namespace: str, count: int) -> list[str]:
+    """A queue name (``q<n>``) in each partition of ``namespace`` split into ``count``, in partition
+    order."""
+    where, names = Partitioning(namespace, count), dict[int, str]()
+    for n in itertools.count():
+        names.setdefault(where.of_queue(f"q{n}"), f"q{n}")
+        if len(names) == count:
+            break
+    return [names[p] for p in range(count)]
 
 
 def put_queue(ledger: Ledger, name: str = "q", **settings: Any) -> bool:

@@ -4,7 +4,7 @@ With ``[server] auth`` on, every route but ``GET /health`` and ``GET /ready`` wa
 ``Authorization: Bearer SECRET``.  The secret's SHA-256 is looked up in the token projection
 (``token:{digest}``, see :mod:`jobledger.ledger.tokens`) at every request, so a revoked token stops
 working at once on every server of the ledger (nothing is cached); a route on a job reads the job's
-queue in the same round trip.  No token, or one the ledger does not know: 401 with
+queue with it (at once, in its partition).  No token, or one the ledger does not know: 401 with
 ``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
 token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
@@ -181,6 +181,21 @@ def _refusal(token: Token, needs: Needs, queues: list[str | None]) -> str:
     return f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
 
 
+async def token_and_queue(
+    ledger: OpeningLedger, presented: str, job: int | None
+) -> tuple[Token | None, str | None]:
+    """The live token whose secret has the digest ``presented``, and the queue of ``job`` (None: no
+    job asked, or no such job): in one round trip when the job is in the home partition, where the
+    tokens are (always, on a ledger of one partition); else each in its partition, at once."""
+    router = await ledger.opened()
+    if job is None or router.partitioning.of_id(job) == 0:
+        return await router.read(tokens.token(presented, job))
+    (token, _), queue = await asyncio.gather(
+        router.read(tokens.token(presented)), router.read(tokens.job_queue(job))
+    )
+    return token, queue
+
+
 def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
     """``endpoint`` behind the token check (see the module); itself for an open route."""
     if needs.kind == "open":
@@ -193,7 +208,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         presented = digest(secret)
         job = _job_of(request, needs)
         ledger: OpeningLedger = request.state.ledger
-        token, job_queue = await _token_and_queue(ledger, presented, job)
+        token, job_queue = await token_and_queue(ledger, presented, job)
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
         if needs.on == "form":  # the queue is in the body: a token that may act on no queue stops here
@@ -210,20 +225,6 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         return await endpoint(request)
 
     return guard
-
-
-async def _token_and_queue(
-    ledger: OpeningLedger, presented: str, job: int | None
-) -> tuple[Token | None, str | None]:
-    """The token of digest ``presented`` and the queue of ``job`` (if the route names one): in one
-    read when both live in the home partition, else one read in each partition, at once."""
-    partitioning = (await ledger.opened()).partitioning
-    if job is None or partitioning.of_id(job) == 0:
-        return await ledger.read(tokens.token(presented, job))
-    (token, _), queue = await asyncio.gather(
-        ledger.read(tokens.token(presented)), ledger.read(tokens.job_queue(job))
-    )
-    return token, queue
 
 
 class Forbidden(JobLedgerError):

@@ -5,6 +5,10 @@ Two kinds of metric: command latency, observed in-process as the runner finishes
 stream's length, how overdue each scheduler check is — read from Redis when Prometheus scrapes.
 When Redis is unreachable the scrape still answers 200, with ``jobledger_redis_up 0`` and only the
 in-process metrics, as ``/health`` answers 200 ``unhealthy``.
+
+On a ledger split into partitions the state is the whole ledger's: the counts of each queue from its
+partition, the streams' lengths and events added up (and each partition's length, labelled with
+``partition``), each check's lag from the oldest deadline of any partition.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from jobledger.blobs.collector import SweepCounters, sweep_counters
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import TEMPLATES, Keys
 from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitions import HOME, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.projections import readers
@@ -60,6 +65,8 @@ class LedgerState:
     events_added: int
     oldest_due_ms: dict[str, int | None]
     blobs: SweepCounters = field(default_factory=SweepCounters)
+    #: each partition's stream length, on a ledger split into partitions (else empty)
+    partition_lengths: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -111,14 +118,29 @@ def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:
         return Read(lambda k: [("XINFO", "STREAM", k.events)],
                     lambda x: state(length, _entries_added(x[0]), r[2:]))  # fmt: skip
 
-    return Read(commands, parse)
+    return Read(commands, parse, spread(_whole))
+
+
+def _oldest(found: list[int | None]) -> int | None:
+    due = [at for at in found if at is not None]
+    return min(due) if due else None
+
+
+def _whole(parts: list[LedgerState]) -> LedgerState:
+    """The partitions' states as one (their ``/info`` is already the whole ledger's)."""
+    lengths = [p.ledger_length for p in parts]
+    oldest = {check: _oldest([p.oldest_due_ms[check] for p in parts]) for check in parts[0].oldest_due_ms}
+    added = sum(p.events_added for p in parts)
+    return replace(parts[0], ledger_length=sum(lengths), events_added=added, oldest_due_ms=oldest,
+                   partition_lengths=lengths)  # fmt: skip
 
 
 async def read_state(ledger: OpeningLedger) -> LedgerState:
-    """Everything a scrape needs from Redis (a few pipelined round trips)."""
+    """Everything a scrape needs from Redis (a few pipelined round trips, each partition's at once);
+    the blob collector keeps its counters in the home partition."""
     info = await ledger.read(readers.info())
     state = await ledger.read(_stream_read(info))
-    return replace(state, blobs=await ledger.read(sweep_counters()))
+    return replace(state, blobs=await ledger.read(replace(sweep_counters(), route=HOME)))
 
 
 def _lag_seconds(oldest_ms: int | None, now_ms: int) -> float:
@@ -162,6 +184,15 @@ def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "jobledger_ledger_length", "Events now in the ledger stream (XLEN).", state.ledger_length
     )
+    if state.partition_lengths:
+        each = GaugeMetricFamily(
+            "jobledger_partition_length",
+            "Events now in each partition's stream (XLEN).",
+            labels=["partition"],
+        )
+        for partition, length in enumerate(state.partition_lengths):
+            each.add_metric([str(partition)], length)
+        yield each
     lag = GaugeMetricFamily(
         "jobledger_scheduler_lag_seconds",
         "How overdue the oldest due item of each scheduler check's deadline set is (0 when none is due).",

@@ -13,8 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Partitioning
 from jobledger.server.metrics import DEADLINE_SETS
 from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
+from tests.support import one_queue_per_partition
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -77,6 +79,7 @@ def test_empty_ledger(api: TestClient) -> None:
     assert value(samples, "jobledger_ledger_length") == 0
     assert value(samples, "jobledger_events_total") == 0
     assert not [key for key in samples if key[0] == "jobledger_jobs"]
+    assert "jobledger_partition_length" not in names(samples)  # one partition: no such gauge
 
 
 def test_the_blob_collectors_counters(api: TestClient, client: redis.Redis, namespace: str) -> None:
@@ -152,3 +155,40 @@ def test_each_app_has_its_own_registry(api: TestClient, redis_url: str, namespac
         samples = scrape(other)
     assert "jobledger_command_seconds_count" not in names(samples)
     assert value(scrape(api), "jobledger_command_seconds_count", command="put_queue") == 1
+
+
+def test_a_split_ledger_is_measured_whole(redis_url: str, namespace: str, client: redis.Redis) -> None:
+    """Three partitions, a queue in each: every queue's jobs from its partition, the lengths and the
+    counters added up, each partition's length beside them, each check's lag from the oldest
+    deadline of any partition, the blob collector's counters from the home partition."""
+    a, b, c = one_queue_per_partition(namespace, 3)
+    keys = [Keys(ns) for ns in Partitioning(namespace, 3).namespaces]
+    with app_client(redis_url, namespace, partitions=3) as api:
+        put_queue(api, a, timeout="1s")
+        put_queue(api, b)
+        put_queue(api, c)
+        for _ in range(2):
+            create_job(api, a)
+        fetch(api, a)  # times out in partition 0 after 1s
+        create_job(api, b, delay="5s")
+        create_job(api, c, delay="2s")  # the oldest release: partition 2's
+        client.hset(keys[0].build("blob_sweep"), mapping={"swept": 2, "swept_bytes": 10, "staging": 0})
+        with freeze_time(datetime.now(UTC) + timedelta(seconds=10)):
+            samples = scrape(api)
+
+    expected = {(a, "queued"): 1, (a, "running"): 1, (b, "scheduled"): 1, (c, "scheduled"): 1}
+    for queue in (a, b, c):
+        for status in JOB_STATUSES:
+            assert value(samples, "jobledger_jobs", queue=queue, status=status) == expected.get(
+                (queue, status), 0
+            )
+    assert value(samples, "jobledger_statistics_total", statistic="jobs_created") == 4
+    lengths = [client.xlen(k.events) for k in keys]
+    assert lengths == [4, 2, 2]  # queue_created, job_created x2, job_started; queue_created, job_created
+    assert value(samples, "jobledger_ledger_length") == value(samples, "jobledger_events_total") == 8
+    for partition, length in enumerate(lengths):
+        assert value(samples, "jobledger_partition_length", partition=str(partition)) == length
+    assert 8.5 <= value(samples, "jobledger_scheduler_lag_seconds", check="timeouts") <= 10
+    assert 7.5 <= value(samples, "jobledger_scheduler_lag_seconds", check="releases") <= 9
+    assert value(samples, "jobledger_scheduler_lag_seconds", check="retries") == 0
+    assert value(samples, "jobledger_blobs_swept_total") == 2

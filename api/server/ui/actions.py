@@ -91,7 +91,9 @@ async def start_verify(request: Request) -> Response:
     request.state.viewer = viewer
     check_csrf(viewer, form)
     _refuse_writes(request)
-    run = request.app.state.verify_runs.start(viewer.name)
+    ledger: OpeningLedger = request.state.ledger
+    partitions = (await ledger.opened()).partitioning.namespaces
+    run = request.app.state.verify_runs.start(viewer.name, partitions)
     if request.headers.get("hx-request"):
         return page(request, "_verify.html", code=202, run=run)
     return RedirectResponse(f"/ui/ledger?run={run.id}", status_code=303)

@@ -1,9 +1,15 @@
 """The dashboard's pages: each reads only what it shows (counters, one page of a set, one job's
-history, a bounded tail of the stream), through the projections' readers."""
+history, a bounded tail of the stream), through the projections' readers.  On a ledger split into
+partitions a queue's page reads its partition, a job's page its job's, the queues page each queue
+in its partition, and the failed jobs every partition, merged."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -13,13 +19,14 @@ from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.files import FileRef
-from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
+from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES
-from jobledger.ledger.stream import extent, recent
+from jobledger.ledger.stream import Extent, extent, id_key, recent
 from jobledger.projections import job_pages, readers, throughput
 from jobledger.projections.launchers import launchers as all_launchers
 from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import record
+from jobledger.replay.archive.records import ArchiveRecord, record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter
@@ -30,6 +37,7 @@ from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
 PAGE_SIZE = 50
 MAX_PAGE = 1000  # 50,000 jobs deep; deeper, narrow the filter or search by id
 RECENT_EVENTS = 100
+T = TypeVar("T")
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -49,13 +57,27 @@ def _tag(request: Request) -> str | None:
     return checked_tag(tag) if tag is not None else None
 
 
+async def _by_partition(
+    router: AsyncPartitioned, names: list[str], read: Callable[[list[str]], Read[dict[str, T]]]
+) -> dict[str, T]:
+    """``read`` of the queues ``names``, each group of them in its partition, at once, as one answer."""
+    groups: dict[int, list[str]] = {}
+    for name in names:
+        groups.setdefault(router.partitioning.of_queue(name), []).append(name)
+    parts = await asyncio.gather(*(router.runners[p].read(read(group)) for p, group in groups.items()))
+    return {name: value for part in parts for name, value in part.items()}
+
+
 @answered
 async def overview(request: Request) -> Response:
     """Every queue: counts per status, paused, settings, and the last hour's throughput."""
     request.state.viewer = await admit(request, READ)
-    names = await _ledger(request).read(readers.queue_names())
-    counts = await _ledger(request).read(readers.status_counts(names))
-    details = await _ledger(request).read(throughput.queue_details(names, now_ms()))
+    router = await _ledger(request).opened()
+    names = await router.read(readers.queue_names())
+    counts, details = await asyncio.gather(
+        _by_partition(router, names, readers.status_counts),
+        _by_partition(router, names, lambda group: throughput.queue_details(group, now_ms())),
+    )
     rows = [{"name": n, "counts": counts[n], "detail": details[n]} for n in names]
     return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES)
 
@@ -67,7 +89,7 @@ async def queue(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_QUEUE, queue=name)
     status, tag = _status(request), _tag(request)
     number = positive_int(request, "page", 1, MAX_PAGE)
-    ledger = _ledger(request)
+    ledger = (await _ledger(request).opened()).for_queue(name)
     settings = await ledger.read(readers.queue(name))
     counts = (await ledger.read(readers.status_counts([name])))[name]
     found = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
@@ -197,7 +219,16 @@ async def failed(request: Request) -> Response:
     """Failed and timed-out jobs of every queue, newest first, with their actions."""
     request.state.viewer = await admit(request, READ)
     number = positive_int(request, "page", 1, MAX_PAGE)
-    found = await _ledger(request).read(job_pages.failed_jobs(number, PAGE_SIZE))
+    router = await _ledger(request).opened()
+    if router.partitioning.count == 1:
+        found = await router.read(job_pages.failed_jobs(number, PAGE_SIZE))
+    else:
+        merge = await router.read(job_pages.failed_merge(number, PAGE_SIZE))
+        while wanted := merge.wanted():
+            times = await asyncio.gather(*(router.read(job_pages.created_at(ids)) for _, ids in wanted))
+            merge = merge.timed([(p, t) for (p, _), t in zip(wanted, times, strict=True)])
+        window = merge.window()
+        found = window.page(list(await asyncio.gather(*(router.read(r) for r in window.reads()))))
     return page(request, "failed.html", jobs=found.jobs, more=found.more, number=number)
 
 
@@ -207,14 +238,45 @@ async def launchers(request: Request) -> Response:
     return page(request, "launchers.html", launchers=await _ledger(request).read(all_launchers()))
 
 
+def _whole_extent(parts: list[Extent]) -> Extent:
+    """The partitions' streams as one: their events added up, the oldest first id, the newest last."""
+    if len(parts) == 1:
+        return parts[0]
+    firsts = [p.first for p in parts if p.first is not None]
+    lasts = [p.last for p in parts if p.last is not None]
+    return Extent(
+        sum(p.length for p in parts),
+        min(firsts, key=id_key) if firsts else None,
+        max(lasts, key=id_key) if lasts else None,
+    )
+
+
+def _whole_archive(parts: list[ArchiveRecord | None]) -> ArchiveRecord | None:
+    """The partitions' archives as one: their events added up, up to the newest, in the directory
+    that holds each partition's."""
+    held = [p for p in parts if p is not None]
+    if len(held) <= 1:
+        return held[0] if held else None
+    directory = Path(os.path.commonpath([p.directory for p in held]))
+    return ArchiveRecord(directory, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
+
+
 @answered
 async def ledger(request: Request) -> Response:
-    """The ledger: how many events the stream holds, and what retention has archived."""
+    """The ledger: how many events the stream holds, and what retention has archived; on a split
+    ledger, the whole and each partition."""
     request.state.viewer = await admit(request, READ)
-    held = await _ledger(request).read(extent())
-    archived = await _ledger(request).read(record())
+    router = await _ledger(request).opened()
+    held = await asyncio.gather(*(r.read(extent()) for r in router.runners))
+    archived = await asyncio.gather(*(r.read(record()) for r in router.runners))
+    partitions = (
+        list(zip(router.partitioning.namespaces, held, archived, strict=True)) if len(held) > 1 else []
+    )
     run = request.app.state.verify_runs.get(request.query_params.get("run", ""))
-    return page(request, "ledger.html", extent=held, archive=archived, run=run)
+    return page(
+        request, "ledger.html", extent=_whole_extent(held), archive=_whole_archive(archived), run=run,
+        partitions=partitions,
+    )  # fmt: skip
 
 
 @answered

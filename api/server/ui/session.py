@@ -24,8 +24,7 @@ from starlette.responses import RedirectResponse, Response
 
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
-from jobledger.projections import tokens
-from jobledger.server.auth import Needs
+from jobledger.server.auth import Needs, token_and_queue
 from jobledger.server.inputs import read_body
 
 COOKIE = "jobledger_session"
@@ -70,13 +69,13 @@ def auth_on(request: Request) -> bool:
 
 async def token_of(request: Request, job: int | None = None) -> tuple[Token | None, str | None, str]:
     """The session's token (None: no cookie, or a secret the ledger does not know), the queue of
-    ``job`` read in the same round trip, and the secret."""
+    ``job`` read with it, and the secret."""
     secret = request.cookies.get(COOKIE, "")
     if not secret:
         return None, None, ""
     presented = digest(secret)
     ledger: OpeningLedger = request.state.ledger
-    token, job_queue = await ledger.read(tokens.token(presented, job))
+    token, job_queue = await token_and_queue(ledger, presented, job)
     if token is None or not hmac.compare_digest(token.digest, presented):
         return None, job_queue, secret
     return token, job_queue, secret

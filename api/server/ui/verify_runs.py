@@ -1,6 +1,10 @@
 """``verify`` on demand: each run of :func:`jobledger.replay.verify.verify` in a thread of its own,
 its outcome kept in the process's memory under the run's id until the page has shown it.  What is
 kept is a view of a check, not state of the ledger: a restart forgets it, and a new run is one click.
+
+A ledger split into partitions is verified partition by partition, one after the other, each through
+a client of its own slot (on a Cluster, its node); the run shows each partition's result and the
+whole: ok when every partition is.
 """
 
 from __future__ import annotations
@@ -25,29 +29,54 @@ KEPT = 20
 
 @dataclass
 class VerifyRun:
-    """One run: ``result`` once it has finished, ``error`` if it could not."""
+    """One run over the ledger's partitions (``namespaces``, in partition order): ``results``, one
+    per partition, once it has finished, ``error`` if it could not."""
 
     id: str
     actor: str
-    result: Verification | None = None
+    namespaces: list[str]
+    results: list[Verification] | None = None
     error: str | None = None
 
     @property
     def done(self) -> bool:
-        return self.result is not None or self.error is not None
+        return self.results is not None or self.error is not None
+
+    @property
+    def result(self) -> Verification | None:
+        """The whole ledger's result: every partition's counts and differences together."""
+        if self.results is None:
+            return None
+        if len(self.results) == 1:
+            return self.results[0]
+        return Verification(
+            events=sum(r.events for r in self.results),
+            keys=sum(r.keys for r in self.results),
+            differences=[d for r in self.results for d in r.differences],
+            seconds=sum(r.seconds for r in self.results),
+        )
+
+    @property
+    def partitions(self) -> list[tuple[str, Verification]]:
+        """Each partition's namespace and result, on a split ledger (empty on a ledger of one)."""
+        if self.results is None or len(self.results) == 1:
+            return []
+        return list(zip(self.namespaces, self.results, strict=True))
 
 
 @dataclass
 class VerifyRuns:
-    """The runs of this process, by id, for one ledger (``redis_url``, ``namespace``)."""
+    """The runs of this process, by id, for one ledger (``redis_url``, ``namespace``); each run is
+    given the namespaces of the ledger's partitions."""
 
     redis_url: str
     namespace: str
     runs: dict[str, VerifyRun] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
-    def start(self, actor: str) -> VerifyRun:
-        run = VerifyRun(uuid.uuid4().hex, actor)
+    def start(self, actor: str, namespaces: list[str]) -> VerifyRun:
+        """A run by ``actor`` over the partitions of these namespaces, started now."""
+        run = VerifyRun(uuid.uuid4().hex, actor, namespaces)
         self.runs[run.id] = run
         while len(self.runs) > KEPT:
             del self.runs[next(iter(self.runs))]
@@ -61,17 +90,21 @@ class VerifyRuns:
 
     async def _run(self, run: VerifyRun) -> None:
         try:
-            run.result = await asyncio.to_thread(self._verify)
+            run.results = await asyncio.to_thread(self._verify, run.namespaces)
         except (redis.RedisError, OSError, RuntimeError, ValueError) as exc:
             log.warning("verify run %s failed: %s", run.id, exc)
             run.error = f"{type(exc).__name__}: {exc}"
-        outcome = "ok" if run.result and run.result.ok else "not ok"
-        log.info("verify run %s by %s: %s", run.id, run.actor, outcome)
+        result = run.result
+        outcome = "ok" if result and result.ok else "not ok"
+        log.info("verify run %s of %s by %s: %s", run.id, self.namespace, run.actor, outcome)
 
-    def _verify(self) -> Verification:
-        client = sync_client(self.redis_url, self.namespace)
+    def _verify(self, namespaces: list[str]) -> list[Verification]:
+        return [self._verify_one(namespace) for namespace in namespaces]
+
+    def _verify_one(self, namespace: str) -> Verification:
+        client = sync_client(self.redis_url, namespace)
         try:
-            return verify(client, self.namespace)
+            return verify(client, namespace)
         finally:
             client.close()
 
