@@ -60,13 +60,17 @@ def ensure_empty_ledger(parts: list[Part]) -> None:
                 raise NamespaceNotEmpty(f"namespace '{part.namespace}' is not empty; it needs an empty one")
 
 
-def mark(base: redis.Redis, parts: list[Part], partitioning: Partitioning) -> None:
-    """Store ``partitioning``'s count in its base namespace (``base`` reaches it) and each part's
-    marker, as opening the ledger does, so that a server opens what was written as split this way.
-    Nothing is stored for a ledger of one partition, which has neither."""
+def mark(url: str, parts: list[Part], partitioning: Partitioning) -> None:
+    """Store ``partitioning``'s count in its base namespace and each part's marker, as opening the
+    ledger does, so that a server opens what was written as split this way.  Nothing is stored for
+    a ledger of one partition, which has neither."""
     if partitioning.count == 1:
         return
-    settle(base, partitioning.namespace, partitioning.count, partitioning.count)
+    base = sync_client(url, partitioning.namespace)  # on a Cluster, the base namespace's own node
+    try:
+        settle(base, partitioning.namespace, partitioning.count, partitioning.count)
+    finally:
+        base.close()
     for part in parts:
         marked = marker_key(partitioning, part.index)
         if marked is not None:

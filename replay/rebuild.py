@@ -151,6 +151,8 @@ class Applier:
         keys = [self.prefix, source.events, archive_key(source)]
         try:
             count, last, stopped, full = self.stream_script(keys=keys, args=[after or "", until or "", most])
+        except redis.exceptions.ClusterCrossSlotError:  # redis-py names the error by its class alone
+            return None
         except redis.ResponseError as exc:
             if "CROSSSLOT" in str(exc):
                 return None

@@ -171,7 +171,7 @@ def import_command(
                 typer.echo(f"imported {_carried(carried)} from {blobs}")
             with removed_unless_done(found.base, ns, parts), Meter("import", count_lines(file)) as meter:
                 try:
-                    mark(found.base, parts, into)
+                    mark(found.url, parts, into)
                     import_parts(parts, file, progress=meter.update)
                 except FAILURES as exc:
                     fail(f"import failed (namespace '{ns}' left empty): {exc}", code=3)

@@ -219,7 +219,7 @@ def rebuild_command(
                                         into=made.client)  # fmt: skip
                     except FAILURES as exc:
                         fail(f"rebuild failed: {exc}", code=3)
-                mark(found.base, targets, into_split)
+                mark(found.url, targets, into_split)
         typer.echo(f"rebuilt {meter.summary()} from ledger '{source}' into namespace '{target}'")
         if found.split:
             typer.echo(f"split as the ledger is, into {found.partitioning.count} partitions")
