@@ -19,6 +19,7 @@ import redis
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import CLUSTER_PARTITIONS, Partitioning
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import connect
@@ -140,9 +141,11 @@ def test_two_servers_with_their_schedulers_append_no_event_twice(
         for command in (first, second):
             command.process.send_signal(signal.SIGTERM)
             command.process.wait(timeout=30)
-    client = sync_client(cluster.url, namespace)
+    split = Partitioning(namespace, CLUSTER_PARTITIONS)  # the servers split it, as on any Cluster
+    stream = split.namespaces[split.of_queue("later")]
+    client = sync_client(cluster.url, stream)
     try:
-        released = [int(e["job"]) for e in events(client, namespace) if e["type"] == "job_released"]
+        released = [int(e["job"]) for e in events(client, stream) if e["type"] == "job_released"]
         assert sorted(released) == sorted(ids)
     finally:
         client.close()
