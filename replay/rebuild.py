@@ -151,6 +151,8 @@ class Applier:
         keys = [self.prefix, source.events, archive_key(source)]
         try:
             count, last, stopped, full = self.stream_script(keys=keys, args=[after or "", until or "", most])
+        except redis.exceptions.ClusterCrossSlotError:  # redis-py names the error by its class alone
+            return None
         except redis.ResponseError as exc:
             if "CROSSSLOT" in str(exc):
                 return None
@@ -210,9 +212,12 @@ def rebuild(
     until: str | None = None,
     batch: int = 2000,
     progress: Callback | None = None,
+    into: redis.Redis | None = None,
 ) -> int:
     """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
-    empty namespace ``target``; the number of events applied.  The target receives projections
+    empty namespace ``target`` (through ``into`` when another client reaches it, as on a Cluster
+    where it lies on another node); the number of events applied.  The target receives projections
     only, no stream."""
-    ensure_empty(client, Keys(target))
-    return fold(client, source, Applier(client, target), None, until, batch, progress).count
+    writer = into or client
+    ensure_empty(writer, Keys(target))
+    return fold(client, source, Applier(writer, target), None, until, batch, progress).count

@@ -10,6 +10,10 @@ calls, so the ledger rule holds there too (projections change only by applying a
 in the stream).  An exported ledger imported into an empty namespace gives the same stream, entry
 for entry (each event's actor included, and no actor where an old entry had none), and the same
 projections.
+
+A ledger split into partitions is exported partition by partition, each event naming its partition
+(:mod:`jobledger.replay.ledger_file`), and imported into a ledger of the same count, each partition's
+events into its partition.
 """
 
 from __future__ import annotations
@@ -23,7 +27,14 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import sources
 from jobledger.ledger.stream import id_key
-from jobledger.replay.ledger_file import LedgerFileError, RawEntry, read_entries, write_entries
+from jobledger.replay.ledger_file import (
+    LedgerFileError,
+    RawEntry,
+    header_line,
+    read_partition_entries,
+    write_entries,
+)
+from jobledger.replay.parts import Part, ensure_empty_ledger
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import current_data, ensure_empty, prefetch
 from jobledger.replay.source import read_ledger
@@ -38,14 +49,30 @@ def export_ledger(
     progress: Callback | None = None,
 ) -> int:
     """Write every event of the ledger (up to the event id ``until``) to ``path``; how many."""
+    return export_parts([Part(0, namespace, client)], path, [until], batch, progress)
+
+
+def export_parts(
+    parts: list[Part],
+    path: Path,
+    untils: list[str | None],
+    batch: int = 2000,
+    progress: Callback | None = None,
+) -> int:
+    """Write every event of each partition of a ledger (up to its event id in ``untils``) to
+    ``path``, partition by partition, each naming its partition when there are several; how many."""
     partial = path.with_name(path.name + ".partial")
+    split = len(parts) > 1
     done = 0
     try:
         with partial.open("w", encoding="utf-8") as handle:
-            for entries in prefetch(read_ledger(client, Keys(namespace), None, until, batch)):
-                done += write_entries(handle, entries)
-                if progress:
-                    progress(done)
+            if split:
+                handle.write(header_line(len(parts)) + "\n")
+            for part, until in zip(parts, untils, strict=True):
+                for entries in prefetch(read_ledger(part.client, Keys(part.namespace), None, until, batch)):
+                    done += write_entries(handle, entries, part.index if split else None)
+                    if progress:
+                        progress(done)
             handle.flush()
             os.fsync(handle.fileno())
         partial.replace(path)
@@ -79,18 +106,26 @@ def import_ledger(
 ) -> int:
     """Append and apply every event of the file to the empty namespace ``namespace``; how many."""
     ensure_empty(client, Keys(namespace))
-    script = client.register_script(sources()["import_events"])
-    prefix = Keys(namespace).ledger_prefix
+    return import_parts([Part(0, namespace, client)], path, batch, progress)
 
-    def batches() -> Iterable[tuple[list[bytes], int]]:
-        previous = None
-        for entries in read_entries(path, batch):
-            args, previous = _import_args(entries, previous)
-            yield args, len(entries)
+
+def import_parts(parts: list[Part], path: Path, batch: int = 1000, progress: Callback | None = None) -> int:
+    """Append and apply every event of the file to the empty ledger whose partitions are ``parts``,
+    each event into its partition's; how many.  The file must be of as many partitions."""
+    ensure_empty_ledger(parts)
+    scripts = [part.client.register_script(sources()["import_events"]) for part in parts]
+
+    def batches() -> Iterable[tuple[int, list[bytes], int]]:
+        previous: dict[int, str | None] = {}
+        for partition, entries in read_partition_entries(path, batch):
+            if partition >= len(parts):
+                raise LedgerFileError(f"{path} holds partition {partition}; the ledger has {len(parts)}")
+            args, previous[partition] = _import_args(entries, previous.get(partition))
+            yield partition, args, len(entries)
 
     done = 0
-    for args, count in prefetch(iter(batches())):
-        script(keys=[prefix], args=args)
+    for partition, args, count in prefetch(iter(batches())):
+        scripts[partition](keys=[Keys(parts[partition].namespace).ledger_prefix], args=args)
         done += count
         if progress:
             progress(done)

@@ -21,8 +21,12 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Annotated, Any, NoReturn, Self, TypeVar
 
+import redis
 import typer
 
+from jobledger.ledger.partitions import CLUSTER_PARTITIONS, PartitionCountMismatch, settle
+from jobledger.ledger.redis_clients import sync_client
+from jobledger.ledger.slot_routing import on_cluster
 from jobledger.runtime import logs
 from jobledger.runtime.config import Config, ConfigError, load_config
 from jobledger.runtime.embedded import EmbeddedServerError
@@ -66,6 +70,14 @@ RetryCheckOption = Annotated[
 ExpiryCheckOption = Annotated[
     str | None,
     typer.Option(help="How often to expire ended jobs, e.g. 5m (env JOBLEDGER_EXPIRY_CHECK_INTERVAL)."),
+]
+PartitionsOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Partitions a new ledger is split into (env JOBLEDGER_PARTITIONS; default 16 on a Cluster, "
+        "1 otherwise); a ledger keeps the count it was made with.",
+    ),
 ]
 LogFormatOption = Annotated[
     str | None,
@@ -221,6 +233,26 @@ def open_redis(config: Config, stop: SignalStop, *, create: bool = False) -> Ite
         except EmbeddedServerError as exc:
             fail(f"embedded server: {exc}")
         yield url
+
+
+def check_partitions(config: Config, url: str) -> None:
+    """Settle the ledger's partition count (the stored one, or, for a new ledger, the configured
+    one, stored now) and exit 2 when ``[redis] partitions`` asks for another than the stored one.
+    Redis out of reach is left to the command (a server starts anyway, and opens the ledger later)."""
+    namespace = config.redis.key_namespace
+    try:
+        client = sync_client(url, namespace)
+    except (redis.RedisError, OSError):
+        return
+    try:
+        default = CLUSTER_PARTITIONS if on_cluster(client) else 1
+        settle(client, namespace, config.redis.partitions, default)
+    except PartitionCountMismatch as exc:
+        fail(exc.message, code=2)
+    except (redis.RedisError, OSError):
+        return
+    finally:
+        client.close()
 
 
 def setup_logging(config: Config) -> None:

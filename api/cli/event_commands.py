@@ -4,6 +4,9 @@
   events included) to a JSON-lines file and into an empty namespace, ids and bytes unchanged; they
   talk to Redis, found by the shared options (``--namespace`` names the ledger read or written).
   ``--blobs DIR`` carries the blobs the events refer to (:mod:`jobledger.replay.blob_transfer`).
+  A ledger split into partitions is exported whole, each event naming its partition, and imported
+  only into a ledger of as many partitions (the one stored, else ``[redis] partitions``, else the
+  file's), each event into its partition; another count is refused before anything is written.
 - ``tail [--type T] [--queue Q] [--job ID] [--actor A] [--after ID]`` follows a server's event feed
   over HTTP (``--url`` / ``$JOBLEDGER_URL``): one line per event, who caused it included, as it
   happens, until interrupted; quiet
@@ -37,9 +40,10 @@ from jobledger.cli.common import (
 )
 from jobledger.cli.job_commands import UrlOption, connected
 from jobledger.cli.output import EVENT_STYLES, JsonOption, Output, event_details, when
-from jobledger.cli.replay_commands import ledger_client, removed_unless_done, until_id
+from jobledger.cli.replay_commands import ledger_parts, removed_unless_done, until_ids
 from jobledger.client import Event
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Partitioning
 from jobledger.replay.archive.records import ArchiveError
 from jobledger.replay.blob_transfer import (
     BlobTransferError,
@@ -49,11 +53,12 @@ from jobledger.replay.blob_transfer import (
     export_blobs,
     import_blobs,
 )
-from jobledger.replay.ledger_file import LedgerFileError, count_lines, read_entries
+from jobledger.replay.ledger_file import LedgerFileError, count_lines, file_partitions, read_entries
+from jobledger.replay.parts import ensure_empty_ledger, mark, parts_of, stored_count
 from jobledger.replay.progress import Meter
-from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty
+from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType
 from jobledger.replay.source import ledger_length
-from jobledger.replay.transfer import export_ledger, import_ledger
+from jobledger.replay.transfer import export_parts, import_parts
 from jobledger.runtime.config import Config
 
 app = typer.Typer(name="events", help="The ledger itself: export, import, and follow its events.",
@@ -85,14 +90,16 @@ def export_command(
     ``--blobs DIR``, the blobs its events refer to into DIR, each verified."""
     config = ledger.config()
     ns = config.redis.key_namespace
-    with SignalStop() as stop, ledger_client(config, stop) as client:
-        last = until_id(client, Keys(ns), until)
-        with Meter("export", ledger_length(client, Keys(ns))) as meter:
+    with SignalStop() as stop, ledger_parts(config, stop) as found:
+        untils = until_ids(found, until)
+        total = sum(ledger_length(part.client, Keys(part.namespace)) for part in found.parts)
+        with Meter("export", total) as meter:
             try:
-                export_ledger(client, ns, to, last, progress=meter.update)
+                export_parts(found.parts, to, untils, progress=meter.update)
             except FAILURES as exc:
                 fail(f"export failed: {exc}", code=3)
-        typer.echo(f"exported {meter.summary()} from ledger '{ns}' to {to}")
+        split = f" ({found.partitioning.count} partitions)" if found.split else ""
+        typer.echo(f"exported {meter.summary()} from ledger '{ns}'{split} to {to}")
         if blobs is not None and not stop.fired:
             carried = _carry(config, to, lambda refs, store: export_blobs(refs, store, blobs))
             typer.echo(f"exported {_carried(carried)} to {blobs}")
@@ -139,20 +146,37 @@ def import_command(
     DIR``, first the blobs its events refer to from DIR into the store, each verified."""
     config = ledger.config()
     ns = config.redis.key_namespace
-    with SignalStop() as stop, ledger_client(config, stop, create=True) as client:
-        try:
-            ensure_empty(client, Keys(ns))
-        except NamespaceNotEmpty as exc:
-            fail(str(exc), code=3)
-        if blobs is not None:
-            carried = _carry(config, file, lambda refs, store: import_blobs(refs, blobs, store))
-            typer.echo(f"imported {_carried(carried)} from {blobs}")
-        with removed_unless_done(client, ns), Meter("import", count_lines(file)) as meter:
+    try:
+        count = file_partitions(file)
+    except OSError as exc:
+        fail(f"import failed: {exc}", code=3)
+    with SignalStop() as stop, ledger_parts(config, stop, create=True) as found:
+        stored = stored_count(found.base, ns)
+        wanted = stored or config.redis.partitions or count
+        if wanted != count:
+            fail(
+                f"{file} holds a ledger of {count} partition(s); namespace '{ns}' is "
+                f"{'split' if stored else 'to be split'} into {wanted}: import it into a ledger of "
+                f"{count} (nothing was written)",
+                code=3,
+            )
+        into = Partitioning(ns, count)
+        with parts_of(found.url, into) as parts:
             try:
-                import_ledger(client, ns, file, progress=meter.update)
-            except FAILURES as exc:
-                fail(f"import failed (namespace '{ns}' left empty): {exc}", code=3)
-        typer.echo(f"imported {meter.summary()} into namespace '{ns}'")
+                ensure_empty_ledger(parts)
+            except NamespaceNotEmpty as exc:
+                fail(str(exc), code=3)
+            if blobs is not None:
+                carried = _carry(config, file, lambda refs, store: import_blobs(refs, blobs, store))
+                typer.echo(f"imported {_carried(carried)} from {blobs}")
+            with removed_unless_done(found.base, ns, parts), Meter("import", count_lines(file)) as meter:
+                try:
+                    mark(found.url, parts, into)
+                    import_parts(parts, file, progress=meter.update)
+                except FAILURES as exc:
+                    fail(f"import failed (namespace '{ns}' left empty): {exc}", code=3)
+        split = f" ({count} partitions)" if count > 1 else ""
+        typer.echo(f"imported {meter.summary()} into namespace '{ns}'{split}")
     if stop.fired:
         fail(f"interrupted; namespace '{ns}' was left empty", code=130)
 

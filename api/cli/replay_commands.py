@@ -2,7 +2,9 @@
 
 Both read the ledger straight from Redis (the shared ``--config`` / ``--data-dir`` /
 ``--redis-url`` / ``--namespace`` options say which), archived events included, and show their
-progress on a terminal.  A namespace they create and do not finish is removed: an interrupted
+progress on a terminal.  On a ledger split into partitions each works on every partition in turn
+(verify reports each and the whole; a rebuild ``--into`` is split as its ledger is).  A namespace
+they create and do not finish is removed: an interrupted
 rebuild leaves nothing behind, and verify's scratch namespace never outlives it.
 
 Exit codes: 0 done (verify: no difference); 1 verify found differences (or, with ``--blobs``, a
@@ -13,9 +15,11 @@ not empty, the archive cannot be read); 130 interrupted.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated
 
 import redis
@@ -32,15 +36,17 @@ from jobledger.cli.common import (
 )
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
 from jobledger.replay.archive.records import ArchiveError
 from jobledger.replay.blob_audit import BlobAudit, audit_blobs
+from jobledger.replay.parts import Part, mark, parts_of, stored_count
 from jobledger.replay.progress import Meter
 from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
 from jobledger.replay.source import UntilError, ledger_length, resolve_until, xrange
 from jobledger.replay.swap import SwapConflict, swap
-from jobledger.replay.verify import drop_namespace, verify
+from jobledger.replay.verify import Verification, drop_namespace, verify
 from jobledger.runtime.config import Config
 
 app = typer.Typer(
@@ -61,16 +67,52 @@ BatchOption = Annotated[int, typer.Option(min=1, max=100_000, help="Events per s
 FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, redis.RedisError, OSError)
 
 
+@dataclass(frozen=True)
+class SplitLedger:
+    """The configured ledger as replay sees it: its base namespace's client, how it is split, and a
+    part per partition (one, the namespace itself, on a ledger of one partition)."""
+
+    url: str
+    base: redis.Redis
+    partitioning: Partitioning
+    parts: list[Part]
+
+    @property
+    def split(self) -> bool:
+        return self.partitioning.count > 1
+
+    def label(self, part: Part) -> str:
+        """How a run names one partition in what it prints."""
+        return f"partition {part.index} ('{part.namespace}') of " if self.split else ""
+
+
 @contextmanager
-def ledger_client(config: Config, stop: SignalStop, *, create: bool = False) -> Iterator[redis.Redis]:
-    """A Redis client of the configured ledger's server (the embedded one started if need be; in a
-    data directory that holds no ledger, only with ``create``)."""
+def ledger_parts(config: Config, stop: SignalStop, *, create: bool = False) -> Iterator[SplitLedger]:
+    """The configured ledger on its server (the embedded one started if need be; in a data directory
+    that holds no ledger, only with ``create``), split as it is stored (one part when no count is)."""
     with open_redis(config, stop, create=create) as url:
-        client = sync_client(url, config.redis.key_namespace)
+        ns = config.redis.key_namespace
+        base = sync_client(url, ns)
         try:
-            yield client
+            partitioning = Partitioning(ns, stored_count(base, ns) or 1)
+            with parts_of(url, partitioning) as parts:
+                yield SplitLedger(url, base, partitioning, parts)
         finally:
-            client.close()
+            base.close()
+
+
+def until_ids(ledger: SplitLedger, text: str | None) -> list[str | None]:
+    """``--until`` as each partition's event id (all None without one); a usage error if it names
+    no point, and exit 3 when no partition has an event that old."""
+    if text is None or not ledger.split:
+        return [until_id(part.client, Keys(part.namespace), text) for part in ledger.parts]
+    try:
+        found = [resolve_until(part.client, Keys(part.namespace), text) for part in ledger.parts]
+    except UntilError as exc:
+        fail(str(exc), code=2)
+    if all(f is None for f in found):
+        fail(f"the ledger '{ledger.partitioning.namespace}' has no event at or before {text}", code=3)
+    return found
 
 
 def until_id(client: redis.Redis, keys: Keys, text: str | None) -> str | None:
@@ -149,27 +191,42 @@ def rebuild_command(
     target = into or default_target(source)
     if target == source:
         fail("--into must name another namespace than the ledger's", code=2)
-    with SignalStop() as stop, ledger_client(config, stop) as client:
-        if into is not None and slot_of(into) != slot_of(source) and on_cluster(client):
+    with SignalStop() as stop, ledger_parts(config, stop) as found:
+        elsewhere = into is not None and slot_of(into) != slot_of(source)
+        if elsewhere and not found.split and on_cluster(found.base):
             fail(
                 f"on a Cluster, --into must name a namespace in the ledger's slot, as "
-                f"'{in_slot_of(into, source)}' is (or leave --into out)",
+                f"'{in_slot_of(into or source, source)}' is (or leave --into out)",
                 code=2,
             )
-        keys = Keys(source)
-        last = until_id(client, keys, until)
-        try:
-            ensure_empty(client, Keys(target))
-        except NamespaceNotEmpty as exc:
-            fail(str(exc), code=3)
-        with removed_unless_done(client, target), Meter("rebuild", ledger_length(client, keys)) as meter:
-            try:
-                rebuild(client, source, target, last, batch, meter.update)
-            except FAILURES as exc:
-                fail(f"rebuild failed: {exc}", code=3)
+        untils = until_ids(found, until)
+        into_split = Partitioning(target, found.partitioning.count)
+        with parts_of(found.url, into_split) as targets:
+            for made in targets:
+                try:
+                    ensure_empty(made.client, Keys(made.namespace))
+                except NamespaceNotEmpty as exc:
+                    fail(str(exc), code=3)
+            total = sum(ledger_length(part.client, Keys(part.namespace)) for part in found.parts)
+            with removed_unless_done(found.base, target, targets), Meter("rebuild", total) as meter:
+                done = 0
+                for part, made, last in zip(found.parts, targets, untils, strict=True):
+                    if last is None and until is not None:
+                        continue  # a partition with no event that old: nothing to fold
+                    progress = functools.partial(_advanced, meter, done)
+                    try:
+                        done += rebuild(part.client, part.namespace, made.namespace, last, batch, progress,
+                                        into=made.client)  # fmt: skip
+                    except FAILURES as exc:
+                        fail(f"rebuild failed: {exc}", code=3)
+                mark(found.url, targets, into_split)
         typer.echo(f"rebuilt {meter.summary()} from ledger '{source}' into namespace '{target}'")
-        if last is not None:
-            typer.echo(f"as of event {last}{_event_at(client, keys, last)}")
+        if found.split:
+            typer.echo(f"split as the ledger is, into {found.partitioning.count} partitions")
+        for part, last in zip(found.parts, untils, strict=True):
+            if last is not None:
+                at = _event_at(part.client, Keys(part.namespace), last)
+                typer.echo(f"{found.label(part)}as of event {last}{at}")
         typer.echo("serve it read-only with:")
         typer.echo("  " + serve_hint(config, target, reach_options(ledger)))
     if stop.fired:
@@ -178,19 +235,28 @@ def rebuild_command(
 
 def _swap(config: Config, batch: int) -> None:
     source = config.redis.key_namespace
-    with SignalStop() as stop, ledger_client(config, stop) as client:
-        with Meter("rebuild", ledger_length(client, Keys(source))) as meter:
-            try:
-                done = swap(client, source, batch, progress=meter.update)
-            except (SwapConflict, *FAILURES) as exc:
-                fail(f"online rebuild failed, the live projections are unchanged: {exc}", code=3)
-        typer.echo(
-            f"rebuilt {meter.summary()}; generation {done.new} of ledger '{source}' is live (was "
-            f"{done.old}) after {done.rounds} catch-up rounds and a final step of {done.tail} events; "
-            f"{done.removed} keys of the old generation removed"
-        )
+    with SignalStop() as stop, ledger_parts(config, stop) as found:
+        for part in found.parts:
+            if stop.fired:
+                break
+            with Meter("rebuild", ledger_length(part.client, Keys(part.namespace))) as meter:
+                try:
+                    done = swap(part.client, part.namespace, batch, progress=meter.update)
+                except (SwapConflict, *FAILURES) as exc:
+                    which = f" of partition {part.index}" if found.split else ""
+                    fail(f"online rebuild{which} failed, the live projections are unchanged: {exc}", code=3)
+            typer.echo(
+                f"rebuilt {meter.summary()}; generation {done.new} of {found.label(part)}ledger '{source}' "
+                f"is live (was {done.old}) after {done.rounds} catch-up rounds and a final step of "
+                f"{done.tail} events; {done.removed} keys of the old generation removed"
+            )
     if stop.fired:
         fail("interrupted; the live projections are unchanged", code=130)
+
+
+def _advanced(meter: Meter, before: int, done: int) -> None:
+    """A partition's progress, after the ``before`` events of the partitions before it."""
+    meter.update(before + done)
 
 
 def _span(first: str | None, last: str | None) -> str:
@@ -201,8 +267,11 @@ def _span(first: str | None, last: str | None) -> str:
 
 
 @contextmanager
-def removed_unless_done(client: redis.Redis, namespace: str) -> Iterator[None]:
-    """Remove the namespace if the block does not finish (an error, or an interrupt)."""
+def removed_unless_done(
+    client: redis.Redis, namespace: str, parts: list[Part] | None = None
+) -> Iterator[None]:
+    """Remove the namespace (``client`` reaches it), and each of ``parts``, if the block does not
+    finish (an error, or an interrupt)."""
     done = False
     try:
         yield
@@ -210,6 +279,8 @@ def removed_unless_done(client: redis.Redis, namespace: str) -> Iterator[None]:
     finally:
         if not done:
             drop_namespace(client, namespace)
+            for part in parts or []:
+                drop_namespace(part.client, part.namespace)
 
 
 @app.command("verify")
@@ -232,36 +303,61 @@ def verify_command(
     The rebuild goes into a scratch namespace, removed afterwards; the server may keep running."""
     config = ledger.config()
     ns = config.redis.key_namespace
-    with SignalStop() as stop, ledger_client(config, stop) as client:
-        with Meter("verify", ledger_length(client, Keys(ns))) as meter:
-            try:
-                result = verify(client, ns, batch=batch, chunk=chunk, progress=meter.update)
-            except FAILURES as exc:
-                fail(f"verify failed: {exc}", code=3)
-        for difference in result.differences:
-            typer.echo(str(difference))
-        span = _span(result.first, result.last)
-        where = f"ledger '{ns}': {result.keys:,} keys compared as of {span}; replayed {meter.summary()}"
-        if result.ok:
-            typer.echo(f"verified {where}: no difference")
-        else:
-            typer.echo(f"{len(result.differences)} of {result.keys:,} keys differ in {where}")
-            if (hint := result.outdated_layout()) is not None:
-                typer.echo(hint)
-        blobs_ok = _verify_blobs(config, client) if blobs and not stop.fired else True
+    with SignalStop() as stop, ledger_parts(config, stop) as found:
+        results: list[Verification] = []
+        for part in found.parts:
+            if stop.fired:
+                break
+            results.append(_verify_part(found, part, batch, chunk))
+        ok = all(r.ok for r in results)
+        if found.split and not stop.fired:
+            keys, differing = sum(r.keys for r in results), sum(len(r.differences) for r in results)
+            where = f"ledger '{ns}', {found.partitioning.count} partitions: {keys:,} keys compared"
+            if ok:
+                typer.echo(f"verified {where}: no difference")
+            else:
+                bad = ", ".join(str(p.index) for p, r in zip(found.parts, results, strict=False) if not r.ok)
+                typer.echo(f"{differing} of {keys:,} keys differ in {where} (in partition {bad})")
+        blobs_ok = _verify_blobs(config, found.parts) if blobs and not stop.fired else True
     if stop.fired:
         fail("interrupted; the scratch namespace was removed", code=130)
-    if not (result.ok and blobs_ok):
+    if not (ok and blobs_ok):
         raise typer.Exit(1)
 
 
-def _verify_blobs(config: Config, client: redis.Redis) -> bool:
+def _verify_part(found: SplitLedger, part: Part, batch: int, chunk: int) -> Verification:
+    """Verify one partition, printing what differs and its summary."""
+    with Meter("verify", ledger_length(part.client, Keys(part.namespace))) as meter:
+        try:
+            result = verify(part.client, part.namespace, batch=batch, chunk=chunk, progress=meter.update)
+        except FAILURES as exc:
+            fail(f"verify failed{f' on partition {part.index}' if found.split else ''}: {exc}", code=3)
+    for difference in result.differences:
+        typer.echo(str(difference))
+    span = _span(result.first, result.last)
+    name = f"{found.label(part)}ledger '{found.partitioning.namespace}'"
+    where = f"{name}: {result.keys:,} keys compared as of {span}; replayed {meter.summary()}"
+    if result.ok:
+        typer.echo(f"verified {where}: no difference")
+    else:
+        typer.echo(f"{len(result.differences)} of {result.keys:,} keys differ in {where}")
+        if (hint := result.outdated_layout()) is not None:
+            typer.echo(hint)
+    return result
+
+
+def _verify_blobs(config: Config, parts: list[Part]) -> bool:
     """``--blobs``: print each problem and a summary; whether there was none."""
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
 
     async def audit() -> BlobAudit:
         try:
-            return await audit_blobs(client, config.redis.key_namespace, store)
+            found = BlobAudit()
+            for part in parts:
+                each = await audit_blobs(part.client, part.namespace, store)
+                found.checked, found.bytes = found.checked + each.checked, found.bytes + each.bytes
+                found.problems += each.problems
+            return found
         finally:
             await store.close()
 

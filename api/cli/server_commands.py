@@ -15,9 +15,11 @@ from jobledger.cli.common import (
     ExpiryCheckOption,
     LedgerOptions,
     LogFormatOption,
+    PartitionsOption,
     RetryCheckOption,
     SignalStop,
     TimeoutCheckOption,
+    check_partitions,
     fail,
     ledger_options,
     open_redis,
@@ -107,10 +109,12 @@ def serve(
     expiry_check_interval: ExpiryCheckOption = None,
     log_level: Annotated[str | None, typer.Option(help="error, warning, info, debug or trace.")] = None,
     log_format: LogFormatOption = None,
+    partitions: PartitionsOption = None,
 ) -> None:
     """Run the HTTP server (and the embedded Redis server, unless a Redis URL is configured).
 
-    The address is taken first: if it is in use, nothing starts (exit 3).  SIGTERM / SIGINT stop
+    The address is taken first: if it is in use, nothing starts (exit 3); a partition count other
+    than the ledger's stored one starts nothing either (exit 2).  SIGTERM / SIGINT stop
     the server within shutdown_timeout; a second signal stops it at once."""
     config = ledger.config({
         "server.host": host, "server.port": port, "server.read_only": read_only,
@@ -122,7 +126,7 @@ def serve(
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
-        "server.tls_cert": tls_cert, "server.tls_key": tls_key,
+        "server.tls_cert": tls_cert, "server.tls_key": tls_key, "redis.partitions": partitions,
     })  # fmt: skip
     refusal = exposure_refusal(config)
     if refusal:
@@ -136,6 +140,8 @@ def serve(
         if problem:
             fail(problem, code=2)
 
+    if config.redis.url:  # the embedded server is found (or started) after the address is taken
+        check_partitions(config, config.redis.url)
     try:
         sockets = listen(config.server.host, config.server.port)
     except ListenError as exc:
@@ -144,6 +150,8 @@ def serve(
         for sock in sockets:
             stack.callback(sock.close)
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:
+            if not config.redis.url:
+                check_partitions(config, url)
             started = run_http(create_app(config, url), config, sockets)
             stop.fired = True  # the server has stopped: a late signal must not cut short the rest
             if not started:
@@ -157,15 +165,18 @@ def scheduler(
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
     log_format: LogFormatOption = None,
+    partitions: PartitionsOption = None,
 ) -> None:
     """Run the scheduler alone (timeouts, retries, expiry, releases, launchers) until stopped."""
     config = ledger.config({
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_format": log_format,
+        "redis.partitions": partitions,
     })  # fmt: skip
     setup_logging(config)
     with SignalStop() as stop, open_redis(config, stop) as url:
+        check_partitions(config, url)
         asyncio.run(run_scheduler(config, url, stop))
 
 

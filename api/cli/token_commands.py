@@ -4,21 +4,24 @@ docs/operations.md).
 They talk to the ledger itself, as ``replay`` does (``--config`` / ``--data-dir`` / ``--redis-url``
 / ``--namespace`` say which): a token is an event (``token_created``, ``token_revoked``) holding its
 name, scopes and the SHA-256 of its secret.  ``create`` prints the secret once; nothing can show it
-again.
+again.  Tokens live in a split ledger's home partition: every command goes through the router.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
+import redis
 import typer
 
 from jobledger.cli.common import LEDGER_DEFAULTS, LedgerOptions, SignalStop, fail, ledger_options, open_redis
 from jobledger.cli.output import JsonOption, Output, cell
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import JobLedgerError
-from jobledger.ledger.redis_clients import sync_client
-from jobledger.ledger.runner import Ledger
+from jobledger.ledger.partitioned import Partitioned, open_ledger
+from jobledger.ledger.partitions import PartitionCountMismatch
 from jobledger.ledger.tokens import ScopeError, create_token, digest, new_secret, revoke_token
 from jobledger.projections import tokens
 from jobledger.runtime.config import Config
@@ -30,22 +33,31 @@ AsJson = Annotated[bool, JsonOption]
 SCOPE_HELP = "admin, read, produce:GLOB or work:GLOB (GLOB matches queue names: build-*); repeat for more."
 
 
-def _ledger(url: str, config: Config) -> Ledger:
-    return Ledger(sync_client(url, config.redis.key_namespace), config.redis.key_namespace)
+@contextmanager
+def _ledger(url: str, config: Config) -> Iterator[Partitioned]:
+    """The configured ledger, split as it is stored (a count other than ``[redis] partitions``: exit 2)."""
+    try:
+        router = open_ledger(url, config.redis.key_namespace, config.redis.partitions)
+    except PartitionCountMismatch as exc:
+        fail(exc.message, code=2)
+    except (redis.RedisError, OSError) as exc:
+        fail(f"Redis is unreachable: {exc}")
+    try:
+        yield router
+    finally:
+        for runner in router.runners:
+            runner.client.close()
 
 
 def _run_call(options: LedgerOptions, call: Call[Any]) -> None:
     """Run one token command on the configured ledger; a refusal ends the command (exit 1).  A new
     data directory may be given its first tokens before it is first served."""
     config = options.config()
-    with SignalStop() as stop, open_redis(config, stop, create=True) as url:
-        runner = _ledger(url, config)
+    with SignalStop() as stop, open_redis(config, stop, create=True) as url, _ledger(url, config) as router:
         try:
-            runner.run(call)
+            router.run(call)
         except JobLedgerError as exc:
             fail(exc.message)
-        finally:
-            runner.client.close()
 
 
 @app.command()
@@ -75,14 +87,11 @@ def create(
 def list_(ledger: LedgerOptions = LEDGER_DEFAULTS, as_json: AsJson = False) -> None:
     """The live tokens: name and scopes (never a secret)."""
     config = ledger.config()
-    with SignalStop() as stop, open_redis(config, stop) as url:
-        runner = _ledger(url, config)
+    with SignalStop() as stop, open_redis(config, stop) as url, _ledger(url, config) as router:
         try:
-            found = runner.read(tokens.tokens())
+            found = router.read(tokens.tokens())
         except JobLedgerError as exc:
             fail(exc.message)
-        finally:
-            runner.client.close()
     out = Output(as_json)
     if out.is_json:
         out.json([{"name": t.name, "scopes": list(t.scopes)} for t in found])

@@ -28,6 +28,7 @@ from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
     SignalStop,
+    check_partitions,
     fail,
     ledger_options,
     open_redis,
@@ -168,11 +169,15 @@ def worker(
             return
         config = ledger.config()
         with open_redis(config, stop) as found:
+            check_partitions(config, found)
             ns, blobs = (
                 config.redis.key_namespace,
                 open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace),
             )
-            run_until_stopped(make(transport="redis", redis_url=found, namespace=ns, blobs=blobs), stop)
+            split = config.redis.partitions
+            run_until_stopped(
+                make(transport="redis", redis_url=found, namespace=ns, blobs=blobs, partitions=split), stop
+            )
 
 
 def _executor(command: str, keep: bool) -> Executor:

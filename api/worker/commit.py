@@ -15,8 +15,13 @@ from jobledger.client.errors import ServerError, error_for
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Fetched
 from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import AsyncLedger
+
+#: What a worker's calls run on: one runner, or the router of a ledger split into partitions (which
+#: runs a batch over jobs of several partitions as one call per partition).
+AnyLedger = AsyncLedger | AsyncPartitioned | OpeningLedger
 
 T = TypeVar("T")
 
@@ -44,7 +49,7 @@ class GroupCommit:
     round trip.  With no update waiting it runs ``fetch_jobs`` at once.
     """
 
-    def __init__(self, ledger: AsyncLedger, limit: int = 500) -> None:
+    def __init__(self, ledger: AnyLedger, limit: int = 500) -> None:
         self.ledger = ledger
         self.limit = limit
         self.calls = 0  # update_jobs / update_and_fetch calls made, for the curious (and the tests)

@@ -12,7 +12,9 @@ follower stops).
 HTTP works from anywhere; Redis is the fast path for Python workers that can reach the ledger's
 Redis: no HTTP hop, the jobs that finish while one completion is on its way are completed
 together by the next call, and the next fetch goes in that same call (:class:`GroupCommit`), so at
-concurrency 1 a job costs one round trip.
+concurrency 1 a job costs one round trip.  Over Redis the ledger is opened on first use and split as it
+is stored: each fetch runs in its queue's partition, a batch of updates over jobs of several
+partitions runs as one call per partition, and the worker waits on the partitions of its queues.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ from jobledger.client.models import StoredFile
 from jobledger.ledger import commands
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitions import id_route
 from jobledger.ledger.reads import Read
-from jobledger.ledger.redis_clients import async_client, masked_url
+from jobledger.ledger.redis_clients import masked_url
 from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate, QueueSettings
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
 from jobledger.projections import readers
 from jobledger.worker import blob_files
@@ -312,16 +315,21 @@ async def first_answers(
 
 
 class RedisTransport:
-    """The worker straight on the ledger: the commands' scripts through :class:`AsyncLedger`; the
-    bytes of jobs' files through ``blobs``, the store the server uses (without it, a job with files
-    fails: its files cannot be had)."""
+    """The worker straight on the ledger: the commands' scripts through the ledger's router
+    (:class:`OpeningLedger`: opened on first use, split as stored, or for a new ledger into
+    ``partitions``); the bytes of jobs' files through ``blobs``, the store the server uses (without
+    it, a job with files fails: its files cannot be had)."""
 
     def __init__(
-        self, redis_url: str, namespace: str = DEFAULT_NAMESPACE, blobs: BlobStore | None = None
+        self,
+        redis_url: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        blobs: BlobStore | None = None,
+        partitions: int | None = None,
     ) -> None:
         self._url = redis_url
-        self._redis = async_client(redis_url, namespace)
-        self.ledger = AsyncLedger(self._redis, namespace)
+        self.namespace = namespace
+        self.ledger = OpeningLedger(redis_url, namespace, partitions)
         # its puts tell the collector, as the server's do (see jobledger.blobs.guarded)
         self.blobs = None if blobs is None else GuardedStore(blobs, self.ledger)
         self.ledger_watch = LedgerWatch(self.ledger)
@@ -331,7 +339,7 @@ class RedisTransport:
         self._errors = FetchErrors()
 
     def describe(self) -> str:
-        return f"Redis {masked_url(self._url)}, namespace {self.ledger.keys.namespace}"
+        return f"Redis {masked_url(self._url)}, namespace {self.namespace}"
 
     async def fetch(self, queue: str, count: int, worker: str) -> list[Assignment]:
         """Start up to ``count`` jobs: in the same call as the completions waiting to go, if any
@@ -383,8 +391,7 @@ class RedisTransport:
         return []
 
     async def heartbeat_timeout(self, job: Assignment) -> float:
-        (seconds,) = await translated(self.ledger.read(_heartbeat_timeouts([job.id])))
-        return seconds
+        return await translated(self.ledger.read(_heartbeat_timeout(job.id)))
 
     async def heartbeat(self, job: Assignment) -> None:
         await translated(self.ledger.run(commands.heartbeat(job.id, job.attempt)))
@@ -433,19 +440,20 @@ class RedisTransport:
         if self._woken is not None:
             self._woken.close()
         await self._finishing.drained()
-        await _close_watch(self.ledger_watch, self._redis)
-        await self._redis.aclose()
+        await _close_watch(self.ledger_watch, self.ledger)
+        await self.ledger.aclose()
 
 
-async def _close_watch(watch: LedgerWatch, client: Any) -> None:
-    """Stop the watch's follower, even when its blocking read shrugs off the cancellation (seen with
-    redis-py 8.1: the read then lasts its whole block): after a moment, the client's connections
-    are closed under it and it is cancelled again."""
+async def _close_watch(watch: LedgerWatch, ledger: OpeningLedger) -> None:
+    """Stop the watch's followers, even when a blocking read shrugs off the cancellation (seen with
+    redis-py 8.1: the read then lasts its whole block): after a moment, the partitions' clients'
+    connections are closed under them and they are cancelled again."""
     first = asyncio.ensure_future(watch.close())
     done, _ = await asyncio.wait({first}, timeout=0.3)
     if done:
         return
-    await client.connection_pool.disconnect()
+    for runner in ledger.router.runners if ledger.router is not None else []:
+        await runner.client.connection_pool.disconnect()
     await asyncio.wait({first, asyncio.ensure_future(watch.close())}, timeout=2.0)
 
 
@@ -459,11 +467,12 @@ async def until_either(waiting: Any, stopping: asyncio.Event) -> None:
             task.cancel()
 
 
-def _heartbeat_timeouts(ids: list[int]) -> Read[list[float]]:
-    """Each job's heartbeat_timeout in seconds (0 when off or gone), read in one round trip."""
+def _heartbeat_timeout(job_id: int) -> Read[float]:
+    """The job's heartbeat_timeout in seconds (0 when off or gone), read in its partition."""
     return Read(
-        lambda keys: [("HGET", keys.job(i), "heartbeat_timeout") for i in ids],
-        lambda replies: [int(r or 0) / 1000 for r in replies],
+        lambda keys: [("HGET", keys.job(job_id), "heartbeat_timeout")],
+        lambda replies: int(replies[0] or 0) / 1000,
+        id_route(job_id),
     )
 
 

@@ -30,9 +30,10 @@ from jobledger.client.calls import auth_headers
 from jobledger.client.errors import ClientError, NotFound
 from jobledger.client.models import Event
 from jobledger.client.sse import IDLE_READ_TIMEOUT, STREAM_PATH, SseDecoder
+from jobledger.ledger.partitions import id_route
 from jobledger.ledger.reads import Read
-from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import LedgerWatch, job_topic
+from jobledger.worker.commit import AnyLedger
 
 log = logging.getLogger("jobledger.worker")
 
@@ -57,7 +58,7 @@ class JobWatch:
     """One job's attempt, watched on the ledger watch (Redis)."""
 
     def __init__(
-        self, ledger: AsyncLedger, watch: LedgerWatch, job_id: int, attempt: int, on_over: OnOver
+        self, ledger: AnyLedger, watch: LedgerWatch, job_id: int, attempt: int, on_over: OnOver
     ) -> None:
         self._ledger, self._id, self._attempt, self._on_over = ledger, job_id, attempt, on_over
         self._sub = watch.subscribe([job_topic(job_id)])
@@ -87,7 +88,7 @@ def _status_and_attempt(job_id: int) -> Read[tuple[str | None, int]]:
         status, attempt = replies[0]
         return (status.decode() if status else None, int(attempt or 0))
 
-    return Read(lambda keys: [("HMGET", keys.job(job_id), "status", "attempt")], parse)
+    return Read(lambda keys: [("HMGET", keys.job(job_id), "status", "attempt")], parse, id_route(job_id))
 
 
 def _over(status: str | None, attempt: int, mine: int) -> str | None:

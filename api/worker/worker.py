@@ -80,7 +80,8 @@ class Worker:
     files gets a directory under ``files_dir`` (default: the temporary directory) with its files
     downloaded and checked; ``upload_written`` uploads every file the handler wrote there as a result
     (else only those named by ``job.add_result``); ``keep_files`` leaves the directories behind;
-    ``blobs`` is the blob store a worker over Redis reads and writes files through.
+    ``blobs`` is the blob store a worker over Redis reads and writes files through, and
+    ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
     """
 
     def __init__(
@@ -101,13 +102,14 @@ class Worker:
         upload_written: bool = False,
         keep_files: bool = False,
         blobs: BlobStore | None = None,
+        partitions: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.handler = handler
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
-        self.transport = _transport(transport, url, redis_url, namespace, token, blobs)
+        self.transport = _transport(transport, url, redis_url, namespace, token, blobs, partitions)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period
@@ -445,7 +447,7 @@ def _named(job: Assignment) -> str:
 
 def _transport(
     kind: str | Transport, url: str | None, redis_url: str | None, namespace: str, token: str | None = None,
-    blobs: BlobStore | None = None,
+    blobs: BlobStore | None = None, partitions: int | None = None,
 ) -> Transport:  # fmt: skip
     if not isinstance(kind, str):
         return kind
@@ -454,7 +456,7 @@ def _transport(
     if kind == "redis":
         if not redis_url:
             raise ValueError("the redis transport needs redis_url")
-        return RedisTransport(redis_url, namespace, blobs)
+        return RedisTransport(redis_url, namespace, blobs, partitions)
     raise ValueError(f"unknown transport {kind!r}: use 'http' or 'redis'")
 
 

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from jobledger.replay.ledger_file import LedgerFileError, entry_line, parse_line, read_entries, write_entries
+from jobledger.replay.ledger_file import (
+    LedgerFileError,
+    count_lines,
+    entry_line,
+    file_partitions,
+    header_line,
+    parse_line,
+    read_entries,
+    read_partition_entries,
+    write_entries,
+)
 
 ENTRY = (
     b"1795322898701-3",
@@ -66,3 +76,32 @@ def test_files_are_read_in_batches_in_order(tmp_path: Path) -> None:
     batches = list(read_entries(path, batch=2))
     assert [len(b) for b in batches] == [2, 2, 1]
     assert [e for b in batches for e in b] == entries
+
+
+def test_a_split_ledgers_file_names_its_count_and_each_events_partition(tmp_path: Path) -> None:
+    path = tmp_path / "split.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(header_line(3) + "\n")
+        write_entries(handle, [ENTRY, ENTRY], partition=0)
+        write_entries(handle, [ENTRY], partition=2)
+    assert json.loads(path.read_text().splitlines()[3])["partition"] == 2
+    assert file_partitions(path) == 3 and count_lines(path) == 3
+    assert [(p, len(entries)) for p, entries in read_partition_entries(path, batch=5)] == [(0, 2), (2, 1)]
+    assert [len(entries) for entries in read_entries(path)] == [2, 1]  # the header is no event
+
+    with path.open("a", encoding="utf-8") as handle:
+        write_entries(handle, [ENTRY], partition=3)
+    with pytest.raises(LedgerFileError, match=r":5: partition 3 of a ledger of 3 partition"):
+        list(read_partition_entries(path))
+
+
+def test_a_file_of_one_partition_has_no_header_and_no_partitions(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        write_entries(handle, [ENTRY])
+    assert "partition" not in path.read_text()
+    assert file_partitions(path) == 1 and count_lines(path) == 1
+    with path.open("a", encoding="utf-8") as handle:
+        write_entries(handle, [ENTRY], partition=1)
+    with pytest.raises(LedgerFileError, match="partition 1 of a ledger of 1 partition"):
+        list(read_partition_entries(path))

@@ -35,9 +35,8 @@ def test_a_completion_outlasts_a_stalled_redis(tmp_path: Path, gate: threading.E
         ledger = Ledger(client, "stall")
         ledger.run(commands.put_queue("q", QueueSettings()))
         job_id = ledger.run(commands.create_job("q", JobOptions())).id
-        transport = RedisTransport(private.url, "stall")
         # answers give up after 0.5 s, so the stall below outlasts several sends
-        transport._redis.connection_pool.connection_kwargs["socket_timeout"] = 0.5
+        transport = RedisTransport(private.url + "?socket_timeout=0.5", "stall")
         started = threading.Event()
 
         def handler(job: JobContext) -> str:
