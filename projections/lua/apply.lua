@@ -11,8 +11,9 @@
 --- @include "projections/lua/lib/record_history.lua"
 
 local function apply(id, kind, at, job, queue, data)
-  local recorded = APPLY[kind]({id = id, type = kind, at = tonumber(at), job = job, queue = queue,
-    data = cjson.decode(data)})
+  -- at + 0: one conversion of the text (tonumber makes two); '{}', the commonest data, not decoded
+  local recorded = APPLY[kind]({id = id, type = kind, at = at + 0, job = job, queue = queue,
+    data = data == '{}' and {} or cjson.decode(data)})
   if job ~= '' and not recorded then record_history(id, job) end
   if next(LOADED) then LOADED = {} end
 end
