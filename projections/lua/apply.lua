@@ -15,5 +15,7 @@ local function apply(id, kind, at, job, queue, data)
   local recorded = APPLY[kind]({id = id, type = kind, at = at + 0, job = job, queue = queue,
     data = data == '{}' and {} or cjson.decode(data)})
   if job ~= '' and not recorded then record_history(id, job) end
+  -- (the event's own job is most often the only one read: forgotten without a new table)
+  LOADED[job] = nil
   if next(LOADED) then LOADED = {} end
 end

@@ -6,10 +6,10 @@
 -- encoding, where a list key of its own costs far more per job.
 local HISTORY_INLINE = 60
 local function history_appended(inline, id)
-  -- (the steps are the numbers followed by '-'; text in arithmetic is converted once, tonumber twice)
+  -- (text in arithmetic is converted once, tonumber converts it twice)
   local ms, seq = string.match(id, '^(%d+)(%-%d+)$')
   local last = 0
-  for step in string.gmatch(inline, '(%d+)%-') do last = last + step end
+  for step in string.gmatch(inline, '(%d+)%-%d+') do last = last + step end
   local appended = inline .. ' ' .. string.format('%d', ms - last) .. seq
   if #appended > HISTORY_INLINE then return nil end
   return appended
