@@ -12,7 +12,8 @@
 
 -- One table holds the event for every apply() of a call (appliers read it while they run, keep
 -- nothing of it, and never apply an event themselves): a table per event costs more than its fields.
-local EVENT = {}
+-- (made with its six fields, so that setting them never grows it)
+local EVENT = {id = false, type = false, at = false, job = false, queue = false, data = false}
 local function apply(id, kind, at, job, queue, data)
   local e = EVENT
   -- at + 0: one conversion of the text (tonumber makes two); '{}', the commonest data, not decoded
