@@ -10,9 +10,18 @@
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/record_history.lua"
 
+-- One table holds the event for every apply() of a call (appliers read it while they run, keep
+-- nothing of it, and never apply an event themselves): a table per event costs more than its fields.
+-- (made with its six fields, so that setting them never grows it)
+local EVENT = {id = false, type = false, at = false, job = false, queue = false, data = false}
 local function apply(id, kind, at, job, queue, data)
-  local recorded = APPLY[kind]({id = id, type = kind, at = tonumber(at), job = job, queue = queue,
-    data = cjson.decode(data)})
+  local e = EVENT
+  -- at + 0: one conversion of the text (tonumber makes two); '{}', the commonest data, not decoded
+  e.id, e.type, e.at, e.job, e.queue = id, kind, at + 0, job, queue
+  e.data = data == '{}' and {} or cjson.decode(data)
+  local recorded = APPLY[kind](e)
   if job ~= '' and not recorded then record_history(id, job) end
+  -- (the event's own job is most often the only one read: forgotten without a new table)
+  LOADED[job] = nil
   if next(LOADED) then LOADED = {} end
 end

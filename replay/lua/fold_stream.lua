@@ -17,14 +17,23 @@ local start = ARGV[1] == '' and '-' or '(' .. ARGV[1]
 local entries = redis.call('XRANGE', KEYS[2], start, ARGV[2] == '' and '+' or ARGV[2], 'COUNT', most)
 local current = {}  -- the versions as the stream stores them, as text
 for kind, version in pairs(V) do current[kind] = tostring(version) end
-local last = ''
-for i, entry in ipairs(entries) do
-  local f, raw = {}, entry[2]
-  for j = 1, #raw, 2 do f[raw[j]] = raw[j + 1] end
-  if current[f.type] == nil or (f.v or '1') ~= current[f.type] then return {i - 1, last, 1, 0} end
-  local data = f.data
+local last, n = '', #entries
+for i = 1, n do
+  local entry = entries[i]
+  local raw = entry[2]
+  local kind, version, at, job, queue, data
+  if raw[1] == 'type' and raw[3] == 'v' and raw[5] == 'at' and raw[7] == 'job' and raw[9] == 'queue'
+    and raw[13] == 'data' and raw[15] == nil then
+    -- as emit() writes an event of a job: the fields by position, without a table of them per event
+    kind, version, at, job, queue, data = raw[2], raw[4], raw[6], raw[8], raw[10], raw[14]
+  else
+    local f = {}
+    for j = 1, #raw, 2 do f[raw[j]] = raw[j + 1] end
+    kind, version, at, job, queue, data = f.type, f.v or '1', f.at, f.job or '', f.queue or '', f.data
+  end
+  if current[kind] == nil or version ~= current[kind] then return {i - 1, last, 1, 0} end
   if data == nil or data == '' then data = '{}' end
-  apply(entry[1], f.type, f.at, f.job or '', f.queue or '', data)
+  apply(entry[1], kind, at, job, queue, data)
   last = entry[1]
 end
-return {#entries, last, 0, #entries == most and 1 or 0}
+return {n, last, 0, n == most and 1 or 0}

@@ -27,12 +27,11 @@ local function apply_job_created(e)
   local scheduled = d.run_at ~= nil and d.run_at ~= null
   local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued',
     'h', e.id}
-  local set = {}  -- the numeric settings above 0, stored
   for i = 1, #JOB_CREATED_NUMBERS do
     local name = JOB_CREATED_NUMBERS[i]
     local v = d[name]
     if v ~= nil and v ~= null and v > 0 then
-      fields[#fields + 1] = name; fields[#fields + 1] = v; set[name] = v
+      fields[#fields + 1] = name; fields[#fields + 1] = v
     end
   end
   set_fields(key, d, JOB_CREATED_FIELDS, fields)
@@ -46,9 +45,11 @@ local function apply_job_created(e)
     redis.call('ZADD', K.queue_status(e.queue, 'scheduled'), id, id)
     redis.call('ZADD', K.due_release, d.run_at, id)
   else
-    local quota_key = d.quota_key ~= null and d.quota_key or nil
-    local job = {queue = e.queue, priority = set.priority, quota_key = quota_key,
-      max_queued_time = set.max_queued_time}
+    -- the settings enter_queue reads, as stored above (a priority of 0 orders as none does)
+    local priority, wait = d.priority, d.max_queued_time
+    local job = {queue = e.queue, quota_key = d.quota_key ~= null and d.quota_key or nil,
+      priority = priority ~= null and priority or nil,
+      max_queued_time = wait ~= nil and wait ~= null and wait > 0 and wait or nil}
     enter_queue(id, job, e.at, true)
   end
   if d.idempotency_key ~= nil then

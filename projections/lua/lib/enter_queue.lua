@@ -5,7 +5,7 @@
 --- @include "projections/lua/lib/refresh_head.lua"
 local function enter_queue(id, job, at, status_written)
   local seq = redis.call('INCR', K.seq)
-  local score = (100 - tonumber(job.priority or 0)) * 1099511627776 + seq
+  local score = (100 - (job.priority or 0)) * 1099511627776 + seq  -- (text converted once)
   if not status_written then redis.call('HSET', K.job(id), 'status', 'queued') end
   if job.quota_key then
     redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
@@ -15,5 +15,5 @@ local function enter_queue(id, job, at, status_written)
   else
     redis.call('ZADD', K.queued_ids(job.queue), score, id)
   end
-  if job.max_queued_time then redis.call('ZADD', K.due_queued, at + tonumber(job.max_queued_time), id) end
+  if job.max_queued_time then redis.call('ZADD', K.due_queued, at + job.max_queued_time, id) end
 end

@@ -11,7 +11,7 @@ local function enter_stopped(id, job, status, ended, at, retry_at, fields)
     redis.call('HSET', K.job(id), 'ended', '1', unpack(fields))
     release_unique(id, job)
     track_pending(id, job.launcher, false)
-    local expires_after = tonumber(job.expires_after or 0)
+    local expires_after = (job.expires_after or 0) + 0  -- (not tonumber: one conversion, not two)
     if expires_after > 0 then redis.call('ZADD', K.due_expire, at + expires_after, id) end
   else
     redis.call('HSET', K.job(id), 'retry_at', retry_at, unpack(fields))

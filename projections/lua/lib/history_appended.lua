@@ -6,10 +6,11 @@
 -- encoding, where a list key of its own costs far more per job.
 local HISTORY_INLINE = 60
 local function history_appended(inline, id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  -- (text in arithmetic is converted once, tonumber converts it twice)
+  local ms, seq = string.match(id, '^(%d+)(%-%d+)$')
   local last = 0
-  for step in string.gmatch(inline, '(%d+)%-%d+') do last = last + tonumber(step) end
-  local appended = inline .. ' ' .. string.format('%d', tonumber(ms) - last) .. '-' .. seq
+  for step in string.gmatch(inline, '(%d+)%-%d+') do last = last + step end
+  local appended = inline .. ' ' .. string.format('%d', ms - last) .. seq
   if #appended > HISTORY_INLINE then return nil end
   return appended
 end
