@@ -38,20 +38,26 @@ DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after":
                     "retries": 0, "retry_delays": [], **EXTENSION_DEFAULTS}  # fmt: skip
 
 
-def make_config(namespace: str, queues: dict[str, Any] | None = None, **server: Any) -> Config:
-    raw = {"redis": {"key_namespace": namespace}, "server": server, "queue": queues or {}}
+def make_config(
+    namespace: str, queues: dict[str, Any] | None = None, partitions: int | None = None, **server: Any
+) -> Config:
+    """The config of an app on ``namespace``; its ledger split into ``partitions`` when given."""
+    redis_section: dict[str, Any] = {"key_namespace": namespace, "partitions": partitions}
+    raw = {"redis": redis_section, "server": server, "queue": queues or {}}
     return Config.model_validate(raw)
 
 
 @contextmanager
 def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = None,
-               blobs: BlobStore | None = None, **server: Any) -> Iterator[TestClient]:  # fmt: skip
+               blobs: BlobStore | None = None, partitions: int | None = None,
+               **server: Any) -> Iterator[TestClient]:  # fmt: skip
     """The app on ``namespace`` with no scheduler task; the lifespan runs while the block does.
-    ``blobs``: the store of the jobs' files (else one in a temporary directory, gone after)."""
+    ``blobs``: the store of the jobs' files (else one in a temporary directory, gone after);
+    ``partitions``: how many its ledger is split into (else as stored, or one)."""
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(temporary_store())
-        config = make_config(namespace, queues, **server)
+        config = make_config(namespace, queues, partitions, **server)
         app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
         yield stack.enter_context(TestClient(app, raise_server_exceptions=False))
 
