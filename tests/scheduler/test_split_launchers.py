@@ -30,6 +30,8 @@ from tests.scheduler.launcher_support import complete_job, data_of, launched, ne
 from tests.support import START, at, events, later, put_queue
 
 COUNT = 3
+#: Check intervals (ms) so long that only events wake a running scheduler within a test.
+IDLE = dict.fromkeys(("releases", "timeouts", "queued", "retries", "expiry", "idempotency"), 600_000)
 
 
 @pytest.fixture
@@ -183,8 +185,7 @@ def test_the_scheduler_is_woken_by_events_of_the_partitions_its_launchers_follow
     ra, rb = router.for_queue(a), router.for_queue(b)
     put_queue(ra, a)
     put_queue(rb, b)
-    every = dict.fromkeys(("releases", "timeouts", "queued", "retries", "expiry", "idempotency"), 600_000)
-    with scheduler_running(redis_url, namespace, every, partitions=COUNT):
+    with scheduler_running(redis_url, namespace, IDLE, partitions=COUNT):
         chained = new_launcher(rb, "@event", {"type": "job_completed", "queue": a}, queue=b)
         time.sleep(0.5)  # the launcher's partition's loop is woken by its making, and follows a's
         complete_job(ra, a)
