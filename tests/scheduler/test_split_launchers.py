@@ -95,7 +95,7 @@ def test_timed_launchers_fire_on_time_in_the_partition_of_their_queue(
     for name in queues:
         runner = router.for_queue(name)
         put_queue(runner, name)
-        every[name] = new_launcher(runner, "@interval", "10s", queue=name)
+        every[name] = new_launcher(router, "@interval", "10s", queue=name)  # routed by its queue
         cron[name] = new_launcher(runner, "@cron", "*/15 * * * * *", queue=name)
     assert [every[q] % COUNT for q in queues] == [cron[q] % COUNT for q in queues] == list(range(COUNT))
 
