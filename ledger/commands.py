@@ -313,7 +313,17 @@ def fire_launcher(
     return Call("fire_launcher", args, _int, id_route(launcher_id))
 
 
-def trigger_launcher(launcher_id: int, event_id: str) -> Call[int]:
+def trigger_launcher(
+    launcher_id: int, event_id: str, source: int | None = None, fields: dict[str, str] | None = None
+) -> Call[int]:
     """An event that matches an @event launcher: 0 nothing to do (already seen, or no match), 1 fired,
-    2 skipped, 3 triggered (debounced: it fires later)."""
-    return Call("trigger_launcher", (launcher_id, event_id), _int, id_route(launcher_id))
+    2 skipped, 3 triggered (debounced: it fires later).  An event of the launcher's own stream is read
+    back by the script; one of another partition ``source`` of a split ledger comes with its
+    ``fields`` (type, queue, at, data: the entry as the stream holds it), matched by the script."""
+    args: tuple[Any, ...] = (launcher_id, event_id)
+    if source is not None:
+        f = fields or {}
+        data = json.loads(f.get("data") or "{}") if f.get("type") == "job_created" else {}
+        mine = {"launcher": data["launcher"]} if "launcher" in data else {}
+        args += (source, f.get("type", ""), f.get("queue", ""), f.get("at", "0"), json.dumps(mine))
+    return Call("trigger_launcher", args, _int, id_route(launcher_id))

@@ -343,7 +343,8 @@ class LauncherDeleted(LauncherEventData):
 
 class LauncherFired(LauncherEventData):
     """The launcher created ``job`` for its due time ``due_at``; ``missed`` more due times had
-    passed since and are coalesced into this firing; ``trigger`` is the matching event (@event)."""
+    passed since and are coalesced into this firing; ``trigger`` is the matching event (@event), in
+    the stream of partition ``source`` of a split ledger (None: the launcher's own)."""
 
     type = "launcher_fired"
 
@@ -352,6 +353,7 @@ class LauncherFired(LauncherEventData):
     job: int
     missed: int = 0
     trigger: str | None = None
+    source: int | None = None
 
 
 class LauncherSkipped(LauncherEventData):
@@ -364,16 +366,18 @@ class LauncherSkipped(LauncherEventData):
     next_at: int | None = None
     reason: Literal["max_pending", "queue_missing", "unique_key"]
     trigger: str | None = None
+    source: int | None = None
 
 
 class LauncherTriggered(LauncherEventData):
-    """A debounced @event launcher matched the event ``trigger``: it fires at ``due_at`` unless
-    another match moves that later first."""
+    """A debounced @event launcher matched the event ``trigger`` (of partition ``source``'s stream,
+    None: its own): it fires at ``due_at`` unless another match moves that later first."""
 
     type = "launcher_triggered"
 
     trigger: str
     due_at: int
+    source: int | None = None
 
 
 EVENT_TYPES: dict[str, type[EventData]] = {

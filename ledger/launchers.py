@@ -257,4 +257,4 @@ def created_data(spec: LauncherSpec, now: int) -> str:
 def create(spec: LauncherSpec, now: int) -> Call[int]:
     """The command that creates the launcher, its first firing time computed from ``now``; its id."""
     call = commands.create_launcher(spec.queue, created_data(spec, now))
-    return Call(call.script, call.args, lambda reply: call.parse(reply).id)
+    return Call(call.script, call.args, lambda reply: call.parse(reply).id, call.route)

@@ -83,6 +83,12 @@ def id_route(ident: int) -> Route:
     return Route(ids=(ident,))
 
 
+def partition_route(partition: int) -> Route:
+    """The route of partition ``partition`` itself (e.g. a read of its stream): ids are found by
+    ``id % n``, and ``partition`` < n names it."""
+    return Route(ids=(partition,))
+
+
 class PartitionCountMismatch(Unavailable):
     """The ledger is stored with another partition count than the one asked for: nothing can be
     served until the setting is changed."""

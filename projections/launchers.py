@@ -5,7 +5,7 @@ a page of the stream)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jobledger.ledger.durations import format_ms, format_time
@@ -143,21 +143,32 @@ def due_launchers(now: int, limit: int) -> Read[list[DueLauncher]]:
 
 @dataclass(frozen=True)
 class EventLauncher:
-    """An @event launcher: its filter ``{type, queue}`` and the last event it acted on."""
+    """An @event launcher: its filter ``{type, queue}``, the last event it acted on in its own
+    partition's stream, when it was made, and, on a ledger split into partitions, the last event it
+    acted on in each other partition's stream that has had one."""
 
     id: int
     filter: dict[str, str]
     last_trigger: str
+    created_at: int = 0
+    triggers: dict[int, str] = field(default_factory=dict)
 
 
-def event_launchers() -> Read[list[EventLauncher]]:
+def event_launchers(partitions: int = 1) -> Read[list[EventLauncher]]:
+    """The @event launchers (of a partition of a ledger split into ``partitions``)."""
+    fields = ["arguments", "last_trigger", "created_at", *(f"last_trigger:{p}" for p in range(partitions))]
+    fields = fields if partitions > 1 else fields[:2]
+
+    def launcher(i: int, r: list[Any]) -> EventLauncher:
+        triggers = {p: _s(t) for p, t in enumerate(r[3:]) if t is not None}
+        created = int(_s(r[2])) if len(r) > 2 and r[2] is not None else 0
+        return EventLauncher(i, json.loads(_s(r[0])), _s(r[1]), created, triggers)
+
     def each(ids: list[int]) -> Read[list[EventLauncher]]:
         def parse(r: list[Any]) -> list[EventLauncher]:
-            return [EventLauncher(i, json.loads(_s(a)), _s(t)) for i, (a, t) in zip(ids, r, strict=True) if a]
+            return [launcher(i, got) for i, got in zip(ids, r, strict=True) if got[0]]
 
-        return Read(
-            lambda k: [("HMGET", k.build("launcher", id=i), "arguments", "last_trigger") for i in ids], parse
-        )
+        return Read(lambda k: [("HMGET", k.build("launcher", id=i), *fields) for i in ids], parse)
 
     def parse(r: list[Any]) -> Read[list[EventLauncher]] | list[EventLauncher]:
         ids = sorted(int(_s(i)) for i in r[0])
@@ -174,3 +185,32 @@ def stream_page(after: str, until: str, count: int) -> Read[list[tuple[str, dict
         return [(_s(i), decode_hash(fields)) for i, fields in r[0]]
 
     return Read(lambda k: [("XRANGE", k.events, "(" + after, until, "COUNT", count)], parse)
+
+
+def before_time(at: int) -> Read[str]:
+    """The id of an entry of the stream before every entry whose ``at`` is ``at`` or later ("0-0"
+    when none is): where a reading of the events from that time on starts, exclusive.  As ``at``
+    never decreases along the stream, a search over the ids' times finds it, one entry read per
+    step."""
+
+    def probe(low: int, high: int) -> Read[str]:
+        """The first entry whose ``at`` is late enough lies in ids ``low-0`` up to ``high-0``."""
+        if high - low <= 1:
+            return Read(lambda k: [("XREVRANGE", k.events, f"({low}-0", "-", "COUNT", 1)],
+                        lambda r: _s(r[0][0][0]) if r[0] else "0-0")  # fmt: skip
+        middle = (low + high) // 2
+
+        def parse(r: list[Any]) -> Read[str]:
+            late = not r[0] or int(_s(decode_hash(r[0][0][1]).get("at", "0"))) >= at
+            return probe(low, middle) if late else probe(middle, high)
+
+        return Read(lambda k: [("XRANGE", k.events, f"{middle}-0", "+", "COUNT", 1)], parse)
+
+    def ends(r: list[Any]) -> Read[str] | str:
+        if not r[0] or not r[1]:
+            return "0-0"
+        first, last = (int(_s(r[i][0][0]).split("-")[0]) for i in (0, 1))
+        return probe(first, last + 1)
+
+    return Read(lambda k: [("XRANGE", k.events, "-", "+", "COUNT", 1),
+                           ("XREVRANGE", k.events, "+", "-", "COUNT", 1)], ends)  # fmt: skip

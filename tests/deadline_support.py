@@ -17,6 +17,7 @@ from typing import Any
 
 from jobledger.ledger import launchers
 from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.redis_clients import async_client
 from jobledger.ledger.runner import AsyncLedger, Ledger
 from jobledger.ledger.tasks import cancel_and_wait
@@ -112,19 +113,24 @@ def lateness_ms(ledger: Ledger, deadline: Deadline, within: float = OUT + 6.0) -
 
 @contextmanager
 def scheduler_running(
-    redis_url: str, namespace: str, every: dict[str, int] = DEFAULT_EVERY
+    redis_url: str, namespace: str, every: dict[str, int] = DEFAULT_EVERY, partitions: int | None = None
 ) -> Iterator[None]:
-    """The scheduler (its own client and ledger watch) runs in a thread while the block runs."""
+    """The scheduler (its own client and ledger watch) runs in a thread while the block runs; on a
+    ledger split into ``partitions``, as ``jobledger scheduler`` opens it, when given."""
     ready: Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = Future()
 
     async def main() -> None:
-        ledger = AsyncLedger(async_client(redis_url), namespace)
+        ledger: AsyncLedger | OpeningLedger = (
+            AsyncLedger(async_client(redis_url), namespace)
+            if partitions is None
+            else OpeningLedger(redis_url, namespace, partitions)
+        )
         task = asyncio.create_task(scheduler.run(ledger, every))
         ready.set_result((asyncio.get_running_loop(), task))
         try:
             await asyncio.gather(task, return_exceptions=True)
         finally:
-            await ledger.client.aclose()
+            await (ledger.client.aclose() if isinstance(ledger, AsyncLedger) else ledger.aclose())
 
     thread = threading.Thread(target=asyncio.run, args=(main(),), name="scheduler", daemon=True)
     thread.start()

@@ -15,7 +15,9 @@ an event may bring a nearer deadline; woken, it reads the heads again, at most o
 :data:`WAKE_THROTTLE` seconds however busy the ledger.  The check intervals of the ``[server]``
 config (the shortest of them) bound the sleep: the heads are read at least that often even if no
 event comes.  Idle, the scheduler costs that one read per interval (30 s by default) beside the
-watch's blocking read.  @event launchers follow the ledger on each wake-up.
+watch's blocking read.  @event launchers follow the ledger on each wake-up; on a ledger split into
+partitions, a partition's loop is woken by the events of the other partitions its @event launchers
+follow, too.
 """
 
 from __future__ import annotations
@@ -35,12 +37,12 @@ from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
-from jobledger.ledger.partitioned import OpeningLedger, Partitioned
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger, Partitioned
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.ledger.tasks import cancel_and_wait
-from jobledger.ledger.watch import LedgerWatch, partition_topic
+from jobledger.ledger.watch import LedgerWatch, Subscription, Topic, partition_topic
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
 from jobledger.scheduler import launchers as launcher_checks
 
@@ -182,25 +184,38 @@ class SchedulerState:
 
 
 class _Deadlines:
-    """The scheduler's loop (see the module)."""
+    """The scheduler's loop (see the module).  On a ledger split into partitions, its @event
+    launchers follow the events of other partitions too, through ``router``; they wake it."""
 
     def __init__(
-        self, ledger: AsyncLedger, every: dict[str, int], state: SchedulerState, partition: int = 0
+        self,
+        ledger: AsyncLedger,
+        every: dict[str, int],
+        state: SchedulerState,
+        partition: int = 0,
+        router: AsyncPartitioned | None = None,
     ) -> None:
         self.ledger = ledger
         self.partition = partition
+        self.launchers: AsyncLedger | AsyncPartitioned = ledger if router is None else router
         self.longest = max(min(every.values(), default=1000), 10) / 1000
         self.state = state
         self.positions: dict[int, str] = {}  # how far the event check has read for each @event launcher
+        self.read: launcher_checks.SourcesRead = {}  # and in the other partitions' streams it follows
         self.follow = True  # whether @event launchers have events to read (at start, and when woken)
         #: heads whose check left them in place (a stale entry): name -> (head, until when ignored)
         self.stale: dict[str, tuple[Head, float]] = {}
+
+    def _topics(self) -> frozenset[Topic]:
+        """What wakes the loop: its partition's events, and those of the partitions followed."""
+        return frozenset(partition_topic(p) for p in {self.partition, *self.read})
 
     async def run(self, watch: LedgerWatch) -> None:
         log.info("scheduler running on ledger '%s': deadlines kept when due, due sets read at least "
                  "every %gs", self.ledger.keys.namespace, self.longest)  # fmt: skip
         pause = RETRY_FIRST
-        with watch.subscribe([partition_topic(self.partition)]) as woken:
+        woken = watch.subscribe(self._topics())
+        try:
             while True:
                 read_at = time.monotonic()
                 try:
@@ -214,9 +229,13 @@ class _Deadlines:
                     log.exception("scheduler checks failed")
                     self.state.problem, wait, pause = repr(exc), pause, min(pause * 2, RETRY_MAX)
                     self.follow = True
+                if woken.topics != self._topics():
+                    woken = _resubscribed(watch, woken, self._topics())
                 if await woken.wait(wait):
                     self.follow = True
                     await asyncio.sleep(max(0.0, read_at + WAKE_THROTTLE - time.monotonic()))
+        finally:
+            woken.close()
 
     async def round(self) -> float:
         """Run every check whose deadline has come; the seconds to sleep before the next round."""
@@ -225,7 +244,9 @@ class _Deadlines:
         ran = False
         if self.follow or self._due("launchers", heads["launchers"], now):
             self.follow = False
-            acted = await launcher_checks.check_launchers(self.ledger, self.positions)
+            acted = await launcher_checks.check_launchers(
+                self.launchers, self.positions, partition=self.partition, read=self.read
+            )
             if acted:
                 log.info("launcher checks acted on %d launchers", acted)
             ran = self._ran("launchers", heads["launchers"], now, acted) or ran
@@ -275,6 +296,15 @@ class _Deadlines:
         return max(wait, 0.0)
 
 
+def _resubscribed(watch: LedgerWatch, old: Subscription, topics: frozenset[Topic]) -> Subscription:
+    """A subscription to ``topics`` in place of ``old``, closed; a wake-up ``old`` held is kept."""
+    new = watch.subscribe(topics)
+    if old.woken.is_set():
+        new.woken.set()
+    old.close()
+    return new
+
+
 def intervals(config: Config) -> dict[str, int]:
     s = config.server
     return {
@@ -309,9 +339,15 @@ async def run(
         if blobs is not None:
             collect = collect_loop(ledger.as_actor(SCHEDULER), *blobs)
             tasks.append(asyncio.create_task(collect, name="blob collector"))
-        runners = [r.as_actor(SCHEDULER) for r in await _partitions(ledger, state)]
+        router = await _partitions(ledger, state)
+        split: AsyncPartitioned | None = None
+        if isinstance(router, AsyncPartitioned):
+            split = router.as_actor(SCHEDULER)
+            runners = split.runners
+        else:
+            runners = [router.as_actor(SCHEDULER)]
         for partition, runner in enumerate(runners):
-            deadlines = _Deadlines(runner, every, state, partition)
+            deadlines = _Deadlines(runner, every, state, partition, split if len(runners) > 1 else None)
             tasks.append(asyncio.create_task(deadlines.run(follower), name=f"scheduler-{partition}"))
             if archive is not None:
                 tasks.append(asyncio.create_task(archive_loop(runner, archive), name=f"archiver-{partition}"))
@@ -322,17 +358,19 @@ async def run(
             await follower.close()
 
 
-async def _partitions(ledger: AsyncLedger | OpeningLedger, state: SchedulerState) -> list[AsyncLedger]:
-    """The runner of each partition, once the ledger opens (tried again while Redis is away, the
-    reason kept in ``state`` for ``/ready``)."""
+async def _partitions(
+    ledger: AsyncLedger | OpeningLedger, state: SchedulerState
+) -> AsyncLedger | AsyncPartitioned:
+    """The runner, or the router over the partitions' runners, once the ledger opens (tried again
+    while Redis is away, the reason kept in ``state`` for ``/ready``)."""
     if isinstance(ledger, AsyncLedger):
-        return [ledger]
+        return ledger
     pause, failing = RETRY_FIRST, None
     while True:
         try:
             router = await ledger.opened()
             state.problem = None
-            return router.runners
+            return router
         except Unavailable as exc:
             if str(exc) != failing:  # a warning repeated while Redis stays away is written once
                 log.warning("scheduler checks skipped: %s", exc)

@@ -1,11 +1,13 @@
 """A ledger split into partitions on a real Valkey Cluster of three nodes: by default a ledger made on
 a Cluster through the router is split into 16, which lie on every node in near-equal numbers; each
 command runs on its partition's node, reads spanning queues gather every node's answer, a batch over
-jobs on several nodes is split and answered in order, a watch follows each node it needs, and each
-partition replays to exactly its projections on its own node."""
+jobs on several nodes is split and answered in order, a watch follows each node it needs, an @event
+launcher fires on events of a queue on another node, and each partition replays to exactly its
+projections on its own node."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from jobledger.ledger import commands
@@ -18,7 +20,11 @@ from jobledger.projections import readers
 from jobledger.replay.placement import misplaced
 from jobledger.replay.verify import verify
 from tests.cluster_redis import LocalCluster
+from tests.deadline_support import scheduler_running
 from tests.ledger.test_partitions import watch_wakes_each_partition
+from tests.scheduler.launcher_support import complete_job, data_of, launched, new_launcher
+from tests.scheduler.test_split_launchers import IDLE, wait_for
+from tests.support import put_queue
 
 QUEUES = [f"queue-{n}" for n in range(30)]
 
@@ -102,3 +108,34 @@ def test_a_single_slot_ledger_is_unchanged_on_a_cluster(cluster: LocalCluster) -
         close(router)
     finally:
         client.close()
+
+
+def test_an_event_launcher_fires_on_events_of_a_queue_on_another_node(cluster: LocalCluster) -> None:
+    router = open_ledger(cluster.url, "chained")
+    try:
+        where = nodes_of(cluster, router)
+        node = {name: where[router.partitioning.of_queue(name)] for name in QUEUES}
+        source = QUEUES[0]
+        target = next(name for name in QUEUES if node[name] != node[source])
+        ra, rb = router.for_queue(source), router.for_queue(target)
+        put_queue(ra, source)
+        put_queue(rb, target)
+        filter_ = {"type": "job_completed", "queue": source}
+        chained = new_launcher(rb, "@event", filter_, queue=target)
+        with scheduler_running(cluster.url, "chained", every=IDLE, partitions=CLUSTER_PARTITIONS):
+            time.sleep(0.5)  # the loop of the launcher's partition follows the source's partition
+            complete_job(ra, source)
+            assert wait_for(lambda: launched(rb, chained), 10.0)
+        complete_job(ra, source)  # while no scheduler runs
+        with scheduler_running(cluster.url, "chained", every=IDLE, partitions=CLUSTER_PARTITIONS):
+            assert wait_for(lambda: len(launched(rb, chained)) == 2, 10.0)
+            time.sleep(0.3)
+        assert len(launched(rb, chained)) == 2  # once each, the restarted scheduler too
+        sources = [d["source"] for d in data_of(rb, "launcher_fired")]
+        assert sources == [router.partitioning.of_queue(source)] * 2
+        for partition, namespace in enumerate(router.partitioning.namespaces):
+            client = router.runners[partition].client
+            assert misplaced(client, namespace) == []
+            assert verify(client, namespace).ok
+    finally:
+        close(router)

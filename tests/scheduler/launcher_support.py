@@ -10,13 +10,16 @@ from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger import launchers
 from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.partitioned import Partitioned
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import launchers as readers
 from jobledger.scheduler.loop import tick
 from tests.support import START, create, events, fetch_one, later, update
 
 
-def new_launcher(ledger: Ledger, type_: str, arguments: Any, queue: str = "q", **fields: Any) -> int:
+def new_launcher(
+    ledger: Ledger | Partitioned, type_: str, arguments: Any, queue: str = "q", **fields: Any
+) -> int:
     spec = LauncherSpec.model_validate({"type": type_, "arguments": arguments, "queue": queue, **fields})
     return ledger.run(launchers.create(spec, ledger.clock()))
 

@@ -1,4 +1,5 @@
--- launch(now, id, launcher, due_at, next_at, missed, trigger): one firing time of a launcher.  It is
+-- launch(now, id, launcher, due_at, next_at, missed, trigger, source): one firing time of a launcher
+-- (trigger: the event an @event launcher fires on, in partition source's stream, nil: its own).  It is
 -- skipped (launcher_skipped) when its queue is gone, when max_pending of its jobs have not ended
 -- (0: no limit), or when a live job holds the template's unique_key; else it creates a job from
 -- its template (job_created) and records the firing (launcher_fired).  Both move it on to next_at
@@ -7,8 +8,8 @@
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/job_defaults.lua"
 --- @include "ledger/lua/lib/new_job.lua"
-local function launch(now, id, launcher, due_at, next_at, missed, trigger)
-  local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger}
+local function launch(now, id, launcher, due_at, next_at, missed, trigger, source)
+  local data = {launcher = tonumber(id), due_at = due_at, next_at = next_at, trigger = trigger, source = source}
   local max_pending = tonumber(launcher.max_pending or 0)
   local queue = job_defaults(launcher.queue)
   if not queue then

@@ -1,10 +1,11 @@
 -- apply_launcher_skipped(e): a firing time passed without a job: counted; it fires next at next_at
 --- @include "projections/lua/lib/launcher_next.lua"
 --- @include "projections/lua/lib/present.lua"
+--- @include "projections/lua/lib/trigger_field.lua"
 local function apply_launcher_skipped(e)
   local d = e.data
   local key = K.launcher(d.launcher)
   redis.call('HINCRBY', key, 'skipped', 1)
-  if present(d.trigger) then redis.call('HSET', key, 'last_trigger', d.trigger) end
+  if present(d.trigger) then redis.call('HSET', key, trigger_field(d), d.trigger) end
   launcher_next(d.launcher, d.next_at)
 end
