@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
-from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, SCAN_BATCH, EventFilter, Page, id_key, scan
+from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key, scan
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_pages
 from jobledger.projections.readers import history_ids, stream_events
 from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
@@ -82,14 +82,16 @@ async def events_page(
     return page
 
 
-async def merged_page(router: AsyncPartitioned, cursor: Cursor, limit: int, flt: EventFilter) -> MergedPage:
+async def merged_page(
+    router: AsyncPartitioned, cursor: Cursor, limit: int, flt: EventFilter, budget: int = DEFAULT_SCAN_BUDGET
+) -> MergedPage:
     """A page of the events of every partition ``flt`` concerns after ``cursor``, merged in time order
-    (:func:`jobledger.ledger.stream_merge.merge_pages`), archived ones included.  Each partition
-    scans its share of the scan budget, at once."""
+    (:func:`jobledger.ledger.stream_merge.merge_pages`), archived ones included.  The partitions
+    are read at once, each scanning its share of ``budget``."""
     where = concerned(router.partitioning, flt)
-    budget = max(SCAN_BATCH, DEFAULT_SCAN_BUDGET // len(where))
+    share = max(1, budget // len(where))
     pages = await asyncio.gather(
-        *(events_page(router.runners[p], cursor.after(p), limit, flt, budget) for p in where)
+        *(events_page(router.runners[p], cursor.after(p), limit, flt, share) for p in where)
     )
     return merge_pages(cursor, dict(zip(where, pages, strict=True)), limit)
 
