@@ -16,6 +16,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
@@ -328,3 +329,19 @@ def test_the_dashboards_feeds_follow_a_split_ledger(
             assert first[4:][0].isdigit()  # one partition read: its own event ids
             split.run(commands.update_job(jid, JobUpdate(status="cancelled")))
             assert next(line for line in lines if line.startswith("data: ") and "cancelled" in line)
+
+
+def test_the_python_client_pages_and_waits_on_a_split_ledger_passing_cursors_back_untouched(
+    split: Partitioned, clock: Clock, client: redis.Redis, redis_url: str, namespace: str
+) -> None:
+    made = workload(split, clock, rounds=2)
+    expected = merged(client, split)
+    with live_server(redis_url, namespace) as server, Client(server) as api:
+        seen = [_seen(e.model_dump(mode="json"))[:4] for e in api.events(page_size=3)]
+        assert seen == [e[:4] for e in expected]
+        jid = made[2][-1]
+        clock.now = BASE_MS + 10_000
+        (started,) = split.run(commands.fetch_jobs(queue_of(split, 2)))
+        assert started.id == jid
+        split.run(commands.update_job(jid, JobUpdate(status="completed")))
+        assert api.wait(jid, timeout=10).status == "completed"
