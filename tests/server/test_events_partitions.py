@@ -6,7 +6,6 @@ archived events of a partition come first; a cursor the ledger did not give is a
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from jobledger.replay.source import xrange
 from tests.http_support import app_client, error_of
 from tests.live_server import live_server
 from tests.replay_support import archive
+from tests.server.test_events_stream import Sse
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000
@@ -245,27 +245,6 @@ def test_a_plain_event_id_is_that_point_in_every_partition(
     with app_client(redis_url, namespace) as api:
         items, _ = pages(api, after=middle)
     assert [_seen(i) for i in items] == [e for e in everything if id_key(e[0]) > id_key(middle)]
-
-
-class Sse:
-    """An SSE connection read line by line: its events, each with the id it came with."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.lines = response.iter_lines()
-        self.ids: list[str] = []
-
-    def next_event(self) -> tuple[str, dict[str, Any]]:
-        event_id, data = None, None
-        for line in self.lines:
-            if line.startswith("id: "):
-                event_id = line[4:]
-                self.ids.append(event_id)
-            elif line.startswith("data: "):
-                data = json.loads(line[6:])
-            elif line == "" and data is not None:
-                assert event_id is not None
-                return event_id, data
-        raise AssertionError("the stream ended")
 
 
 def test_the_stream_delivers_every_partition_live_and_resumes_without_loss_or_repeat(
