@@ -26,9 +26,9 @@ from jobledger.ledger.stream_merge import START, Cursor, parse_cursor
 from jobledger.replay.archive.feed import merged_page
 from jobledger.replay.source import xrange
 from tests.http_support import app_client, error_of
-from tests.live_server import live_server
+from tests.live_server import eventually, live_server
 from tests.replay_support import archive
-from tests.server.test_events_stream import Sse
+from tests.server.test_events_stream import Sse, xread_clients
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000
@@ -222,6 +222,28 @@ def test_archived_events_of_a_partition_come_first_in_its_place(
         for limit in (1, 5):
             items, _ = pages(api, limit=limit)
             assert [_seen(i) for i in items] == expected
+    start = {"last-event-id": Cursor.start(COUNT).token()}
+    with (
+        live_server(redis_url, namespace) as server,
+        httpx.Client(base_url=server, timeout=10) as http,
+        http.stream("GET", "/events/stream", headers=start) as r,
+    ):
+        sse = Sse(r)
+        assert [_seen(sse.next_event()[1]) for _ in expected] == expected
+
+
+def test_a_client_that_goes_away_takes_its_reads_of_every_partition_with_it(
+    split: Partitioned, clock: Clock, client: redis.Redis, redis_url: str, namespace: str
+) -> None:
+    workload(split, clock, rounds=1)
+    before = xread_clients(client)
+    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+        with http.stream("GET", "/events/stream") as r:
+            assert r.status_code == 200
+            ours = eventually(
+                lambda: len(xread_clients(client) - before) == COUNT and xread_clients(client) - before
+            )
+        eventually(lambda: not (xread_clients(client) & ours), timeout=3)  # well before a read's block ends
 
 
 @pytest.mark.parametrize(
