@@ -1,7 +1,8 @@
 """The dashboard's live feeds: the ledger's events as HTML over Server-Sent Events, for htmx's SSE
 extension to put into the page.  They follow the ledger exactly as ``GET /events/stream`` does (the
-same :class:`~jobledger.server.event_handlers.Follower`: archive first, then blocking reads, ended
-by a revoked token); only each event's block is HTML instead of JSON."""
+same followers of :mod:`jobledger.server.event_handlers`: archive first, then blocking reads, ended
+by a revoked token; on a ledger split into partitions the ledger page's feed merges them, a job's
+timeline reads its job's partition alone); only each event's block is HTML instead of JSON."""
 
 from __future__ import annotations
 
