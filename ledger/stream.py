@@ -43,6 +43,8 @@ class Page:
     next: str | None  # pass back as ``after``; None when the stream was read to its end
     #: ids of the job's events in this page's range that the stream no longer holds (archived)
     missing: tuple[str, ...] = ()
+    #: the ``at`` of the entry ``next`` names, when the page read it (the merge of partitions needs it)
+    last_at: int | None = None
 
 
 def _s(value: Any) -> str:
@@ -68,18 +70,19 @@ def scan(after: str | None, limit: int, flt: EventFilter, budget: int = DEFAULT_
 
         def parse(r: list[Any]) -> Page | Read[Page]:
             entries = r[0]
-            last = start
+            last, last_at = start, None
             for entry_id, fields in entries:
                 last = _s(entry_id)
                 event = decode_entry(entry_id, fields)
+                last_at = event.at
                 if flt.matches(event):
                     found.append(event)
                     if len(found) == limit:
-                        return Page(found, last)
+                        return Page(found, last, last_at=last_at)
             if len(entries) < count:
                 return Page(found, None)
             if scanned + len(entries) >= budget:
-                return Page(found, last)
+                return Page(found, last, last_at=last_at)
             return step(last, found, scanned + len(entries))
 
         return Read(lambda k: [("XRANGE", k.events, _exclusive(start), "+", "COUNT", count)], parse)
@@ -98,7 +101,10 @@ def _job_page(after: str | None, limit: int, flt: EventFilter) -> Read[Page]:
             found = [decode_entry(*entry[0]) for entry in r[:limit] if entry]
             missing = tuple(i for i, entry in zip(page_ids, r, strict=False) if not entry)
             more = len(ids) > limit
-            return Page([e for e in found if flt.matches(e)], ids[limit - 1] if more else None, missing)
+            last_at = found[-1].at if found else None
+            return Page(
+                [e for e in found if flt.matches(e)], ids[limit - 1] if more else None, missing, last_at
+            )
 
         return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids[: limit + 1]], parse)
 

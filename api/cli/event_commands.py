@@ -11,7 +11,8 @@
   over HTTP (``--url`` / ``$JOBLEDGER_URL``): one line per event, who caused it included, as it
   happens, until interrupted; quiet
   spells of any length keep it waiting (the server's keep-alives), a lost connection is made
-  again, resuming after the last event shown.
+  again, resuming after the last event shown (the feed's own position, which on a ledger split into
+  partitions names a position in each).
 
 Exit codes: 0 done (tail: interrupted by Ctrl-C); 1 the server refused or failed (tail: after its
 retries, with the server's message on one line); 2 bad usage; 3 the run could not be done (e.g. a
@@ -214,7 +215,11 @@ def tail_command(
         typer.Option(help="Only events this actor caused (a token's name, local, scheduler, launcher:ID)."),
     ] = None,
     after: Annotated[
-        str | None, typer.Option(help="Start after this event id (default: from now on).")
+        str | None,
+        typer.Option(
+            help="Start after this event id (default: from now on). On a ledger split into partitions, "
+            "an event id is that moment in every partition; a position the feed gave is exact."
+        ),
     ] = None,
     url: UrlOption = None,
     as_json: Annotated[bool, JsonOption] = False,

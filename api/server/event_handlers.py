@@ -12,28 +12,33 @@ revocation (:func:`jobledger.server.auth.revocation`).
 
 Both read the archive (events retention moved out of the stream) before the stream, when the point
 they start from is older than the stream: :mod:`jobledger.replay.archive.feed`, in a thread.
+
+On a ledger split into partitions both read every partition a filter concerns (a job's or a queue's
+only: their partition) and merge them in time order (:mod:`jobledger.ledger.stream_merge`): the
+page's ``next``, ``after``, the SSE ``id`` and ``Last-Event-ID`` are then a cursor naming a position in
+every partition, an opaque token; with one partition they are the stream's event ids, as always.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from jobledger.ledger.errors import BadRequest, JobLedgerError, Unavailable
+from jobledger.ledger.errors import BadRequest, JobLedgerError
 from jobledger.ledger.events import EVENT_TYPES, MAX_ACTOR, Event, valid_actor
 from jobledger.ledger.keys import valid_queue_name
-from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger, translate
-from jobledger.ledger.stream import EventFilter, decode_entries, id_key, newest, scan
-from jobledger.replay.archive.feed import archive_page, archived_after, fill_missing, reaches_archive
+from jobledger.ledger.stream import EventFilter, decode_entries, id_key, newest
+from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_key, parse_cursor
+from jobledger.replay.archive.feed import archived_after, events_page, merged_page
 from jobledger.replay.archive.records import ArchiveError, ArchiveRecord, archive_key, parse_record, record
 from jobledger.server.auth import revocation
 from jobledger.server.inputs import positive_int, valid_job_id
@@ -42,24 +47,12 @@ T = TypeVar("T")
 
 MAX_PAGE = 1000
 BLOCK_MS = 15_000
-_EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
 
 
-async def feed_ledger(request: Request) -> AsyncLedger:
-    """The ledger whose stream the feed reads: the one partition."""
+async def feed_ledger(request: Request) -> AsyncPartitioned:
+    """The ledger whose streams the feed reads: every partition, through the router."""
     opening: OpeningLedger = request.state.ledger
-    router = await opening.opened()
-    if router.partitioning.count > 1:
-        raise Unavailable("the event feed of a ledger split into partitions is not served yet")
-    return router.home
-
-
-def _cursor(raw: str | None, name: str) -> str | None:
-    if raw is None or raw == "":
-        return None
-    if not _EVENT_ID.match(raw):
-        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
-    return raw
+    return await opening.opened()
 
 
 def event_filter(request: Request) -> EventFilter:
@@ -81,22 +74,25 @@ def event_filter(request: Request) -> EventFilter:
 
 
 async def list_events(request: Request) -> Response:
-    after = _cursor(request.query_params.get("after"), "after")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
     flt = event_filter(request)
-    ledger = await feed_ledger(request)
-    rec = await ledger.read(record())
-    if flt.job is None and rec is not None and reaches_archive(rec, after):
-        page = await asyncio.to_thread(archive_page, rec, after, limit, flt)
-    else:
-        page = await ledger.read(scan(after, limit, flt))
-        if page.missing and rec is not None:
-            page = await asyncio.to_thread(fill_missing, rec, page, flt)
-    return JSONResponse({"events": [e.item() for e in page.events], "next": page.next})
+    router = await feed_ledger(request)
+    count = router.partitioning.count
+    after = parse_cursor(request.query_params.get("after"), count, "after")
+    if count == 1:
+        page = await events_page(router.home, after.positions[0] if after else None, limit, flt)
+        return JSONResponse({"events": [e.item() for e in page.events], "next": page.next})
+    merged = await merged_page(router, after or Cursor.start(count), limit, flt)
+    return JSONResponse(
+        {
+            "events": [e.item() for _, e in merged.events],
+            "next": None if merged.done else merged.cursor.token(),
+        }
+    )
 
 
-def _sse(event: Event) -> str:
-    return f"id: {event.id}\ndata: {json.dumps(event.item(), separators=(',', ':'))}\n\n"
+def _sse(event: Event, position: str) -> str:
+    return f"id: {position}\ndata: {json.dumps(event.item(), separators=(',', ':'))}\n\n"
 
 
 def _position(position: str) -> str:
@@ -104,41 +100,40 @@ def _position(position: str) -> str:
     return f"id: {position}\n\n"
 
 
-class Follower:
-    """One client's walk along the ledger: archived events while its position is archived, then
-    blocking XREADs of the stream.  ``render`` makes an event's SSE block (JSON by default; the
-    dashboard's feeds send HTML)."""
+Render = Callable[[Event, str], str]
 
-    def __init__(
-        self, ledger: AsyncLedger, flt: EventFilter, position: str, render: Callable[[Event], str] = _sse
-    ) -> None:
-        self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
 
-    async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
-        """The archived events after the position (none when the position is in the stream)."""
-        while rec is not None and id_key(self.position) < id_key(rec.last_id):
-            events = await asyncio.to_thread(archived_after, rec, self.position)
-            if not events:
-                self.position = rec.last_id
-                break
-            for event in events:
-                self.position = event.id
-                if self.flt.matches(event):
-                    yield self.render(event)
+async def _archived(rec: ArchiveRecord | None, position: str) -> AsyncIterator[Event | str]:
+    """The archived events after ``position`` (none when it is in the stream), oldest first; when the
+    archive holds none after it though its record goes further, the record's last id instead: the
+    position to move to."""
+    while rec is not None and id_key(position) < id_key(rec.last_id):
+        events = await asyncio.to_thread(archived_after, rec, position)
+        if not events:
+            yield rec.last_id
+            return
+        for event in events:
+            yield event
+        position = events[-1].id
 
-    async def next_batch(self) -> tuple[list[Event], ArchiveRecord | None]:
-        """The stream's next events (empty after BLOCK_MS), and the archive record read just after
-        them: if retention trimmed events this read skipped, the record says so."""
-        client = self.ledger.client
-        pipe = client.pipeline(transaction=False)
-        pipe.xread({self.ledger.keys.events: self.position}, count=500, block=block_ms(client, BLOCK_MS))
-        pipe.hgetall(archive_key(self.ledger.keys))
-        reply, raw = await pipe.execute()
-        return decode_entries(reply), parse_record(raw)
+
+async def next_batch(ledger: AsyncLedger, position: str) -> tuple[list[Event], ArchiveRecord | None]:
+    """The stream's next events after ``position`` (empty after BLOCK_MS), and the archive record
+    read just after them: if retention trimmed events this read skipped, the record says so."""
+    client = ledger.client
+    pipe = client.pipeline(transaction=False)
+    pipe.xread({ledger.keys.events: position}, count=500, block=block_ms(client, BLOCK_MS))
+    pipe.hgetall(archive_key(ledger.keys))
+    reply, raw = await pipe.execute()
+    return decode_entries(reply), parse_record(raw)
+
+
+class Feed:
+    """What every follower of the ledger does around its walk: a failure to read the ledger, or the
+    revocation of the token it was opened with, ends it with an ``event: error`` block."""
 
     async def events(self, request: Request) -> AsyncIterator[str]:
-        """The feed; a failure to read the ledger, or the revocation of the token it was opened
-        with, ends it with an ``event: error`` block."""
+        """The feed, each chunk an SSE block (or a comment and a block)."""
         with revocation(request) as revoked:
             ended = asyncio.ensure_future(revoked.wait()) if revoked is not None else None
             try:
@@ -154,13 +149,36 @@ class Follower:
             if revoked is not None and revoked.revoked:
                 yield _error_block("the token was revoked", 401)
 
+    def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
+        raise NotImplementedError
+
+
+class Follower(Feed):
+    """One client's walk along a ledger of one partition (or one partition of a split ledger, its
+    position that partition's stream id): archived events while its position is archived, then
+    blocking XREADs of the stream.  ``render`` makes an event's SSE block from the event and the
+    position after it (JSON by default; the dashboard's feeds send HTML)."""
+
+    def __init__(self, ledger: AsyncLedger, flt: EventFilter, position: str, render: Render = _sse) -> None:
+        self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
+
+    async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
+        """The archived events after the position (none when the position is in the stream)."""
+        async for got in _archived(rec, self.position):
+            if isinstance(got, str):
+                self.position = got
+                continue
+            self.position = got.id
+            if self.flt.matches(got):
+                yield self.render(got, got.id)
+
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
         async for chunk in self.archived(await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
         while not await request.is_disconnected():
-            batch = await _unless(stopping, self.next_batch(), ended)
+            batch = await _unless(stopping, next_batch(self.ledger, self.position), ended)
             if batch is None:
                 return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
             events, rec = batch
@@ -173,11 +191,93 @@ class Follower:
                 self.position = event.id
                 if self.flt.matches(event):
                     shown = True
-                    yield self.render(event)
+                    yield self.render(event, event.id)
             if not events:
                 yield ": keep-alive\n" + _position(self.position)
             elif not shown:
                 yield _position(self.position)
+
+
+#: How many events a merged feed catches up by at a time, before it follows the live ends.
+CATCH_UP = 500
+
+
+class MergedFollower(Feed):
+    """One client's walk along a ledger split into partitions, its position a
+    :class:`~jobledger.ledger.stream_merge.Cursor` (the SSE id of each block): it catches up to the
+    live end in merged pages (archived events included), as ``GET /events`` reads them, then follows
+    every partition the filter concerns with a blocking XREAD of its own, at once, showing the
+    events of the reads that ended together in time order."""
+
+    def __init__(
+        self, router: AsyncPartitioned, flt: EventFilter, cursor: Cursor, render: Render = _sse
+    ) -> None:
+        self.router, self.flt, self.cursor, self.render = router, flt, cursor, render
+        self.where = concerned(router.partitioning, flt)
+
+    def _shown(self, page: MergedPage, idle: bool = False) -> Iterator[str]:
+        """The page's events, each with the cursor after it; the cursor alone when none is shown
+        (a keep-alive when ``idle``: every read ended with nothing)."""
+        for _, event, cursor in page.positions(self.cursor):
+            yield self.render(event, cursor.token())
+        self.cursor = page.cursor
+        if not page.events:
+            yield (": keep-alive\n" if idle else "") + _position(self.cursor.token())
+
+    async def _arrived(
+        self, partition: int, events: list[Event], rec: ArchiveRecord | None
+    ) -> tuple[list[Event], str]:
+        """A partition's events after its position (archived ones first, when retention moved some
+        past it), and the position after them."""
+        position, found = self.cursor.positions[partition], []
+        async for got in _archived(rec, position):
+            position = got if isinstance(got, str) else got.id
+            if not isinstance(got, str):
+                found.append(got)
+        for event in events:
+            if id_key(event.id) > id_key(position):
+                found.append(event)
+                position = event.id
+        return found, position
+
+    async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
+        yield ": following the ledger\n" + _position(self.cursor.token())
+        stopping: asyncio.Event = request.app.state.stopping
+        done = False
+        while not done:
+            page = await _unless(stopping, merged_page(self.router, self.cursor, CATCH_UP, self.flt), ended)
+            if page is None or await request.is_disconnected():
+                return
+            for chunk in self._shown(page):
+                yield chunk
+            done = page.done
+        reads: dict[int, asyncio.Future[tuple[list[Event], ArchiveRecord | None]]] = {}
+        try:
+            while not await request.is_disconnected():
+                for p in self.where:
+                    if p not in reads:
+                        runner = self.router.runners[p]
+                        reads[p] = asyncio.ensure_future(next_batch(runner, self.cursor.positions[p]))
+                waited = await _unless(
+                    stopping, asyncio.wait(list(reads.values()), return_when=asyncio.FIRST_COMPLETED), ended
+                )
+                if waited is None:
+                    return
+                shown: list[tuple[int, Event]] = []
+                moved, idle = self.cursor, True
+                for p in [p for p, read in reads.items() if read.done()]:
+                    events, rec = reads.pop(p).result()
+                    found, position = await self._arrived(p, events, rec)
+                    idle = idle and not found
+                    shown += [(p, e) for e in found if self.flt.matches(e)]
+                    moved = moved.moved(p, position)
+                shown.sort(key=lambda pe: merge_key(*pe))
+                for chunk in self._shown(MergedPage(shown, moved, True), idle):
+                    yield chunk
+        finally:
+            for read in reads.values():
+                read.add_done_callback(_retrieved)
+                read.cancel()
 
 
 async def _unless(
@@ -220,15 +320,28 @@ async def live_end(ledger: AsyncLedger) -> str:
     return rec.last_id if rec is not None and id_key(position) < id_key(rec.last_id) else position
 
 
+async def live_cursor(router: AsyncPartitioned) -> Cursor:
+    """The live end of every partition."""
+    return Cursor(tuple(await asyncio.gather(*(live_end(runner) for runner in router.runners))))
+
+
+def follower(router: AsyncPartitioned, flt: EventFilter, cursor: Cursor, render: Render = _sse) -> Feed:
+    """The walk along the ledger from ``cursor``: of its one partition, or of every partition merged."""
+    if router.partitioning.count == 1:
+        return Follower(router.home, flt, cursor.positions[0], render)
+    return MergedFollower(router, flt, cursor, render)
+
+
 async def stream_events(request: Request) -> Response:
     """Live events after ``?after=`` or the ``Last-Event-ID`` header; from the live end without."""
-    ledger = await feed_ledger(request)
+    router = await feed_ledger(request)
     flt = event_filter(request)
-    position = _cursor(request.query_params.get("after"), "after") or _cursor(
-        request.headers.get("last-event-id"), "Last-Event-ID"
+    count = router.partitioning.count
+    cursor = parse_cursor(request.query_params.get("after"), count, "after") or parse_cursor(
+        request.headers.get("last-event-id"), count, "Last-Event-ID"
     )
-    if position is None:
-        position = await live_end(ledger)
+    if cursor is None:
+        cursor = await live_cursor(router)
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    follower = Follower(ledger, flt, position)
-    return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=headers)
+    feed = follower(router, flt, cursor)
+    return StreamingResponse(feed.events(request), media_type="text/event-stream", headers=headers)

@@ -38,6 +38,9 @@ JOB_ID: JSON = {"type": "integer", "minimum": 1}
 ACTOR: JSON = {"type": "string", "pattern": ACTOR_PATTERN, "examples": ["local", "scheduler", "launcher:3"]}
 TAG: JSON = {"type": "string", "minLength": 1, "maxLength": 255}
 EVENT_ID: JSON = {"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$", "examples": ["1795322898701-0"]}
+#: A position in the event feed: an event id with one partition, an opaque token with several.
+EVENT_CURSOR: JSON = {"type": "string", "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0-9_-]+)$",
+                      "examples": ["1795322898701-0"]}  # fmt: skip
 _FIELD = "|".join(JOB_FIELDS)
 FIELD_LIST: JSON = {"type": "string", "pattern": f"^({_FIELD})(,({_FIELD}))*$", "examples": ["status,output"]}
 TIME_OR_NULL: JSON = {"type": ["string", "null"], "format": "date-time"}
@@ -73,8 +76,9 @@ QUERY_PARAMS: dict[str, Param] = {
         "Long-poll up to this long (a duration or seconds, at most 5m) for a job instead of 204 at once.",
     ),
     "after": Param(
-        {**EVENT_ID, "pattern": "^([0-9]+(-[0-9]+)?)?$"},
-        "Events after this id (exclusive): the previous page's next; empty or absent: from the start.",
+        {**EVENT_CURSOR, "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0-9_-]+)?$"},
+        "Events after this position (exclusive): the previous page's next, or an event id; empty or "
+        "absent: from the start.",
     ),
     "limit": Param({"type": "integer", "minimum": 1, "maximum": 1000}, "Page size (default 100)."),
     "type": Param({"type": "string", "enum": list(EVENT_TYPES)}, "Only events of this type."),
@@ -211,7 +215,7 @@ def launcher_schema() -> JSON:
 
 def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     """The components that answers refer to (request bodies come from the pydantic models)."""
-    next_event = {**EVENT_ID, "type": ["string", "null"]}
+    next_event = {**EVENT_CURSOR, "type": ["string", "null"]}
     fetched = {"type": "object", "required": ["id", "input", "attempt"],
                "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
                               "files": array(FILE_REF)}}  # fmt: skip
@@ -456,9 +460,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/events/stream"): Operation(
         "The ledger live, as Server-Sent Events",
-        {200: Reply("id: the event id, data: the event item.", {"type": "string"}, "text/event-stream")},
+        {
+            200: Reply(
+                "id: the position after the event, data: the event item.",
+                {"type": "string"},
+                "text/event-stream",
+            )
+        },
         query=("after", "type", "queue", "job", "actor"),
-        headers={"Last-Event-ID": Param(EVENT_ID, "Resume after this event (when after is not given).")},
+        headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
     ),
     ("POST", "/launcher"): Operation(
         "Create a launcher (@cron, @interval, @at, @event)",

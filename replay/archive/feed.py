@@ -14,8 +14,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobledger.ledger.events import Event, decode_entry
-from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
+from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key, scan
+from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_pages
 from jobledger.projections.readers import history_ids, stream_events
 from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
 
@@ -37,6 +38,7 @@ def archive_page(
     """
     found: list[Event] = []
     scanned = 0
+    last_at = None
     for entries in archived_entries(rec, after, None, batch=500):
         for entry_id, fields in entries:
             scanned += 1
@@ -44,10 +46,11 @@ def archive_page(
             if flt.matches(event):
                 found.append(event)
                 if len(found) == limit:
-                    return Page(found, event.id)
+                    return Page(found, event.id, last_at=event.at)
             if scanned >= budget:
-                return Page(found, event.id)
-    return Page(found, rec.last_id)
+                return Page(found, event.id, last_at=event.at)
+            last_at = event.at
+    return Page(found, rec.last_id, last_at=last_at)
 
 
 def fill_missing(rec: ArchiveRecord, page: Page, flt: EventFilter) -> Page:
@@ -63,6 +66,34 @@ def archived_after(rec: ArchiveRecord, after: str | None, limit: int = 500) -> l
     for entries in archived_entries(rec, after, None, batch=limit):
         return [decode_entry(entry_id, fields) for entry_id, fields in entries]
     return []
+
+
+async def events_page(
+    ledger: AsyncLedger, after: str | None, limit: int, flt: EventFilter, budget: int = DEFAULT_SCAN_BUDGET
+) -> Page:
+    """A page of one ledger's (one partition's) events after ``after``: archived ones while
+    ``after`` is in the archive, then the stream's (a job's page with its archived events put back)."""
+    rec = await ledger.read(record())
+    if flt.job is None and rec is not None and reaches_archive(rec, after):
+        return await asyncio.to_thread(archive_page, rec, after, limit, flt, budget)
+    page = await ledger.read(scan(after, limit, flt, budget))
+    if page.missing and rec is not None:
+        page = await asyncio.to_thread(fill_missing, rec, page, flt)
+    return page
+
+
+async def merged_page(
+    router: AsyncPartitioned, cursor: Cursor, limit: int, flt: EventFilter, budget: int = DEFAULT_SCAN_BUDGET
+) -> MergedPage:
+    """A page of the events of every partition ``flt`` concerns after ``cursor``, merged in time order
+    (:func:`jobledger.ledger.stream_merge.merge_pages`), archived ones included.  The partitions
+    are read at once, each scanning its share of ``budget``."""
+    where = concerned(router.partitioning, flt)
+    share = max(1, budget // len(where))
+    pages = await asyncio.gather(
+        *(events_page(router.runners[p], cursor.after(p), limit, flt, share) for p in where)
+    )
+    return merge_pages(cursor, dict(zip(where, pages, strict=True)), limit)
 
 
 async def job_history(ledger: AsyncLedger | OpeningLedger, job_id: int) -> list[dict[str, Any]]:

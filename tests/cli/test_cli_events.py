@@ -22,9 +22,14 @@ from jobledger.cli.event_commands import print_event
 from jobledger.cli.main import build_app
 from jobledger.cli.output import Output, event_details, when
 from jobledger.client import Event
+from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import open_ledger
+from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
+from jobledger.ledger.stream_merge import Cursor
 from jobledger.replay.compare import compare
+from tests.live_server import live_server
 from tests.replay_support import stream_entries, stream_ids, workload
 from tests.support import create, fetch_one, put_queue, update
 
@@ -101,6 +106,39 @@ def test_tail_prints_each_event_as_it_happens_and_stops_cleanly(
     assert proc.returncode == 0, errors
     assert [json.loads(line)["job"] for line in lines] == [first, second]
     assert json.loads(lines[1])["data"]["input"] == "after"
+
+
+def test_tail_follows_every_partition_of_a_split_ledger_from_a_position_the_feed_gave(
+    redis_url: str, client: redis.Redis, namespace: str
+) -> None:
+    router = open_ledger(redis_url, namespace, 3)
+    try:
+        queues = [
+            next(f"q{i}" for i in range(100) if router.partitioning.of_queue(f"q{i}") == p) for p in range(3)
+        ]
+        for name in queues:
+            router.run(commands.put_queue(name, QueueSettings()))
+        made = [router.run(commands.create_job(name, JobOptions())).id for name in queues]
+        with live_server(redis_url, namespace) as server:
+            proc = _tail(server, "--json", "--type", "job_created", "--after", Cursor.start(3).token())
+            with proc:
+                lines: list[str] = []
+                reader = threading.Thread(
+                    target=lambda: lines.extend(_read_lines(proc.stdout, 4)), daemon=True
+                )
+                reader.start()
+                try:
+                    made.append(router.run(commands.create_job(queues[1], JobOptions())).id)
+                    reader.join(timeout=20)
+                finally:
+                    proc.send_signal(signal.SIGINT)
+                    _, errors = proc.communicate(timeout=10)
+        assert proc.returncode == 0, errors
+        assert [json.loads(line)["job"] for line in lines] == made
+        assert {job % 3 for job in made} == {0, 1, 2}
+    finally:
+        for runner in router.runners:
+            runner.client.close()
 
 
 def _read_lines(stream: object, n: int) -> list[str]:

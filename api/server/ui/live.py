@@ -1,11 +1,10 @@
 """The dashboard's live feeds: the ledger's events as HTML over Server-Sent Events, for htmx's SSE
 extension to put into the page.  They follow the ledger exactly as ``GET /events/stream`` does (the
-same :class:`~jobledger.server.event_handlers.Follower`: archive first, then blocking reads, ended
-by a revoked token); only each event's block is HTML instead of JSON."""
+same followers of :mod:`jobledger.server.event_handlers`: archive first, then blocking reads, ended
+by a revoked token; on a ledger split into partitions the ledger page's feed merges them, a job's
+timeline reads its job's partition alone); only each event's block is HTML instead of JSON."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -14,9 +13,19 @@ from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.events import Event
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import EventFilter, id_key
+from jobledger.ledger.stream_merge import parse_cursor
 from jobledger.projections import readers
 from jobledger.server.auth import READ, READ_JOB
-from jobledger.server.event_handlers import Follower, event_filter, feed_ledger, live_end
+from jobledger.server.event_handlers import (
+    Feed,
+    Follower,
+    Render,
+    event_filter,
+    feed_ledger,
+    follower,
+    live_cursor,
+    live_end,
+)
 from jobledger.server.inputs import job_id
 from jobledger.server.ui.render import answered, fragment
 from jobledger.server.ui.session import admit
@@ -24,26 +33,27 @@ from jobledger.server.ui.session import admit
 HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-def sse_block(event: Event, html: str) -> str:
-    """One SSE message: the event's id, and the HTML as data (a ``data:`` line per line)."""
+def sse_block(position: str, html: str) -> str:
+    """One SSE message: the position after its event as its id, and the HTML as data (a ``data:``
+    line per line)."""
     data = "".join(f"data: {line}\n" for line in html.strip().splitlines())
-    return f"id: {event.id}\n{data}\n"
+    return f"id: {position}\n{data}\n"
 
 
-def timeline_item(previous_at: int | None) -> Callable[[Event], str]:
+def timeline_item(previous_at: int | None) -> Render:
     """Renders each event as an item of a job's timeline, timed from the one before it."""
     last = [previous_at]
 
-    def render(event: Event) -> str:
+    def render(event: Event, position: str) -> str:
         since = event.at - last[0] if last[0] is not None else None
         last[0] = event.at
-        return sse_block(event, fragment("_timeline_item.html", item=event.item(), since=since))
+        return sse_block(position, fragment("_timeline_item.html", item=event.item(), since=since))
 
     return render
 
 
-def ledger_item(event: Event) -> str:
-    return sse_block(event, fragment("_event_item.html", item=event.item()))
+def ledger_item(event: Event, position: str) -> str:
+    return sse_block(position, fragment("_event_item.html", item=event.item()))
 
 
 def _position(request: Request, name: str) -> str | None:
@@ -54,11 +64,8 @@ def _position(request: Request, name: str) -> str | None:
     return raw
 
 
-def _feed(
-    ledger: AsyncLedger, request: Request, flt: EventFilter, position: str, render: Callable[[Event], str]
-) -> Response:
-    follower = Follower(ledger, flt, position, render)
-    return StreamingResponse(follower.events(request), media_type="text/event-stream", headers=HEADERS)
+def _streamed(feed: Feed, request: Request) -> Response:
+    return StreamingResponse(feed.events(request), media_type="text/event-stream", headers=HEADERS)
 
 
 async def _resumed_at(ledger: AsyncLedger, jid: int, position: str) -> int | None:
@@ -72,10 +79,11 @@ async def _resumed_at(ledger: AsyncLedger, jid: int, position: str) -> int | Non
 async def job_timeline(request: Request) -> Response:
     """The job's events after ``?after=`` (its timeline's last), each timed from the one before
     (``?prev=``: the last one's time in ms).  A browser reconnecting sends ``Last-Event-ID``: the
-    feed goes on from there, timed from the job's event before it."""
+    feed goes on from there, timed from the job's event before it.  It reads only the job's
+    partition, so its positions are that partition's event ids."""
     jid = job_id(request)
     await admit(request, READ_JOB, job=jid)
-    ledger = await feed_ledger(request)
+    ledger = (await feed_ledger(request)).for_id(jid)
     prev = request.query_params.get("prev")
     if prev is not None and not prev.isdigit():
         raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
@@ -84,14 +92,18 @@ async def job_timeline(request: Request) -> Response:
     if position is not None:
         previous_at = await _resumed_at(ledger, jid, position)
     position = position or _position(request, "after") or await live_end(ledger)
-    return _feed(ledger, request, EventFilter(job=jid), position, timeline_item(previous_at))
+    return _streamed(Follower(ledger, EventFilter(job=jid), position, timeline_item(previous_at)), request)
 
 
 @answered
 async def ledger_events(request: Request) -> Response:
-    """The ledger's new events matching the page's filters (after ``Last-Event-ID`` on a reconnect)."""
+    """The ledger's new events matching the page's filters (after ``Last-Event-ID`` on a reconnect),
+    of every partition the filters concern, merged."""
     await admit(request, READ)
     flt = event_filter(request)
-    position = _position(request, "last-event-id") or _position(request, "after")
-    ledger = await feed_ledger(request)
-    return _feed(ledger, request, flt, position or await live_end(ledger), ledger_item)
+    router = await feed_ledger(request)
+    count = router.partitioning.count
+    cursor = parse_cursor(request.headers.get("last-event-id"), count, "last-event-id") or parse_cursor(
+        request.query_params.get("after"), count, "after"
+    )
+    return _streamed(follower(router, flt, cursor or await live_cursor(router), ledger_item), request)

@@ -17,19 +17,20 @@ from starlette.responses import RedirectResponse, Response
 from jobledger.ledger.clock import now_ms
 from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, NotFound
-from jobledger.ledger.events import EVENT_TYPES
+from jobledger.ledger.events import EVENT_TYPES, Event
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES
-from jobledger.ledger.stream import Extent, extent, id_key, recent
+from jobledger.ledger.stream import EventFilter, Extent, extent, id_key, recent
+from jobledger.ledger.stream_merge import Cursor, concerned, newest_first
 from jobledger.projections import job_pages, readers, throughput
 from jobledger.projections.launchers import launchers as all_launchers
 from jobledger.replay.archive.feed import job_history
 from jobledger.replay.archive.records import ArchiveRecord, record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
-from jobledger.server.event_handlers import event_filter
+from jobledger.server.event_handlers import event_filter, live_end
 from jobledger.server.inputs import checked_tag, job_id, positive_int, queue_name, valid_job_id
 from jobledger.server.ui.render import answered, error_page, page
 from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
@@ -200,17 +201,36 @@ async def job_result(request: Request) -> Response:
     return await _download(request, "results")
 
 
+async def _recent(request: Request, flt: EventFilter) -> tuple[list[Event], str | None]:
+    """The newest events matching ``flt``, newest first, and where the page's live feed starts: on a
+    ledger split into partitions, of every partition ``flt`` concerns, merged, the feed starting in
+    each after its newest shown or, with none shown, at the end it had before they were read."""
+    router = await _ledger(request).opened()
+    if router.partitioning.count == 1:
+        found = await router.home.read(recent(RECENT_EVENTS, flt))
+        return found, found[0].id if found else None
+    where = concerned(router.partitioning, flt)
+    ends = await asyncio.gather(*(live_end(router.runners[p]) for p in where))
+    lists = await asyncio.gather(*(router.runners[p].read(recent(RECENT_EVENTS, flt)) for p in where))
+    shown = newest_first(dict(zip(where, lists, strict=True)), RECENT_EVENTS)
+    cursor = Cursor.start(router.partitioning.count)
+    for p, end in zip(where, ends, strict=True):
+        newest_shown = next((e.id for q, e in shown if q == p), end)
+        cursor = cursor.moved(p, max(end, newest_shown, key=id_key))
+    return [e for _, e in shown], cursor.token()
+
+
 @answered
 async def events(request: Request) -> Response:
     """The newest events matching the filters, then new ones live."""
     request.state.viewer = await admit(request, READ)
     flt = event_filter(request)
-    found = await _ledger(request).read(recent(RECENT_EVENTS, flt))
+    found, after = await _recent(request, flt)
     query = {k: v for k, v in (("type", flt.type), ("queue", flt.queue), ("job", flt.job),
                                ("actor", flt.actor)) if v is not None}  # fmt: skip
     return page(
         request, "events.html", events=[e.item() for e in found], filters=query, types=sorted(EVENT_TYPES),
-        after=found[0].id if found else None,
+        after=after,
     )  # fmt: skip
 
 
