@@ -63,6 +63,20 @@ def _plan(partitioning: Partitioning, call: Call[Any]) -> list[tuple[int, Call[A
     return [(p, route.part(indices, p == queue_at), indices) for p, indices in sorted(by_partition.items())]
 
 
+def _grouped(partitioning: Partitioning, calls: list[Call[Any]]) -> tuple[dict[int, list[int]], list[int]]:
+    """The indices of the calls that run on one partition, by partition and in order, and of those
+    that span several."""
+    groups: dict[int, list[int]] = {}
+    alone: list[int] = []
+    for i, call in enumerate(calls):
+        where = partitioning.of_route(call.route, f"the command {call.script}")
+        if len(where) == 1:
+            groups.setdefault(where[0], []).append(i)
+        else:
+            alone.append(i)
+    return groups, alone
+
+
 def _joined(route: Route, parts: Sequence[tuple[list[int], Any]]) -> Any:
     assert route.join is not None
     return route.join(list(parts))
@@ -128,10 +142,19 @@ class Partitioned(_Router[Ledger]):
         return _joined(call.route, [(indices, self.runners[p].run(c)) for p, c, indices in plan])  # type: ignore[no-any-return]
 
     def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        """Each result, or the exception it raised, in order: the calls of each partition in one
+        pipeline, in their order (as on one ledger); a call that spans partitions on its own."""
         calls = list(calls)
         if self.partitioning.count == 1:
             return self.home.run_many(calls)
-        return [_captured(self.run, c) for c in calls]
+        groups, alone = _grouped(self.partitioning, calls)
+        results: dict[int, Any] = {}
+        for partition, indices in groups.items():
+            results.update(
+                zip(indices, self.runners[partition].run_many(calls[i] for i in indices), strict=True)
+            )
+        results.update((i, _captured(self.run, calls[i])) for i in alone)
+        return [results[i] for i in range(len(calls))]
 
     def read(self, read: Read[T]) -> T:
         where = self._read_where(read)
@@ -169,10 +192,23 @@ class AsyncPartitioned(_Router[AsyncLedger]):
         return _joined(call.route, [(indices, r) for (_, _, indices), r in zip(plan, results, strict=True)])  # type: ignore[no-any-return]
 
     async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
+        """As :meth:`Partitioned.run_many`; the partitions' pipelines at once."""
         calls = list(calls)
         if self.partitioning.count == 1:
             return await self.home.run_many(calls)
-        return list(await asyncio.gather(*(self.run(c) for c in calls), return_exceptions=True))
+        groups, alone = _grouped(self.partitioning, calls)
+        piped = await asyncio.gather(
+            *(self.runners[p].run_many(calls[i] for i in indices) for p, indices in groups.items())
+        )
+        results: dict[int, Any] = {}
+        for indices, outcomes in zip(groups.values(), piped, strict=True):
+            results.update(zip(indices, outcomes, strict=True))
+        for i in alone:  # a call that spans partitions: alone, after, in order
+            try:
+                results[i] = await self.run(calls[i])
+            except errors.JobLedgerError as exc:
+                results[i] = exc
+        return [results[i] for i in range(len(calls))]
 
     async def read(self, read: Read[T]) -> T:
         where = self._read_where(read)

@@ -168,3 +168,34 @@ def watch_wakes_each_partition(url: str, namespace: str, count: int, queues: lis
 
 def test_a_watch_wakes_the_waiter_of_a_queue_in_any_partition(redis_url: str, namespace: str) -> None:
     assert watch_wakes_each_partition(redis_url, namespace, 4, QUEUES) == [True] * 4
+
+
+def test_a_batch_runs_each_partitions_calls_in_their_order(redis_url: str, namespace: str) -> None:
+    """As a pipeline on one ledger: of two creates holding one unique_key, the first creates."""
+
+    async def scenario() -> list[tuple[bool, bool]]:
+        router = await open_ledger_async(redis_url, namespace, 3)
+        try:
+            for name in QUEUES[:3]:
+                await router.run(commands.put_queue(name, QueueSettings()))
+            seen = []
+            for n in range(20):
+                calls = [
+                    commands.create_job(name, JobOptions(unique_key=f"k{n}"))
+                    for name in QUEUES[:3]
+                    for _ in range(2)
+                ]
+                made = await router.run_many(calls)
+                seen += [(made[i].created, made[i + 1].created) for i in range(0, len(made), 2)]
+            return seen
+        finally:
+            for runner in router.runners:
+                await runner.client.aclose()
+
+    assert set(asyncio.run(scenario())) == {(True, False)}
+    router = split(redis_url, namespace, 3)
+    try:
+        made = router.run_many([commands.create_job("q0", JobOptions(unique_key="s")) for _ in range(2)])
+        assert [m.created for m in made] == [True, False]
+    finally:
+        close(router)
