@@ -37,7 +37,12 @@ from tests.support import TEST_PARTITIONS, frozen_clock
 #: The contract suites (marked ``contract``), which hold whatever the ledger's partitioning.
 CONTRACT = (
     "tests/ocypod/",
+    "tests/server/test_api_queues.py",
     "tests/server/test_api_jobs.py",
+    "tests/server/test_api_fetch_and_batch.py",
+    "tests/server/test_api_extensions.py",
+    "tests/server/test_api_launchers.py",
+    "tests/server/test_api_ocypod.py",
     "tests/server/test_api_listing.py",
     "tests/server/test_files_in.py",
     "tests/server/test_job_files.py",

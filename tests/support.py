@@ -41,6 +41,19 @@ START = datetime(2030, 1, 1, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)
 
 
+#: How far apart two ids of one queue's partition are handed out: 1, unless the session splits its
+#: ledgers (partition p of N hands out p + N, p + 2N, ...).
+ID_STEP = TEST_PARTITIONS or 1
+
+
+def nth_id(namespace: str, n: int, queue: str = "q") -> int:
+    """The id of the ``n``-th job (or launcher) made in ``queue``'s partition of a fresh
+    ``namespace``: ``n``, unless the session splits its ledgers."""
+    if ID_STEP == 1:
+        return n
+    return n * ID_STEP + Partitioning(namespace, ID_STEP).of_queue(queue)
+
+
 def one_queue_per_partition(namespace: str, count: int) -> list[str]:
     """A queue name (``q<n>``) in each partition of ``namespace`` split into ``count``, in partition
     order."""

@@ -17,7 +17,7 @@ from jobledger.ledger.commands import Call
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.runner import Ledger
-from tests.support import TEST_PARTITIONS
+from tests.support import TEST_PARTITIONS, nth_id
 
 DEFAULT_QUEUE = "default"
 BATCH = 500
@@ -195,9 +195,8 @@ class Manager:
     def nth(self, n: int, queue: str = DEFAULT_QUEUE) -> int:
         """The id of the ``n``-th job created in ``queue``'s partition since the wipe: ``n``, as Ocypod
         hands them out, unless the ledger is split (then partition p of N hands out p + N, p + 2N, ...)."""
-        if isinstance(self.ledger, Partitioned) and self.ledger.partitioning.count > 1:
-            return n * self.ledger.partitioning.count + self.ledger.partitioning.of_queue(queue)
-        return n
+        namespace = self.ledger.partitioning.namespace if isinstance(self.ledger, Partitioned) else ""
+        return nth_id(namespace, n, queue)
 
     def close(self) -> None:
         self.http.close()

@@ -24,6 +24,7 @@ from tests.http_support import (
     tick_at,
     unchanged,
 )
+from tests.support import ID_STEP
 
 FAR = "2099-06-01T12:00:00+02:00"  # a run_at in the future, with an offset
 FAR_UTC = "2099-06-01T10:00:00.000000Z"
@@ -183,14 +184,14 @@ def test_pause_and_resume(api: TestClient, client: redis.Redis, namespace: str) 
     no_content(api.put("/queue/q/pause"))  # already paused: 204, nothing appended
     assert state_of(client, namespace).events == before + 1
     assert api.get("/queue/q").json()["paused"] is True
-    assert create_job(api) == job_id + 1  # still takes jobs
+    assert create_job(api) == job_id + ID_STEP  # still takes jobs
     assert api.get("/queue/q/job").status_code == 204
     assert api.get("/queue/q/job?count=3").status_code == 204
     no_content(api.put("/queue/q/resume"))
     no_content(api.put("/queue/q/resume"))
     assert state_of(client, namespace).events == before + 3  # paused, created, resumed
     assert api.get("/queue/q").json()["paused"] is False
-    assert [j["id"] for j in api.get("/queue/q/job?count=3").json()] == [job_id, job_id + 1]
+    assert [j["id"] for j in api.get("/queue/q/job?count=3").json()] == [job_id, job_id + ID_STEP]
     types = [e["type"] for e in api.get("/events", params={"queue": "q"}).json()["events"]]
     assert [t for t in types if t.startswith("queue_")] == ["queue_created", "queue_paused", "queue_resumed"]
 

@@ -10,8 +10,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from jobledger.ledger.keys import Keys
-from tests.http_support import app_client
+from tests.http_support import app_client, unchanged
 
 QUEUES = ("q",)  # created on the app before each test (the api fixture)
 
@@ -38,11 +37,10 @@ def test_batch_create_honours_unique_keys_within_and_across_batches(api: TestCli
 def test_bad_batches_create_nothing(
     api: TestClient, client: redis.Redis, namespace: str, body: object, names: str
 ) -> None:
-    before = client.xlen(Keys(namespace).events)
-    response = api.post("/queue/q/jobs", json=body)
-    assert response.status_code == 400
-    assert names in response.json()["error"]
-    assert client.xlen(Keys(namespace).events) == before
+    with unchanged(client, namespace):
+        response = api.post("/queue/q/jobs", json=body)
+        assert response.status_code == 400
+        assert names in response.json()["error"]
 
 
 def test_batch_create_on_a_missing_queue_is_404(api: TestClient) -> None:

@@ -20,6 +20,7 @@ from tests.http_support import (
     tick_at,
     unchanged,
 )
+from tests.support import nth_id
 
 CRON = {"type": "@cron", "arguments": "*/5 * * * * *", "queue": "q"}
 
@@ -36,12 +37,12 @@ def create(api: TestClient, **body: Any) -> int:
     return launcher_id
 
 
-def test_create_read_list_and_delete(api: TestClient) -> None:
+def test_create_read_list_and_delete(api: TestClient, namespace: str) -> None:
     template = {"input": {"to": "ada"}, "timeout": "90s", "retry_delays": ["10s"], "tags": ["nightly"]}
     shown = {**template, "timeout": "1m30s"}
     first = create(api, template=template, max_pending=2)
     second = create(api, type="@event", arguments={"type": "job_completed", "queue": "q"}, debounce="1m")
-    assert (first, second) == (1, 2)
+    assert (first, second) == (nth_id(namespace, 1), nth_id(namespace, 2))
 
     got = api.get(f"/launcher/{first}").json()
     assert RFC3339.match(got.pop("created_at")) and RFC3339.match(got.pop("next_at"))
@@ -121,9 +122,9 @@ def test_a_launcher_on_a_missing_queue_is_404(api: TestClient, client: redis.Red
         assert "does not exist" in error_of(api.post("/launcher", json={**CRON, "queue": "nope"}), 404)
 
 
-def test_its_jobs_and_events_through_the_api(api: TestClient, client: redis.Redis, namespace: str) -> None:
+def test_its_jobs_and_events_through_the_api(api: TestClient, ledger: Ledger) -> None:
     launcher_id = create(api, arguments="* * * * * *", template={"input": [1, 2]})
-    tick_at(Ledger(client, namespace), timedelta(seconds=2))
+    tick_at(ledger, timedelta(seconds=2))
     got = api.get(f"/launcher/{launcher_id}").json()
     assert got["fired"] == 1 and got["pending"] == 1
     job_id = got["last_job"]

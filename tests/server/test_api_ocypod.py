@@ -61,14 +61,14 @@ def test_status_of_a_missing_job_is_404(api: TestClient, job_id: str) -> None:
 @pytest.mark.parametrize(
     ("state", "status", "words"),
     [
-        ("queued", "running", ("job 1 is queued", "only a worker's fetch starts a job")),
+        ("queued", "running", ("job {id} is queued", "only a worker's fetch starts a job")),
         ("queued", "timed_out", ("only a running job times out",)),
         ("queued", "completed", ("only a running job completes",)),
         ("queued", "queued", ("cannot requeue",)),
-        ("running", "running", ("job 1 is running", "set it running")),
+        ("running", "running", ("job {id} is running", "set it running")),
         ("running", "queued", ("cannot requeue",)),
         ("running", "scheduled", ("cannot schedule",)),
-        ("completed", "cancelled", ("job 1 is completed", "cannot cancel")),
+        ("completed", "cancelled", ("job {id} is completed", "cannot cancel")),
         ("completed", "failed", ("cannot fail",)),
         ("completed", "timed_out", ("cannot time it out",)),
         ("completed", "queued", ("cannot requeue",)),
@@ -85,7 +85,7 @@ def test_a_transition_the_table_does_not_allow_is_409_with_the_reason(
     with unchanged(client, namespace):
         message = error_of(patch(api, job_id, status=status), 409)
     for word in words:
-        assert word in message, (word, message)
+        assert word.format(id=job_id) in message, (word, message)
 
 
 @pytest.mark.parametrize("status", ["done", "RUNNING", "timedout", ""])
