@@ -2,7 +2,8 @@
 
 One namespace is one ledger under the hash tag ``{NAMESPACE}``, which a Cluster keeps in one slot on
 one node.  Split into ``n`` partitions (``n`` > 1), each partition ``p`` is a whole ledger of its own
-under ``{NAMESPACE-p}`` -- its stream, its projections, its scripts: every command still checks,
+under ``{NAMESPACE-p}`` (or ``{NAMESPACE-p.k}``: see :attr:`Partitioning.namespaces`) -- its
+stream, its projections, its scripts: every command still checks,
 appends and applies in one script on one slot -- and what lives where follows from names alone:
 
 - a queue lives in partition ``crc32(name) % n``, with its settings, its jobs and its launchers;
