@@ -44,6 +44,8 @@ CONTRACT = (
     "tests/server/test_api_launchers.py",
     "tests/server/test_api_ocypod.py",
     "tests/server/test_api_listing.py",
+    "tests/server/test_api_bad_input.py",
+    "tests/server/test_idempotency.py",
     "tests/server/test_files_in.py",
     "tests/server/test_job_files.py",
 )

@@ -19,6 +19,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.commands import Call, Fetched
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import Partitioned
 from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
@@ -52,6 +53,22 @@ def nth_id(namespace: str, n: int, queue: str = "q") -> int:
     if ID_STEP == 1:
         return n
     return n * ID_STEP + Partitioning(namespace, ID_STEP).of_queue(queue)
+
+
+def queue_ledger(ledger: Ledger | Partitioned, queue: str = "q") -> Ledger:
+    """The runner of ``queue``'s partition (the ledger itself when it is one), for reading its keys."""
+    return ledger.for_queue(queue) if isinstance(ledger, Partitioned) else ledger
+
+
+def in_partition_of(namespace: str, queue: str, stem: str) -> str:
+    """A queue name starting with ``stem`` that lives in ``queue``'s partition (``stem`` itself when
+    the session does not split its ledgers)."""
+    if ID_STEP == 1:
+        return stem
+    where = Partitioning(namespace, ID_STEP)
+    return next(
+        f"{stem}{n}" for n in itertools.count() if where.of_queue(f"{stem}{n}") == where.of_queue(queue)
+    )
 
 
 def one_queue_per_partition(namespace: str, count: int) -> list[str]:

@@ -3,6 +3,7 @@ appends no event and changes no projection."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,24 +13,32 @@ from starlette.testclient import TestClient
 
 from jobledger.server.inputs import MAX_DEPTH
 from tests.http_support import app_client, create_job, error_of, fetch, put_queue, unchanged
+from tests.support import nth_id
 
 LIMIT = 1024
 
 
 @pytest.fixture
 def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
-    """Queue ``q`` with job 1 running (attempt 1) and job 2 queued; bodies over 1 KiB refused."""
+    """Queue ``q`` with job 1 running (attempt 1) and job 2 queued (on a split ledger, the first and
+    second ids of q's partition); bodies over 1 KiB refused."""
     with app_client(redis_url, namespace, max_body_size=LIMIT) as client:
         put_queue(client)
-        assert create_job(client, input="a", tags=["t"]) == 1
-        assert fetch(client)["id"] == 1
-        assert create_job(client, input="b") == 2
+        assert create_job(client, input="a", tags=["t"]) == nth_id(namespace, 1)
+        assert fetch(client)["id"] == nth_id(namespace, 1)
+        assert create_job(client, input="b") == nth_id(namespace, 2)
         yield client
+
+
+#: A path of job 1 (its id, then the end, a ``/`` or a ``?``).
+_JOB_1 = re.compile(r"^/job/1(?=$|[/?])")
 
 
 def refused(api: TestClient, client: redis.Redis, namespace: str, method: str, url: str, status: int,
             **request: Any) -> str:  # fmt: skip
-    """Send the request; assert it is refused with ``status`` and changes nothing; the message."""
+    """Send the request (job 1's path naming the fixture's running job); assert it is refused with
+    ``status`` and changes nothing; the message."""
+    url = _JOB_1.sub(f"/job/{nth_id(namespace, 1)}", url)
     with unchanged(client, namespace):
         return error_of(api.request(method, url, **request), status)
 

@@ -12,10 +12,10 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.events import IdempotencyExpired, decode_entry
-from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.source import xrange
 from tests.http_support import app_client, error_of, put_queue, state_of, tick_at, unchanged
+from tests.support import ID_STEP, in_partition_of, queue_ledger
 
 QUEUES = ("q", "other")
 
@@ -85,8 +85,10 @@ def test_the_hash_covers_the_route_and_the_queue(
     api: TestClient, client: redis.Redis, namespace: str
 ) -> None:
     assert post(api, "/queue/q/job", {"input": 1}).status_code == 201
+    other = in_partition_of(namespace, "q", "other")  # a key is compared within its queue's partition
+    put_queue(api, other)
     with unchanged(client, namespace):
-        error_of(post(api, "/queue/other/job", {"input": 1}), 422)
+        error_of(post(api, f"/queue/{other}/job", {"input": 1}), 422)
         error_of(post(api, "/queue/q/jobs", [{"input": 1}]), 422)
 
 
@@ -125,7 +127,7 @@ def test_a_batch_answers_its_ids_again_even_those_a_unique_key_held(
     batch = [{"unique_key": "u"}, {"unique_key": "v"}, {"unique_key": "v"}, {}]
     first = post(api, "/queue/q/jobs", batch, key="batch")
     assert first.status_code == 201
-    assert first.json() == [held, held + 1, held + 1, held + 2]
+    assert first.json() == [held, held + ID_STEP, held + ID_STEP, held + 2 * ID_STEP]
     with unchanged(client, namespace):
         assert post(api, "/queue/q/jobs", batch, key="batch").json() == first.json()
 
@@ -137,18 +139,20 @@ def test_a_create_answered_by_a_unique_key_records_no_key(api: TestClient, clien
     assert post(api, "/queue/q/job", {"input": 1}, key="unrecorded").status_code == 201
 
 
-def test_the_key_is_forgotten_after_its_window(redis_url: str, client: redis.Redis, namespace: str) -> None:
+def test_the_key_is_forgotten_after_its_window(
+    redis_url: str, client: redis.Redis, namespace: str, ledger: Ledger
+) -> None:
     with app_client(redis_url, namespace, idempotency_window="1h") as api:
         put_queue(api, "q")
         first = post(api, "/queue/q/job", {"input": 1}).json()
-        ledger = Ledger(client, namespace)
         assert tick_at(ledger, timedelta(minutes=59))["idempotency"] == []
         assert post(api, "/queue/q/job", {"input": 1}).json() == first
         assert tick_at(ledger, timedelta(minutes=61))["idempotency"] == ["k-1"]
-        keys = Keys(namespace)
-        assert not client.exists(keys.build("idempotency", key="k-1"))
-        assert client.zcard(keys.build("due_idempotency")) == 0
-        last = decode_entry(*list(xrange(client, keys.events))[-1])
+        mine = queue_ledger(ledger)  # where q's keys are
+        keys = mine.keys
+        assert not mine.client.exists(keys.build("idempotency", key="k-1"))
+        assert mine.client.zcard(keys.build("due_idempotency")) == 0
+        last = decode_entry(*list(xrange(mine.client, keys.events))[-1])
         assert (last.type, last.queue, last.data) == (
             "idempotency_expired",
             "q",
@@ -157,5 +161,5 @@ def test_the_key_is_forgotten_after_its_window(redis_url: str, client: redis.Red
         events = state_of(client, namespace).events
         # a new request with the key, even the same body, now creates
         second = post(api, "/queue/q/job", {"input": 1})
-        assert second.status_code == 201 and second.json() == first + 1
+        assert second.status_code == 201 and second.json() == first + ID_STEP
         assert state_of(client, namespace).events == events + 1
