@@ -243,6 +243,11 @@ def _captured(run: Callable[[Call[Any]], Any], call: Call[Any]) -> Any:
         return exc
 
 
+def runners_of(ledger: Ledger | Partitioned) -> list[Ledger]:
+    """The runner of each partition of ``ledger`` (itself, a ledger of one runner)."""
+    return ledger.runners if isinstance(ledger, Partitioned) else [ledger]
+
+
 def connect(url: str, partitioning: Partitioning, clock: Clock = now_ms, actor: str = LOCAL) -> Partitioned:
     """A router over ``partitioning``'s partitions at ``url``, each through its own client (on a
     Cluster, connected to the node of that partition's slot)."""
@@ -318,16 +323,19 @@ class OpeningLedger:
         self.actor = LOCAL
         self._root = self
         self._router: AsyncPartitioned | None = None
+        self._acting: AsyncPartitioned | None = None  # the router acting for this view's actor
         self._lock = asyncio.Lock()
 
     async def opened(self) -> AsyncPartitioned:
         """The router (acting for this view's actor), opening the ledger if nobody has yet."""
-        root = self._root
-        if root._router is None:
-            async with root._lock:
-                if root._router is None:
-                    root._router = await self._open()
-        return root._router.as_actor(self.actor)
+        if self._acting is None:
+            root = self._root
+            if root._router is None:
+                async with root._lock:
+                    if root._router is None:
+                        root._router = await self._open()
+            self._acting = root._router.as_actor(self.actor)
+        return self._acting
 
     async def _open(self) -> AsyncPartitioned:
         try:
@@ -350,7 +358,7 @@ class OpeningLedger:
         if actor == self.actor:
             return self
         view = copy.copy(self)
-        view.actor = checked_actor(actor)
+        view.actor, view._acting = checked_actor(actor), None
         return view
 
     async def _opened_for(self, scripts: Iterable[str]) -> AsyncPartitioned:

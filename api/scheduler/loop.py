@@ -37,7 +37,7 @@ from jobledger.ledger.clock import Clock
 from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
-from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger, Partitioned
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger, Partitioned, runners_of
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
@@ -138,14 +138,10 @@ def _tick_steps(clock: Clock, batch: int) -> Steps[dict[str, Handled]]:
     return out
 
 
-def _each_partition(ledger: Ledger | Partitioned) -> list[Ledger]:
-    return ledger.runners if isinstance(ledger, Partitioned) else [ledger]
-
-
 def check(ledger: Ledger | Partitioned, name: str, batch: int = BATCH) -> Handled:
     """One check, to the end of what is due now (on each partition in turn); the ids it handled."""
     handled: Handled = []
-    for runner in _each_partition(ledger):
+    for runner in runners_of(ledger):
         runner = runner.as_actor(SCHEDULER)
         if runner.read(anything_due(name, runner.clock())):
             handled += runner.drive(_drain_steps(name, batch))
@@ -157,7 +153,7 @@ def tick(ledger: Ledger | Partitioned, batch: int = BATCH) -> dict[str, Handled]
     check handled.  The same steps as a round of :func:`run` (which reads every due set's head
     instead of asking each)."""
     out: dict[str, Handled] = {}
-    for runner in _each_partition(ledger):
+    for runner in runners_of(ledger):
         for name, handled in runner.as_actor(SCHEDULER).drive(_tick_steps(runner.clock, batch)).items():
             out[name] = out.get(name, []) + handled
     return out

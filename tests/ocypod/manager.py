@@ -15,7 +15,7 @@ import redis
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Call
 from jobledger.ledger.durations import parse_ms
-from jobledger.ledger.partitioned import Partitioned, open_ledger
+from jobledger.ledger.partitioned import Partitioned, open_ledger, runners_of
 from jobledger.ledger.runner import Ledger
 from tests.support import TEST_PARTITIONS, nth_id
 
@@ -200,12 +200,11 @@ class Manager:
 
     def close(self) -> None:
         self.http.close()
-        for runner in self.ledger.runners if isinstance(self.ledger, Partitioned) else [self.ledger]:
+        for runner in runners_of(self.ledger):
             runner.client.close()
 
     def _on_each_partition(self, call: Call[list[int]]) -> list[int]:
-        runners = self.ledger.runners if isinstance(self.ledger, Partitioned) else [self.ledger]
-        return [job_id for runner in runners for job_id in runner.run(call)]
+        return [job_id for runner in runners_of(self.ledger) for job_id in runner.run(call)]
 
     def check_job_timeouts(self) -> list[int]:
         return self._on_each_partition(commands.check_timeouts(BATCH))

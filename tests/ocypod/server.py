@@ -20,7 +20,7 @@ import httpx
 import redis
 
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.partitioned import Partitioned
+from jobledger.ledger.partitioned import Partitioned, runners_of
 from jobledger.ledger.runner import Ledger
 from tests.support import TEST_PARTITIONS
 
@@ -61,7 +61,7 @@ def wipe(client: redis.Redis, namespace: str) -> None:
 
 def wipe_ledger(ledger: Ledger | Partitioned) -> None:
     """:func:`wipe` of every partition of ``ledger``, each through its own client (its node)."""
-    for runner in ledger.runners if isinstance(ledger, Partitioned) else [ledger]:
+    for runner in runners_of(ledger):
         wipe(runner.client, runner.keys.namespace)
 
 
