@@ -7,6 +7,8 @@ replay's ``fold_stream``), and measures one of:
 
 - ``create N``: N jobs created one by one, ``Ledger.run(commands.create_job("q", JobOptions(input=...)))``
   on a queue at default settings, after 20 that warm it up;
+- ``work N``: N jobs created, then each completed and the next fetched in one ``update_and_fetch``
+  call, one at a time: the command a ``Worker`` at concurrency 1 sends per job;
 - ``replay N``: a ledger of N jobs (created 500 per ``create_jobs``, fetched, completed: 3N + 1
   events with the queue's) rebuilt into an empty namespace by
   :func:`jobledger.replay.rebuild.rebuild`.
@@ -71,8 +73,11 @@ def _prepare(ledger: Ledger, what: str, n: int) -> tuple[int, Callable[[], objec
         for _ in range(WARM_UP):
             ledger.run(one)
         return n, lambda: [ledger.run(one) for _ in range(n)]
-    for start in range(0, n, BATCH):
-        ledger.run(commands.create_jobs(QUEUE, [JobOptions()] * min(BATCH, n - start)))
+    jobs = n + WARM_UP + 1 if what == "work" else n
+    for start in range(0, jobs, BATCH):
+        ledger.run(commands.create_jobs(QUEUE, [JobOptions()] * min(BATCH, jobs - start)))
+    if what == "work":
+        return n, _work_one_by_one(ledger, n)
     while fetched := ledger.run(commands.fetch_jobs(QUEUE, 1000, "w")):
         done = [commands.update_job(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in fetched]
         ledger.run_many(done)
@@ -80,8 +85,22 @@ def _prepare(ledger: Ledger, what: str, n: int) -> tuple[int, Callable[[], objec
     return events, lambda: rebuild(ledger.client, ledger.keys.namespace, "rebuilt")
 
 
+def _work_one_by_one(ledger: Ledger, n: int) -> Callable[[], object]:
+    """After a warm-up, the measured work: ``n`` jobs each completed with the next one fetched."""
+    held = ledger.run(commands.fetch_jobs(QUEUE, 1, "w"))
+
+    def step() -> None:
+        nonlocal held
+        done = [(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in held]
+        held = ledger.run(commands.update_and_fetch(done, QUEUE, 1, "w")).fetched
+
+    for _ in range(WARM_UP):
+        step()
+    return lambda: [step() for _ in range(n)]
+
+
 def count(what: str, n: int, keep: Path | None = None) -> tuple[int, int]:
-    """(instructions inside EVALSHA, units: jobs created or events replayed)."""
+    """(instructions inside EVALSHA, units: jobs created, worked or events replayed)."""
     workdir = Path(tempfile.mkdtemp(prefix="jobledger-instructions-"))
     out = workdir / "callgrind.out"
     port = _free_port()
@@ -114,14 +133,14 @@ def count(what: str, n: int, keep: Path | None = None) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("what", choices=("create", "replay"))
+    parser.add_argument("what", choices=("create", "work", "replay"))
     parser.add_argument("n", type=int, nargs="?", default=2000, help="jobs (default 2000)")
     parser.add_argument("--keep", type=Path, help="a folder to keep the profile in")
     args = parser.parse_args(argv)
     if not shutil.which("valgrind"):
         parser.exit(2, "valgrind is not installed (apt-get install valgrind)\n")
     total, units = count(args.what, args.n, args.keep)
-    unit = "create" if args.what == "create" else "replayed event"
+    unit = {"create": "create", "work": "job completed and the next fetched"}.get(args.what, "replayed event")
     print(f"{args.what}: {total:,} instructions inside EVALSHA, {total / units:,.0f} per {unit} ({units:,})")
 
 
