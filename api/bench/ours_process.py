@@ -138,6 +138,7 @@ def ledger_worker(
 
 def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, conc: int) -> None:
     """A worker process running :class:`jobledger.worker.worker.Worker` with an async no-op handler."""
+    from jobledger.worker import event_loop
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
@@ -154,7 +155,7 @@ def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace
         await task
 
     ready.put(index)
-    asyncio.run(main())
+    event_loop.run(main())  # the loop Worker.run and ``jobledger worker`` run it on
 
 
 def run_once(

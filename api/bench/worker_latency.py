@@ -70,6 +70,7 @@ def worker_process(
     """The Worker class at its defaults, over HTTP when ``http_url`` is given, else over Redis."""
     import redis
 
+    from jobledger.worker import event_loop
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
@@ -89,7 +90,7 @@ def worker_process(
         await task
 
     ready.put(index)
-    asyncio.run(main())
+    event_loop.run(main())  # the loop Worker.run and ``jobledger worker`` run it on
 
 
 def _latencies(ledger: Ledger, samples: int, gap: float) -> list[float]:

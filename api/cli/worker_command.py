@@ -10,7 +10,6 @@ finds the ledger's Redis the way every jobledger command does (``--config``, ``-
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib
 import os
@@ -36,6 +35,7 @@ from jobledger.cli.common import (
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
 from jobledger.runtime import logs
+from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
 from jobledger.worker.worker import Handler, Worker
 
@@ -94,7 +94,7 @@ def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in stop.SIGNALS}
     try:
-        asyncio.run(worker.run_async())
+        event_loop.run(worker.run_async())
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -40,6 +40,7 @@ from typing import Any
 from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
@@ -131,7 +132,7 @@ class Worker:
     def run(self) -> None:
         """Work until SIGTERM or SIGINT, then stop gracefully (a second signal: at once).  Blocks;
         call from the main thread."""
-        asyncio.run(self._run_with_signals())
+        event_loop.run(self._run_with_signals())
 
     async def run_async(self) -> None:
         """Work until :meth:`stop` is called, then stop gracefully (see the module's docstring)."""

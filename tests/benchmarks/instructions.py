@@ -89,14 +89,17 @@ def _work_one_by_one(ledger: Ledger, n: int) -> Callable[[], object]:
     """After a warm-up, the measured work: ``n`` jobs each completed with the next one fetched."""
     held = ledger.run(commands.fetch_jobs(QUEUE, 1, "w"))
 
-    def step() -> None:
+    def steps(count: int) -> None:
         nonlocal held
-        done = [(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in held]
-        held = ledger.run(commands.update_and_fetch(done, QUEUE, 1, "w")).fetched
+        for _ in range(count):
+            done = [(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in held]
+            fetched = ledger.run(commands.update_and_fetch(done, QUEUE, 1, "w")).fetched
+            if isinstance(fetched, Exception):
+                raise fetched
+            held = fetched
 
-    for _ in range(WARM_UP):
-        step()
-    return lambda: [step() for _ in range(n)]
+    steps(WARM_UP)
+    return lambda: steps(n)
 
 
 def count(what: str, n: int, keep: Path | None = None) -> tuple[int, int]:

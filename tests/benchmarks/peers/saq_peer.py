@@ -25,6 +25,7 @@ from jobledger.bench.figures import Figure, Results, Settings
 from jobledger.bench.runs import Probe, PyWorkers, process
 from jobledger.bench.sampling import Meter, sample
 from jobledger.bench.server import Servers
+from jobledger.worker import event_loop
 
 from .common import (
     PeerRun,
@@ -74,7 +75,8 @@ def worker(ready: Any, go: Any, stop: Any, index: int, url: str, concurrency: in
         await asyncio.gather(task, return_exceptions=True)
         await queue.disconnect()
 
-    asyncio.run(main())
+    # on the loop our Worker runs on (uvloop where installed): saq, asyncio too, is tuned as ours is
+    event_loop.run(main())
 
 
 async def _enqueue(url: str, jobs: int, concurrent: int = 1) -> float:
