@@ -28,6 +28,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import sources
+from jobledger.worker import event_loop
 
 from . import figures as F
 from .figures import Figure, Results, Settings
@@ -36,6 +37,8 @@ from .sampling import Meter, Usage, script_calls
 from .server import Servers
 
 QUEUE = "bench"
+#: The event loop the Worker runs on here, as under ``Worker.run`` (named in each figure's note).
+LOOP = event_loop.loop_name()
 ENQUEUE_BATCH = 500
 
 
@@ -138,7 +141,6 @@ def ledger_worker(
 
 def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, conc: int) -> None:
     """A worker process running :class:`jobledger.worker.worker.Worker` with an async no-op handler."""
-    from jobledger.worker import event_loop
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
@@ -239,17 +241,19 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     off = QueueSettings(timeout=0, expires_after=0)
     off_runs = [run_once(servers, settings.jobs, *best, queue=off) for _ in range(settings.repeats)]
     results: Results = {
-        F.PROCESS_BEST: Figure(run.rate, "jobs/s", f"Worker, {note}", tried),
+        F.PROCESS_BEST: Figure(run.rate, "jobs/s", f"Worker on {LOOP}, {note}", tried),
         F.PROCESS_1X1: Figure(
-            simple.rate, "jobs/s", f"Worker, {F.config_note(1, 1)} ({settings.grid_jobs:,} jobs)",
+            simple.rate, "jobs/s", f"Worker on {LOOP}, {F.config_note(1, 1)} ({settings.grid_jobs:,} jobs)",
             {"cpu_us_process": round(simple.process.cpu_us_per(simple.jobs), 2),
              "script_round_trips_per_job": round(script_calls(simple.process, simple.jobs), 3)},
         ),
         F.PROCESS_OFF: Figure(
-            _median_run(off_runs).rate, "jobs/s", f"Worker, {note}; timeout 0s, expires_after 0s",
+            _median_run(off_runs).rate, "jobs/s", f"Worker on {LOOP}, {note}; timeout 0s, expires_after 0s",
             {"runs": [round(r.rate) for r in off_runs]},
         ),
-        F.CPU_PROCESS: Figure(run.process.cpu_us_per(run.jobs), "us/job", f"Worker, {note}", _detail(run)),
+        F.CPU_PROCESS: Figure(
+            run.process.cpu_us_per(run.jobs), "us/job", f"Worker on {LOOP}, {note}", _detail(run)
+        ),
         F.CPU_LIFECYCLE: Figure((run.enqueue + run.process).cpu_us_per(run.jobs), "us/job", note),
         F.CALLS_LIFECYCLE: Figure((run.enqueue + run.process).calls_per(run.jobs), "cmds/job", note),
     }  # fmt: skip

@@ -26,6 +26,7 @@ from typing import Any
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
+from jobledger.worker import event_loop
 
 from . import figures as F
 from .ours_client import WARMUP, _last_id, _wait_completed
@@ -70,7 +71,6 @@ def worker_process(
     """The Worker class at its defaults, over HTTP when ``http_url`` is given, else over Redis."""
     import redis
 
-    from jobledger.worker import event_loop
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
@@ -157,7 +157,7 @@ def figures(servers: Servers, settings: F.Settings, log: Any = print) -> F.Resul
     and what an idle Worker costs the server (commands per second, the higher of its two
     transports)."""
     lat = measure("redis", settings.latency_samples, 0.0, servers)
-    note = f"Worker over Redis, {len(lat)} jobs one at a time, default settings"
+    note = f"Worker over Redis on {event_loop.loop_name()}, {len(lat)} jobs one at a time, default settings"
     log(f"  ours Worker latency p50 {F.percentile(lat, 50):.2f} ms")
     results = {
         F.LATENCY_P50: F.Figure(F.percentile(lat, 50), "ms", note),

@@ -25,6 +25,11 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop  # type: ignore[no-any-return]
 
 
+def loop_name() -> str:
+    """``"uvloop"`` or ``"asyncio"``: the loop :func:`run` runs on here."""
+    return "asyncio" if loop_factory() is None else "uvloop"
+
+
 def run(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` to its end on a new loop of :func:`loop_factory`'s, as :func:`asyncio.run` does."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:

@@ -1,7 +1,8 @@
 """saq with its Redis queue: an async no-op function.
 
-- Processing: jobs enqueued beforehand, then P processes of ``saq.Worker(concurrency=C)``; done
-  when the queue's ``incomplete`` set is empty.  Completed jobs are kept (saq's default ttl, 600 s).
+- Processing: jobs enqueued beforehand, then P processes of ``saq.Worker(concurrency=C)``, each on
+  the event loop our Worker runs on (uvloop where installed); done when the queue's ``incomplete``
+  set is empty.  Completed jobs are kept (saq's default ttl, 600 s).
 - Bulk enqueue: none (``map`` enqueues one by one and waits for results).  One by one:
   ``await queue.enqueue("noop")``.
 - Latency: subscribed to the job's updates (saq's own pub/sub, held open), the producer enqueues
@@ -168,12 +169,16 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     results[F.PROCESS_1X1] = Figure(
         run_once(servers, settings.grid_jobs, 1, 1).rate,
         "jobs/s",
-        F.config_note(1, 1) + f" ({settings.grid_jobs:,} jobs)",
+        F.config_note(1, 1) + f" ({settings.grid_jobs:,} jobs, on {event_loop.loop_name()})",
     )
     results[F.ENQUEUE_BULK] = Figure(None, "jobs/s", "no bulk enqueue (map waits for results)")
     one = [_one_by_one(servers, settings.enqueue_one_jobs) for _ in range(settings.repeats)]
     results.update(enqueue_one_figures(one, "await queue.enqueue()"))
     lat = _latency(servers, settings.latency_samples)
-    results.update(latency_figures(lat, "enqueue, then its pub/sub update; worker on BLMOVE"))
+    results.update(
+        latency_figures(
+            lat, f"enqueue, then its pub/sub update; worker on BLMOVE, on {event_loop.loop_name()}"
+        )
+    )
     results[F.MEMORY] = _memory(servers, settings.jobs)
     return results
