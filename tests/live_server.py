@@ -39,9 +39,16 @@ def _serving(
 ) -> Iterator[str]:
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
     app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
+    # asyncio's own loop, as ``jobledger serve`` runs the app (uvicorn's "auto" would take uvloop)
     uv = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=listen_port, lifespan="on", log_level="warning", access_log=False
+            app,
+            host="127.0.0.1",
+            port=listen_port,
+            loop="asyncio",
+            lifespan="on",
+            log_level="warning",
+            access_log=False,
         )
     )
     thread = threading.Thread(target=uv.run, name="live-server", daemon=True)

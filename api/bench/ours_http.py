@@ -45,11 +45,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: The event loop the apps are served on: asyncio's own, the one ``jobledger serve`` runs (uvicorn's
+#: "auto" would take uvloop, which is installed with jobledger for its workers).
+LOOP = "asyncio"
+
+
 def uvicorn_flavour() -> str:
-    """Which event loop and HTTP parser uvicorn picks here ("auto" takes uvloop / httptools if present)."""
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    """The event loop and the HTTP parser the apps are served with ("auto" takes httptools if present)."""
     http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    return f"uvicorn {loop}/{http}"
+    return f"uvicorn {LOOP}/{http}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[
     env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_NAMESPACE": namespace}
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", APPS[app], "--factory", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
+         "--port", str(port), "--workers", str(workers), "--loop", LOOP, "--log-level", "warning",
+         "--no-access-log"],
         env=env,
     )  # fmt: skip
     try:

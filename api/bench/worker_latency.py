@@ -52,9 +52,11 @@ def server_process(ready: Any, go: Any, stop: Any, index: int, url: str, namespa
 
     config = Config.model_validate({"redis": {"key_namespace": namespace}})
     app = create_app(config, url, run_scheduler=False)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    # on asyncio's own loop, as ``jobledger serve`` runs (uvicorn's "auto" would take uvloop)
+    served = uvicorn.Config(
+        app, host="127.0.0.1", port=port, loop="asyncio", log_level="warning", access_log=False
     )
+    server = uvicorn.Server(served)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
