@@ -159,11 +159,20 @@ class AsyncClient(ClientBase):
         return await self.send(calls.create_jobs(queue, [JobSpec.of(job) for job in jobs], idempotency_key))
 
     async def fetch(
-        self, queue: str, count: int = 1, worker: str | None = None, wait: float | None = None
+        self,
+        queue: str,
+        count: int = 1,
+        worker: str | None = None,
+        wait: float | None = None,
+        *,
+        heartbeat_timeout: bool = False,
     ) -> list[FetchedJob]:
         """Start up to ``count`` queued jobs as ``worker``; an empty list when none is queued (after
-        waiting up to ``wait`` seconds for one to come, when given)."""
-        return await self.send(calls.fetch_jobs(queue, count, worker, wait))
+        waiting up to ``wait`` seconds for one to come, when given).  ``heartbeat_timeout``: each
+        job comes with its ``heartbeat_timeout`` too (read in the same request)."""
+        return await self.send(
+            calls.fetch_jobs(queue, count, worker, wait, heartbeat_timeout=heartbeat_timeout)
+        )
 
     async def get(self, job_id: int) -> Job:
         """The job."""

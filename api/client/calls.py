@@ -226,23 +226,34 @@ def create_jobs(queue: str, specs: list[JobSpec], idempotency_key: str | None = 
 
 
 def fetch_jobs(
-    queue: str, count: int, worker: str | None = None, wait: float | None = None
+    queue: str,
+    count: int,
+    worker: str | None = None,
+    wait: float | None = None,
+    *,
+    heartbeat_timeout: bool = False,
 ) -> ApiCall[list[FetchedJob]]:
     """Start up to ``count`` queued jobs; with ``wait`` (seconds) the server holds the request until
-    a job comes or the time is up.  Not safe to resend: a lost answer would strand a job running
-    (until its timeout), so only failures to connect are retried."""
+    a job comes or the time is up; with ``heartbeat_timeout`` each job comes with its own.  Not safe
+    to resend: a lost answer would strand a job running (until its timeout), so only failures to
+    connect are retried."""
     params: dict[str, str | int] = {"count": count}
     if worker is not None:
         params["worker"] = worker
     if wait:
         params["wait"] = f"{wait:g}"
+    if heartbeat_timeout:
+        params["fields"] = "heartbeat_timeout"
     return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False, holds=wait or 0.0)
 
 
 def _fetched(response: httpx.Response) -> list[FetchedJob]:
     if response.status_code == 204:
         return []
-    return [FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j)) for j in response.json()]
+    return [
+        FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j), j.get("heartbeat_timeout"))
+        for j in response.json()
+    ]
 
 
 def _files(fetched: dict[str, Any]) -> tuple[StoredFile, ...]:

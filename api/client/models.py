@@ -98,12 +98,14 @@ class EventPage:
 
 @dataclass(frozen=True)
 class FetchedJob:
-    """A job handed to a worker: now running as ``attempt``, which its updates should name."""
+    """A job handed to a worker: now running as ``attempt``, which its updates should name.
+    ``heartbeat_timeout``: its duration text (``"0s"``: off), when the fetch asked for it."""
 
     id: int
     input: Any
     attempt: int
     files: tuple[StoredFile, ...] = ()
+    heartbeat_timeout: str | None = None
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,10 @@ PATH_PARAMS: dict[str, Param] = {
 
 #: Query parameters by name, for the endpoints that take them.
 QUERY_PARAMS: dict[str, Param] = {
-    "fields": Param(FIELD_LIST, "Comma-separated job fields to return."),
+    "fields": Param(
+        FIELD_LIST,
+        "Comma-separated job fields to return (a fetch adds only heartbeat_timeout to each job).",
+    ),
     "attempt": Param(JOB_ID, "The attempt this update acts for (fencing: 409 if it is no longer running)."),
     "count": Param({"type": "integer", "minimum": 1, "maximum": 1000}, "Fetch up to this many (a list)."),
     "worker": Param({"type": "string"}, "The fetching worker's id, recorded on the job."),
@@ -218,7 +221,7 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     next_event = {**EVENT_CURSOR, "type": ["string", "null"]}
     fetched = {"type": "object", "required": ["id", "input", "attempt"],
                "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
-                              "files": array(FILE_REF)}}  # fmt: skip
+                              "files": array(FILE_REF), "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     return {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
@@ -370,7 +373,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             204: Reply("No job to hand out."),
             **NO_QUEUE,
         },
-        query=("count", "worker", "wait"),
+        query=("count", "worker", "wait", "fields"),
     ),
     ("POST", "/queue/{queue}/jobs"): Operation(
         "Create many jobs in one request",

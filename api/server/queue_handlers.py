@@ -99,11 +99,13 @@ async def resume_queue(request: Request) -> Response:
 async def fetch_job(request: Request) -> Response:
     """Ocypod's ``{"id", "input"}`` plus ``attempt`` (and ``files``, when the job has some);
     ``?count=N`` answers a list of up to N, ``?worker=ID`` records the worker, ``?wait=DURATION``
-    waits up to that long for a job to come.  With none: 204, after ``next_job_delay`` (Ocypod's
-    setting, default 0s) unless it waited."""
+    waits up to that long for a job to come, ``?fields=heartbeat_timeout`` adds each job's
+    ``heartbeat_timeout`` (read with it: a worker need not ask for it job by job).  With none: 204,
+    after ``next_job_delay`` (Ocypod's setting, default 0s) unless it waited."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
     wait = _wait(request)
+    beat = _with_heartbeat_timeout(request)
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger = _ledger(request)
     if wait:
@@ -123,7 +125,8 @@ async def fetch_job(request: Request) -> Response:
     # input is stored as JSON text: splice it in rather than decode and encode it again; a job's
     # files (references to fetch from /job/{id}/files/{name}) come with it when it has any
     items = [
-        f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}{_files(j)}}}' for j in jobs
+        f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}{_files(j)}{_beat(j, beat)}}}'
+        for j in jobs
     ]
     body = f"[{','.join(items)}]" if count else items[0]
     return Response(body, media_type="application/json")
@@ -131,6 +134,26 @@ async def fetch_job(request: Request) -> Response:
 
 def _files(job: commands.Fetched) -> str:
     return f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
+
+
+#: The fields a fetch can add to each job it hands out (what the fetch reads anyway).
+FETCH_FIELDS = ("heartbeat_timeout",)
+
+
+def _with_heartbeat_timeout(request: Request) -> bool:
+    """Whether ``?fields=`` asks for each job's ``heartbeat_timeout`` (the one field a fetch adds)."""
+    raw = request.query_params.get("fields")
+    if raw is None:
+        return False
+    names = [n for n in raw.split(",") if n]
+    unknown = [n for n in names if n not in FETCH_FIELDS]
+    if unknown or not names:
+        raise BadRequest(f"fields: a fetch adds only {', '.join(FETCH_FIELDS)}, not {raw!r}")
+    return True
+
+
+def _beat(job: commands.Fetched, asked: bool) -> str:
+    return f',"heartbeat_timeout":"{format_ms(job.heartbeat_timeout_ms)}"' if asked else ""
 
 
 def _wait(request: Request) -> float:

@@ -100,3 +100,29 @@ def test_bad_wait_is_400(api: TestClient, wait: str) -> None:
     response = api.get(f"/queue/q/job?wait={wait}")
     assert response.status_code == 400
     assert "wait" in response.json()["error"]
+
+
+def test_a_fetch_can_bring_each_jobs_heartbeat_timeout(api: TestClient) -> None:
+    api.put("/queue/q", json={"heartbeat_timeout": "1m"})
+    own = api.post("/queue/q/job", json={"input": 1, "heartbeat_timeout": "30s"}).json()
+    inherited = api.post("/queue/q/job", json={"input": 2}).json()
+    got = api.get("/queue/q/job?count=2&fields=heartbeat_timeout").json()
+    assert got == [
+        {"id": own, "input": 1, "attempt": 1, "heartbeat_timeout": "30s"},
+        {"id": inherited, "input": 2, "attempt": 1, "heartbeat_timeout": "1m"},
+    ]
+    off = api.post("/queue/q/job", json={"heartbeat_timeout": "0s"}).json()
+    assert api.get("/queue/q/job?fields=heartbeat_timeout").json() == {
+        "id": off, "input": None, "attempt": 1, "heartbeat_timeout": "0s",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("fields", ["status", "heartbeat_timeout,input", ""])
+def test_a_fetch_adds_no_other_field(
+    api: TestClient, client: redis.Redis, namespace: str, fields: str
+) -> None:
+    api.post("/queue/q/job", json={"input": 1})
+    with unchanged(client, namespace):
+        response = api.get(f"/queue/q/job?fields={fields}")
+    assert response.status_code == 400
+    assert "fields" in response.json()["error"]

@@ -100,7 +100,7 @@ def test_query_parameters_and_error_answers(doc: Doc) -> None:
 
     assert query("get", "/events") == {"after", "limit", "type", "queue", "job", "actor"}
     assert query("get", "/events/stream") == {"after", "type", "queue", "job", "actor"}
-    assert query("get", "/queue/{queue}/job") == {"count", "worker", "wait"}
+    assert query("get", "/queue/{queue}/job") == {"count", "worker", "wait", "fields"}
     assert query("get", "/queue/{queue}/jobs") == {"status", "tag", "limit", "cursor"}
     assert query("get", "/job/{job_id}") == {"fields"}
     assert query("patch", "/job/{job_id}") == {"attempt"}
