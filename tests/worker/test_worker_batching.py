@@ -80,14 +80,19 @@ def test_one_fetch_takes_as_many_jobs_as_there_are_free_slots(transport: str, pr
 
 def _counted_fetches(worker: Worker) -> list[int]:
     """A count of the fetches the worker's transport makes (HTTP requests, or script calls)."""
+    return _counted(worker, "fetch")
+
+
+def _counted(worker: Worker, method: str) -> list[int]:
+    """A count of the calls of one method of the worker's transport, kept as it runs."""
     count = [0]
-    fetch = worker.transport.fetch
+    call = getattr(worker.transport, method)
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
         count[0] += 1
-        return await fetch(*args, **kwargs)
+        return await call(*args, **kwargs)
 
-    worker.transport.fetch = counted  # type: ignore[method-assign]
+    setattr(worker.transport, method, counted)
     return count
 
 
@@ -104,6 +109,7 @@ def test_at_concurrency_one_a_job_costs_at_most_two_calls(
 
     with live_server(private_redis, NS) as server:
         worker = make_worker(transport, noop, "q", server, private_redis, NS)
+        asked = _counted(worker, "heartbeat_timeout")
         before = command_counts(client)
         with working(worker):
             eventually(lambda: _completed(client, ledger) == jobs)
@@ -111,8 +117,11 @@ def test_at_concurrency_one_a_job_costs_at_most_two_calls(
     client.close()
     # a handful more than per_job * jobs: the last look at the empty queue, a wait on the ledger
     assert ran.get("evalsha", 0) <= per_job * jobs + 3, ran
+    # no read of the job beside its fetch: its heartbeat_timeout comes with it (over HTTP, asked for
+    # in the fetch's request)
+    assert asked == [0], f"heartbeat_timeout asked for {asked[0]} times"
     if transport == "redis":
-        assert ran.get("exec", 0) <= 3, ran  # no read of the job beside its fetch
+        assert ran.get("exec", 0) <= 3, ran
 
 
 def test_a_worker_of_concurrency_one_completes_and_fetches_in_one_call(private_redis: str) -> None:
