@@ -37,6 +37,7 @@ MEMORY = "bytes_per_ended_job"
 # Ours only.
 PROCESS_OFF = "process_timeouts_off"
 PROCESS_LOOP = "process_bare_loop"
+PROCESS_HTTP = "process_http_worker"
 IDLE_COMMANDS = "idle_worker_commands_per_s"
 HTTP_OURS = "http_jobs"
 HTTP_BARE = "http_bare_jobs"

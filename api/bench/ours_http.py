@@ -28,11 +28,13 @@ from typing import Any
 import httpx
 
 from jobledger.ledger.tokens import create_token, digest, new_secret
+from jobledger.worker import event_loop
 
 from . import figures as F
 from . import http_load
 from .figures import Figure, Results, Settings
-from .ours_process import QUEUE, ledger_on
+from .ours_process import QUEUE, class_worker, completed_probe, enqueue_pipelined, ledger_on
+from .runs import PyWorkers, process
 from .server import Servers
 
 WORKER_COUNTS = (1, 2)
@@ -123,6 +125,36 @@ def one(servers: Servers, app: str, workers: int, settings: Settings) -> float:
     return result.rate
 
 
+def worker_run(servers: Servers, jobs: int, procs: int, conc: int) -> float:
+    """``jobs`` no-op jobs, created beforehand, processed by ``procs`` processes of the Worker class
+    over HTTP (concurrency ``conc``) through one served app; jobs/s from the first completion to the
+    last."""
+    with (
+        servers.fresh() as url,
+        ledger_on(servers, url) as ledger,
+        serving("ours", url, ledger.keys.namespace, 1) as served,
+    ):
+        enqueue_pipelined(ledger, jobs)
+        http_url = f"http://127.0.0.1:{served.port}"
+        workers = PyWorkers(class_worker, (url, ledger.keys.namespace, conc, http_url), procs)
+        return process(ledger.client, workers, completed_probe(ledger.keys), jobs).rate
+
+
+def worker_figure(servers: Servers, settings: Settings, log: Any = print) -> Figure:
+    """The Worker class over HTTP at the best of the grid the Worker over Redis is tried at, through
+    one app process (as ``jobledger serve`` runs)."""
+    tried: dict[tuple[int, int], float] = {}
+    for procs, conc in settings.grid:
+        tried[(procs, conc)] = worker_run(servers, settings.grid_jobs, procs, conc)
+        log(f"  http Worker {F.config_note(procs, conc)}: {tried[(procs, conc)]:,.0f} jobs/s")
+    best = max(tried, key=lambda c: tried[c])
+    note = (f"Worker over HTTP on {event_loop.loop_name()}, {F.config_note(*best)} "
+            f"({settings.grid_jobs:,} jobs), one {uvicorn_flavour()} process")  # fmt: skip
+    return Figure(
+        tried[best], "jobs/s", note, {"grid": {F.config_note(*c): round(r) for c, r in tried.items()}}
+    )
+
+
 def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     counts = WORKER_COUNTS[:1] if settings.quick else WORKER_COUNTS
     table: dict[int, dict[str, float]] = {}
@@ -139,6 +171,7 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
     note = f"{uvicorn_flavour()} --workers {best}, {settings.http_connections} connections"
     detail = {"by_workers": {w: {k: round(v) for k, v in r.items()} for w, r in table.items()}}
     return {
+        F.PROCESS_HTTP: worker_figure(servers, settings, log),
         F.HTTP_OURS: Figure(ours, "jobs/s", note, detail),
         F.HTTP_BARE: Figure(bare, "jobs/s", "bare Starlette, 3 requests x 1 Redis call each"),
         F.HTTP_RATIO: Figure(bare / ours, "x cost", note),

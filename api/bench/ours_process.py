@@ -139,15 +139,28 @@ def ledger_worker(
         thread.join()
 
 
-def class_worker(ready: Any, go: Any, stop: Any, index: int, url: str, namespace: str, conc: int) -> None:
-    """A worker process running :class:`jobledger.worker.worker.Worker` with an async no-op handler."""
+def class_worker(
+    ready: Any,
+    go: Any,
+    stop: Any,
+    index: int,
+    url: str,
+    namespace: str,
+    conc: int,
+    http_url: str | None = None,
+) -> None:
+    """A worker process running :class:`jobledger.worker.worker.Worker` with an async no-op handler:
+    over Redis, or over HTTP with the server at ``http_url``."""
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
         return None
 
     _warm(redis.Redis.from_url(url))
-    worker = Worker(noop, QUEUE, concurrency=conc, transport="redis", redis_url=url, namespace=namespace)
+    if http_url:
+        worker = Worker(noop, QUEUE, concurrency=conc, url=http_url)
+    else:
+        worker = Worker(noop, QUEUE, concurrency=conc, transport="redis", redis_url=url, namespace=namespace)
 
     async def main() -> None:
         await asyncio.to_thread(go.wait)

@@ -31,6 +31,7 @@ ROWS: list[tuple[str, str, str]] = [
     (F.LATENCY_P99, "latency one job at a time, p99 (ms)", "lower"),
     (F.IDLE_COMMANDS, "an idle worker's commands per second", "lower"),
     (F.MEMORY, "retained bytes per ended job, events included", "lower"),
+    (F.PROCESS_HTTP, "processing with the Worker over HTTP, best configuration (jobs/s)", "higher"),
     (F.HTTP_OURS, "HTTP lifecycle: create+fetch+complete (jobs/s)", "higher"),
     (F.HTTP_BARE, "bare Starlette, 3 requests x 1 Redis call (jobs/s)", ""),
     (F.HTTP_RATIO, "HTTP cost ratio, ours / bare", "lower"),
