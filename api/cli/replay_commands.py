@@ -271,13 +271,17 @@ def removed_unless_done(
     client: redis.Redis, namespace: str, parts: list[Part] | None = None
 ) -> Iterator[None]:
     """Remove the namespace (``client`` reaches it), and each of ``parts``, if the block does not
-    finish (an error, or an interrupt)."""
+    finish (an error, or an interrupt).  An interrupt can come while a command is on its way, its
+    answer unread on its connection: every connection is dropped first, so that the removal's
+    commands do not read that answer as theirs."""
     done = False
     try:
         yield
         done = True
     finally:
         if not done:
+            for reaching in [client, *(part.client for part in parts or [])]:
+                reaching.connection_pool.disconnect()
             drop_namespace(client, namespace)
             for part in parts or []:
                 drop_namespace(part.client, part.namespace)

@@ -16,6 +16,7 @@ import redis
 from typer.testing import CliRunner, Result
 
 from jobledger.cli.main import build_app
+from jobledger.cli.replay_commands import removed_unless_done
 from jobledger.ledger import commands
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
@@ -188,3 +189,23 @@ def test_verify_names_keys_of_the_old_layout_and_rebuild_swap_moves_them(
     out = jobledger(redis_url, namespace, "replay", "verify").stdout
     assert "no difference" in out and "earlier jobledger" not in out, out
     assert not list(client.scan_iter(match=keys.prefix + "*queue:mail:jobs"))
+
+
+def test_a_removal_after_an_interrupt_mid_command_reads_no_answer_meant_for_it(redis_url: str) -> None:
+    """An interrupt can come between a command's sending and its answer: the removal of what was
+    half made must not read that answer as its own (a SCAN once read a fold's four values)."""
+    client = redis.Redis.from_url(redis_url)
+    namespace = "interrupted-" + os.urandom(4).hex()
+    keys = Keys(namespace)
+    client.set(keys.build("events"), "x")
+    pool = client.connection_pool
+    with pytest.raises(KeyboardInterrupt), removed_unless_done(client, namespace):
+        try:  # redis-py 5 names the command; later versions take none
+            conn = pool.get_connection()
+        except TypeError:
+            conn = pool.get_connection("EVAL")  # type: ignore[call-arg]
+        conn.send_command("EVAL", "return {1, 2, 3, 4}", 0)  # its answer left unread
+        pool.release(conn)
+        raise KeyboardInterrupt
+    assert list(client.scan_iter(match=keys.pattern())) == []
+    client.close()
