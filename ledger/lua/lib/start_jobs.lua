@@ -8,29 +8,37 @@
 -- NOT_FOUND when there is no such queue.
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "projections/lua/lib/load_job.lua"
---- @include "ledger/lua/lib/require_queue.lua"
+--- @include "ledger/lua/lib/refuse.lua"
+
+-- start_job(now, id, name, worker, started): start the queued job `id` of queue `name` and add its
+-- entry to `started` (a function of its own, not a closure made at every fetch)
+local function start_job(now, id, name, worker, started)
+  local job = load_job(id)
+  local attempt = tonumber(job.attempt or 0) + 1
+  local data = {attempt = attempt}
+  if worker ~= '' then data.worker = worker end
+  local beat = tonumber(job.heartbeat_timeout or 0)
+  emit(now, 'job_started', id, name, data)
+  started[#started + 1] = {tonumber(id), attempt, job.input or false, beat, job.files or false}
+end
+
 local function start_jobs(now, name, count, worker)
-  local queue = require_queue(name)
-  if queue.paused then return {} end
-  local max_running = tonumber(queue.max_running or 0)
+  -- the two settings a fetch reads, not the whole hash (queue_created always writes `timeout`)
+  local queue = redis.call('HMGET', K.queue(name), 'timeout', 'paused', 'max_running')
+  if not queue[1] then refuse('NOT_FOUND', "queue '" .. name .. "' does not exist") end
+  if queue[2] then return {} end
+  local max_running = tonumber(queue[3] or 0)
   if max_running > 0 then
     count = math.min(count, max_running - redis.call('ZCARD', K.queue_status(name, 'running')))
   end
   local started = {}
-  local function start(id)
-    local job = load_job(id)
-    local attempt = tonumber(job.attempt or 0) + 1
-    local data = {attempt = attempt}
-    if worker ~= '' then data.worker = worker end
-    local beat = tonumber(job.heartbeat_timeout or 0)
-    emit(now, 'job_started', id, name, data)
-    started[#started + 1] = {tonumber(id), attempt, job.input or false, beat, job.files or false}
-  end
   if count < 1 then return started end
   if redis.call('EXISTS', K.queue_heads(name)) == 0 then
     -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
     -- starting a job without a quota_key changes no lane, so one read gives every job to start
-    for _, id in ipairs(redis.call('ZRANGE', K.queued_ids(name), 0, count - 1)) do start(id) end
+    for _, id in ipairs(redis.call('ZRANGE', K.queued_ids(name), 0, count - 1)) do
+      start_job(now, id, name, worker, started)
+    end
     return started
   end
   for _ = 1, count do
@@ -41,7 +49,7 @@ local function start_jobs(now, name, count, worker)
       id = redis.call('ZRANGE', K.queue_lane(name, lane[1]), 0, 0)[1]
     end
     if not id then break end
-    start(id)
+    start_job(now, id, name, worker, started)
   end
   return started
 end
