@@ -4,4 +4,4 @@
 -- returns five values per job, one flat list: id, attempt, input JSON text or false,
 -- heartbeat_timeout ms, files JSON text or false; NOT_FOUND when there is no such queue
 --- @include "ledger/lua/lib/start_jobs.lua"
-return start_jobs(tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[4], {})
+return start_jobs(NOW, ARGV[2], tonumber(ARGV[3]), ARGV[4], {})

@@ -9,7 +9,7 @@
 -- fetch_jobs answers (five values each) or the fetch's refusal as its text (one value)
 --- @include "ledger/lua/lib/start_jobs.lua"
 --- @include "ledger/lua/lib/update_each.lua"
-local now = tonumber(ARGV[1])
+local now = NOW
 local outcomes = update_each(now, ARGV, 5)
 -- (the jobs go after the outcomes, in the same list: start_jobs refuses before it adds any)
 local ok, failure = pcall(start_jobs, now, ARGV[2], tonumber(ARGV[3]), ARGV[4], outcomes)
