@@ -15,13 +15,14 @@
 -- five values to `started` (a function of its own, not a closure made at every fetch)
 local function start_job(now, id, name, worker, started)
   local job = load_job(id)
-  local attempt = tonumber(job.attempt or 0) + 1
+  -- (text in arithmetic is converted once, tonumber converts it twice)
+  local attempt = (job.attempt or 0) + 1
   local data = {attempt = attempt}
   if worker ~= '' then data.worker = worker end
-  local beat = tonumber(job.heartbeat_timeout or 0)
+  local beat = (job.heartbeat_timeout or 0) + 0
   emit(now, 'job_started', id, name, data)
   local n = #started
-  started[n + 1], started[n + 2], started[n + 3] = tonumber(id), attempt, job.input or false
+  started[n + 1], started[n + 2], started[n + 3] = id + 0, attempt, job.input or false
   started[n + 4], started[n + 5] = beat, job.files or false
 end
 
