@@ -63,6 +63,8 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   local id = last + step
   local actor = nil
   if launcher ~= '' then actor = 'launcher:' .. launcher end
-  emit(now, 'job_created', id, name, data, actor)
+  -- the event names the job by its id as text, as replay reads it back: the applier writes it into
+  -- keys, where a number would be formatted (as a float, %.14g) at each
+  emit(now, 'job_created', string.format('%d', id), name, data, actor)
   return id, true
 end
