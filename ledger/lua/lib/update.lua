@@ -17,12 +17,14 @@
 --- @include "ledger/lua/lib/require_job.lua"
 --- @include "ledger/lua/lib/require_status.lua"
 --- @include "ledger/lua/lib/retry_decision.lua"
-local RUN_ENDS = {completed = true, failed = true, timed_out = true, cancelled = true}
 local RUNNING = {running = true}
 
+-- (the statuses that end a run compared in turn: a table of them would be built at every call)
 local function resent(job, status, output, attempt)
   if attempt == '' or job.attempt ~= attempt or job.status ~= status then return false end
-  if RUN_ENDS[status] then return output == '' or job.output == output end
+  if status == 'completed' or status == 'failed' or status == 'timed_out' or status == 'cancelled' then
+    return output == '' or job.output == output
+  end
   return status == 'queued'
 end
 
