@@ -7,8 +7,9 @@
 -- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/handed_out.lua"
--- the settings a job takes, by kind (numeric for loops over them: ipairs costs a call per field)
-local NEW_JOB_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}
+--- @include "projections/lua/lib/job_numbers.lua"
+-- the settings a job takes besides its numeric ones (JOB_NUMBERS), by kind (numeric for loops over
+-- them: ipairs costs a call per field)
 local NEW_JOB_POLICIES = {'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}
 local NEW_JOB_OWN = {'tags', 'unique_key', 'quota_key', 'files'}
 local function new_job(now, name, queue, options, input, launcher, extra)
@@ -23,8 +24,8 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   local data = {}
   -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0.
   -- (the queue's '0' not made a number)
-  for i = 1, #NEW_JOB_NUMBERS do
-    local field = NEW_JOB_NUMBERS[i]
+  for i = 1, #JOB_NUMBERS do
+    local field = JOB_NUMBERS[i]
     local v = options[field]
     if v == nil or v == null then
       local default = queue[field]
