@@ -92,11 +92,18 @@ def _work_one_by_one(ledger: Ledger, n: int) -> Callable[[], object]:
     def step() -> None:
         nonlocal held
         done = [(f.id, JobUpdate(status="completed", attempt=f.attempt)) for f in held]
-        held = ledger.run(commands.update_and_fetch(done, QUEUE, 1, "w")).fetched
+        fetched = ledger.run(commands.update_and_fetch(done, QUEUE, 1, "w")).fetched
+        if isinstance(fetched, Exception):  # the fetch refused (the queue is gone): not measured
+            raise fetched
+        held = fetched
+
+    def work() -> None:
+        for _ in range(n):
+            step()
 
     for _ in range(WARM_UP):
         step()
-    return lambda: [step() for _ in range(n)]
+    return work
 
 
 def count(what: str, n: int, keep: Path | None = None) -> tuple[int, int]:
