@@ -62,7 +62,10 @@ def _text(value: Any) -> str | None:
 
 
 def _fetched(reply: Any) -> list[Fetched]:
-    return [Fetched(int(i), int(a), _text(inp), int(beat), _text(files)) for i, a, inp, beat, files in reply]
+    """The jobs a fetch started, from the script's flat list of five values per job (one list: each
+    list of a script's answer costs the server a reply of its own)."""
+    jobs = (reply[at : at + 5] for at in range(0, len(reply), 5))
+    return [Fetched(int(i), int(a), _text(inp), int(beat), _text(files)) for i, a, inp, beat, files in jobs]
 
 
 def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
@@ -210,14 +213,15 @@ def update_and_fetch(
         return UpdatedAndFetched(_joined_outcomes(outcomes), fetched)
 
     route = Route(queue=queue, ids=ids, part=part, join=join)
-    return Call("update_and_fetch", (queue, count, worker or "", *args), _updated_and_fetched, route)
 
-
-def _updated_and_fetched(reply: list[Any]) -> UpdatedAndFetched:
-    outcomes, started = reply
-    if isinstance(started, list):
+    def parse(reply: list[Any]) -> UpdatedAndFetched:
+        # one flat list: an outcome per update, then five values per job started, or the refusal
+        outcomes, started = reply[: len(updates)], reply[len(updates) :]
+        if len(started) == 1:
+            return UpdatedAndFetched(_outcomes(outcomes), _refusal(started[0]))
         return UpdatedAndFetched(_outcomes(outcomes), _fetched(started))
-    return UpdatedAndFetched(_outcomes(outcomes), _refusal(started))
+
+    return Call("update_and_fetch", (queue, count, worker or "", *args), parse, route)
 
 
 def _refusal(item: Any) -> JobLedgerError:

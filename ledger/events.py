@@ -477,9 +477,15 @@ def decode_entry(entry_id: Any, fields: dict[Any, Any]) -> Event:
     )
 
 
-def lua_versions(types: Iterable[str] | None = None) -> str:
+def lua_versions(types: Iterable[str] | None = None, ones: bool = True) -> str:
     """The Lua table of current versions (of the types named; all by default), so scripts stamp ``v``
-    from the same models."""
+    from the same models.  Without ``ones``, only the versions other than 1, for a script that reads
+    a type's as ``V[kind] or 1`` (a command: it builds the table at every call, and most types are
+    at 1); replay's scripts keep every type, as they tell the types they know by it."""
     named = EVENT_TYPES if types is None else set(types)
-    pairs = ", ".join(f"{name} = {cls.version}" for name, cls in EVENT_TYPES.items() if name in named)
+    pairs = ", ".join(
+        f"{name} = {cls.version}"
+        for name, cls in EVENT_TYPES.items()
+        if name in named and (ones or cls.version != 1)
+    )
     return "local V = {" + pairs + "}\n"

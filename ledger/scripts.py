@@ -189,9 +189,12 @@ class Library:
         command = entry.startswith(COMMANDS)
         if command:
             code = PRELUDE + code
-        versions = lua_versions(types) if "V[" in code else ""
+        # a command's emit() reads a version as V[kind] or 1: its table holds only the others
+        versions = lua_versions(types, ones=not command) if "V[" in code else ""
         code = lua_inline_keys(code)  # the prelude then defines only the fixed keys K uses
-        return lua_prelude(set(_KEY_USE.findall(code)), clock=command) + versions + code
+        # the keys the code uses, not those its comments name: each one defined costs every call
+        used = set(_KEY_USE.findall(_COMMENT.sub("", code)))
+        return lua_prelude(used, clock=command) + versions + code
 
     def entries(self) -> dict[str, str]:
         """script name -> its entry file, for every command and replay step."""

@@ -10,7 +10,7 @@
 --- @include "ledger/lua/lib/refuse.lua"
 --- @include "ledger/lua/lib/require_job.lua"
 --- @include "ledger/lua/lib/require_status.lua"
-local now, id, attempt = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local now, id, attempt = NOW, ARGV[2], ARGV[3]
 local job = require_job(id)
 check_attempt(id, job, attempt)
 require_status(id, job, {running = true}, 'add a result (only the attempt running it can)')

@@ -5,7 +5,7 @@
 -- returns the keys forgotten
 --- @include "ledger/lua/lib/each_due.lua"
 --- @include "ledger/lua/lib/emit.lua"
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, limit = NOW, tonumber(ARGV[2])
 local function lookup(key)
   local found = redis.call('HMGET', K.idempotency(key), 'until', 'queue')
   if found[1] and tonumber(found[1]) <= now then return {queue = found[2] or ''} end

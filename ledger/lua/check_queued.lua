@@ -6,7 +6,7 @@
 --- @include "ledger/lua/lib/each_due.lua"
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/retry_decision.lua"
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, limit = NOW, tonumber(ARGV[2])
 return each_due(K.due_queued, now, limit, function(id, job)
   local e = {kind = 'queued_timeout', message = 'queued longer than max_queued_time'}
   local ended, retry_at = retry_decision(job, now, e.kind)

@@ -5,7 +5,7 @@
 -- returns the ids released
 --- @include "ledger/lua/lib/each_due.lua"
 --- @include "ledger/lua/lib/emit.lua"
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, limit = NOW, tonumber(ARGV[2])
 return each_due(K.due_release, now, limit, function(id, job)
   emit(now, 'job_released', id, job.queue, '{}')
 end)

@@ -5,7 +5,7 @@
 -- returns the ids requeued or ended
 --- @include "ledger/lua/lib/each_due.lua"
 --- @include "ledger/lua/lib/emit.lua"
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, limit = NOW, tonumber(ARGV[2])
 return each_due(K.due_retry, now, limit, function(id, job)
   if redis.call('EXISTS', K.queue(job.queue)) == 1 then
     emit(now, 'job_requeued', id, job.queue, {retry = true})

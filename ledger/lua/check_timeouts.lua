@@ -8,7 +8,7 @@
 --- @include "ledger/lua/lib/each_due.lua"
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/retry_decision.lua"
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, limit = NOW, tonumber(ARGV[2])
 return each_due(K.due_run, now, limit, function(id, job)
   local timeout = tonumber(job.timeout or 0)
   local e = {kind = 'heartbeat_timeout', message = 'no heartbeat within heartbeat_timeout'}

@@ -16,7 +16,7 @@
 --- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_job_defaults.lua"
 --- @include "projections/lua/lib/present.lua"
-local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local now, name, key = NOW, ARGV[2], ARGV[3]
 local answer = recorded_answer(key, ARGV[4])
 if answer then
   local again = {}

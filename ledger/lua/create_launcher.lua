@@ -13,7 +13,7 @@
 --- @include "ledger/lua/lib/idempotency_fields.lua"
 --- @include "ledger/lua/lib/recorded_answer.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
-local now, name, key = tonumber(ARGV[1]), ARGV[2], ARGV[4]
+local now, name, key = NOW, ARGV[2], ARGV[4]
 local answer = recorded_answer(key, ARGV[5])
 if answer then return {answer, 1} end
 require_queue(name)

@@ -4,7 +4,7 @@
 -- returns 1; CONFLICT when a live token has that name or that digest
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/refuse.lua"
-local now, name, digest, data = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+local now, name, digest, data = NOW, ARGV[2], ARGV[3], ARGV[4]
 if redis.call('HEXISTS', K.tokens, name) == 1 then
   refuse('CONFLICT', 'a token named ' .. name .. ' exists already (revoke it first)')
 end

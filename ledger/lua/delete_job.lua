@@ -4,7 +4,7 @@
 -- returns 1; NOT_FOUND
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/require_job.lua"
-local now, id = tonumber(ARGV[1]), ARGV[2]
+local now, id = NOW, ARGV[2]
 local job = require_job(id)
 emit(now, 'job_deleted', id, job.queue, '{}')
 return 1

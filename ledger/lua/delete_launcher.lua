@@ -5,7 +5,7 @@
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/load_launcher.lua"
 --- @include "ledger/lua/lib/refuse.lua"
-local now, id = tonumber(ARGV[1]), ARGV[2]
+local now, id = NOW, ARGV[2]
 local launcher = load_launcher(id)
 if not launcher then refuse('NOT_FOUND', 'launcher ' .. id .. ' does not exist') end
 emit(now, 'launcher_deleted', nil, launcher.queue, {launcher = tonumber(id)})

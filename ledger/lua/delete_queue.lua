@@ -5,7 +5,7 @@
 -- returns the number of queued jobs deleted; NOT_FOUND when there is no such queue
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
-local now, name = tonumber(ARGV[1]), ARGV[2]
+local now, name = NOW, ARGV[2]
 require_queue(name)
 local ids = redis.call('ZRANGE', K.queued_ids(name), 0, -1)
 for _, id in ipairs(redis.call('ZRANGE', K.queue_status(name, 'scheduled'), 0, -1)) do ids[#ids + 1] = id end

@@ -10,7 +10,7 @@
 --- @include "ledger/lua/lib/launch.lua"
 --- @include "ledger/lua/lib/load_launcher.lua"
 --- @include "ledger/lua/lib/refuse.lua"
-local now, id, due_at = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local now, id, due_at = NOW, ARGV[2], tonumber(ARGV[3])
 local next_at, missed, trigger = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 if next_at and next_at <= due_at then
   refuse('BAD_REQUEST', 'next_at ' .. ARGV[4] .. ' of launcher ' .. id .. ' is not after due_at ' .. ARGV[3])

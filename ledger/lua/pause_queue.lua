@@ -4,7 +4,7 @@
 -- returns 1 when the state changed, 0 when it already was so (nothing appended); NOT_FOUND
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/require_queue.lua"
-local now, name, pause = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1'
+local now, name, pause = NOW, ARGV[2], ARGV[3] == '1'
 local queue = require_queue(name)
 if (queue.paused ~= nil) == pause then return 0 end
 if pause then emit(now, 'queue_paused', nil, name, '{}') else emit(now, 'queue_resumed', nil, name, '{}') end

@@ -4,7 +4,7 @@
 -- returns 1; NOT_FOUND when no live token has that name
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/refuse.lua"
-local now, name = tonumber(ARGV[1]), ARGV[2]
+local now, name = NOW, ARGV[2]
 if redis.call('HEXISTS', K.tokens, name) == 0 then
   refuse('NOT_FOUND', 'token ' .. name .. ' does not exist')
 end

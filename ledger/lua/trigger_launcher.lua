@@ -20,7 +20,7 @@
 --- @include "ledger/lua/lib/launch.lua"
 --- @include "ledger/lua/lib/load_launcher.lua"
 --- @include "ledger/lua/lib/newer_id.lua"
-local now, id, event_id = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local now, id, event_id = NOW, ARGV[2], ARGV[3]
 local source = tonumber(ARGV[4] or '')
 local launcher = load_launcher(id)
 if not launcher or launcher.type ~= '@event' then return 0 end

@@ -5,15 +5,17 @@
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] count   ARGV[4] worker id, '' for none
 -- ARGV[5..] six values per update, as update_job's ARGV[2..7]
--- returns {per update as update_jobs answers, the jobs as fetch_jobs answers or the refusal's text}
+-- returns one flat list: per update its outcome as update_jobs answers, then the jobs started as
+-- fetch_jobs answers (five values each) or the fetch's refusal as its text (one value)
 --- @include "ledger/lua/lib/start_jobs.lua"
 --- @include "ledger/lua/lib/update_each.lua"
-local now = tonumber(ARGV[1])
+local now = NOW
 local outcomes = update_each(now, ARGV, 5)
-local ok, started = pcall(start_jobs, now, ARGV[2], tonumber(ARGV[3]), ARGV[4])
+-- (the jobs go after the outcomes, in the same list: start_jobs refuses before it adds any)
+local ok, failure = pcall(start_jobs, now, ARGV[2], tonumber(ARGV[3]), ARGV[4], outcomes)
 if not ok then
-  local text = refused(started)
-  if not text then error(started, 0) end  -- a fault, not a refusal
-  started = text
+  local text = refused(failure)
+  if not text then error(failure, 0) end  -- a fault, not a refusal
+  outcomes[#outcomes + 1] = text
 end
-return {outcomes, started}
+return outcomes

@@ -5,4 +5,4 @@
 -- ARGV[6] {progress, message} JSON ('' none)   ARGV[7] error {kind, message} JSON ('' none)
 -- returns the number of events appended; NOT_FOUND, CONFLICT, BAD_REQUEST
 --- @include "ledger/lua/lib/update.lua"
-return update(tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+return update(NOW, ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])

@@ -4,4 +4,4 @@
 -- ARGV[1] now (ms)   ARGV[2..] six values per update, as update_job's ARGV[2..7]
 -- returns per update: the number of events appended, or the refusal as text "CODE message"
 --- @include "ledger/lua/lib/update_each.lua"
-return update_each(tonumber(ARGV[1]), ARGV, 2)
+return update_each(NOW, ARGV, 2)

@@ -14,11 +14,14 @@
 -- nothing of it, and never apply an event themselves): a table per event costs more than its fields.
 -- (made with its six fields, so that setting them never grows it)
 local EVENT = {id = false, type = false, at = false, job = false, queue = false, data = false}
+-- '{}', the commonest data, is neither decoded nor made a table of its own at each event: appliers
+-- read an event's data and never write it
+local NO_DATA = {}
 local function apply(id, kind, at, job, queue, data)
   local e = EVENT
-  -- at + 0: one conversion of the text (tonumber makes two); '{}', the commonest data, not decoded
+  -- at + 0: one conversion of the text (tonumber makes two)
   e.id, e.type, e.at, e.job, e.queue = id, kind, at + 0, job, queue
-  e.data = data == '{}' and {} or cjson.decode(data)
+  e.data = data == '{}' and NO_DATA or cjson.decode(data)
   local recorded = APPLY[kind](e)
   if job ~= '' and not recorded then record_history(id, job) end
   -- (the event's own job is most often the only one read: forgotten without a new table)

@@ -11,10 +11,10 @@ local function emit(now, kind, job, queue, data, actor)
   if type(data) == 'table' then json = cjson.encode(data) end
   local id
   if job then
-    id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind], 'at', now,
+    id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind] or 1, 'at', now,
       'job', job, 'queue', queue, 'actor', actor or ACTOR, 'data', json)
   else
-    id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind], 'at', now,
+    id = redis.call('XADD', K.events, '*', 'type', kind, 'v', V[kind] or 1, 'at', now,
       'queue', queue, 'actor', actor or ACTOR, 'data', json)
   end
   if now > CLOCK_AT then  -- the clock moves (commands within one ms, and a batch's events, leave it)

@@ -7,21 +7,25 @@
 -- extra (optional): more fields of the job_created data (an Idempotency-Key's, see idempotency_fields.lua).
 --- @include "ledger/lua/lib/emit.lua"
 --- @include "ledger/lua/lib/handed_out.lua"
---- @include "projections/lua/lib/present.lua"
--- the settings a job takes, by kind (numeric for loops over them: ipairs costs a call per field)
-local NEW_JOB_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority', 'max_queued_time'}
+--- @include "projections/lua/lib/job_numbers.lua"
+-- the settings a job takes besides its numeric ones (JOB_NUMBERS), by kind (numeric for loops over
+-- them: ipairs costs a call per field)
 local NEW_JOB_POLICIES = {'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}
 local NEW_JOB_OWN = {'tags', 'unique_key', 'quota_key', 'files'}
 local function new_job(now, name, queue, options, input, launcher, extra)
-  if present(options.unique_key) then
-    local holder = redis.call('HGET', K.queue_unique(name), options.unique_key)
+  -- present(v) is spelled out throughout (v ~= nil and v ~= null): this runs for every job, and a
+  -- call per field cost more than the rest of these loops
+  local null = cjson.null
+  local unique_key = options.unique_key
+  if unique_key ~= nil and unique_key ~= null then
+    local holder = redis.call('HGET', K.queue_unique(name), unique_key)
     if holder then return tonumber(holder), false end
   end
-  local data, null = {}, cjson.null
+  local data = {}
   -- the resolved numeric settings; those at 0 (off, none) are left out of the event: absent is 0.
-  -- (present() spelled out, and the queue's '0' not made a number: this runs for every job)
-  for i = 1, #NEW_JOB_NUMBERS do
-    local field = NEW_JOB_NUMBERS[i]
+  -- (the queue's '0' not made a number)
+  for i = 1, #JOB_NUMBERS do
+    local field = JOB_NUMBERS[i]
     local v = options[field]
     if v == nil or v == null then
       local default = queue[field]
@@ -32,22 +36,25 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   end
   -- retry_delays and retry_backoff are one policy (the delays win when both are given): a job that
   -- names either takes its own policy whole, and the queue's only when it names neither
-  local own_policy = present(options.retry_delays) or present(options.retry_backoff)
+  local delays, backoff = options.retry_delays, options.retry_backoff
+  local own_policy = (delays ~= nil and delays ~= null) or (backoff ~= nil and backoff ~= null)
   for i = 1, #NEW_JOB_POLICIES do
     local field = NEW_JOB_POLICIES[i]
     local v = options[field]
-    local policy = field == 'retry_delays' or field == 'retry_backoff'
-    if not present(v) and queue[field] and not (policy and own_policy) then v = cjson.decode(queue[field]) end
-    if present(v) and next(v) ~= nil then data[field] = v end
+    if v == nil or v == null then
+      local policy = field == 'retry_delays' or field == 'retry_backoff'
+      if queue[field] and not (policy and own_policy) then v = cjson.decode(queue[field]) end
+    end
+    if v ~= nil and v ~= null and next(v) ~= nil then data[field] = v end
   end
   for i = 1, #NEW_JOB_OWN do
     local field = NEW_JOB_OWN[i]
     local v = options[field]
-    if present(v) and v ~= '' and (type(v) ~= 'table' or #v > 0) then data[field] = v end
+    if v ~= nil and v ~= null and v ~= '' and (type(v) ~= 'table' or #v > 0) then data[field] = v end
   end
-  local run_at = options.run_at
-  if present(options.delay) then run_at = now + options.delay end
-  if present(run_at) and run_at > now then data.run_at = run_at end
+  local run_at, delay = options.run_at, options.delay
+  if delay ~= nil and delay ~= null then run_at = now + delay end
+  if run_at ~= nil and run_at ~= null and run_at > now then data.run_at = run_at end
   if input ~= '' then data.input = input end
   if launcher ~= '' then data.launcher = launcher end
   if extra then
@@ -57,6 +64,8 @@ local function new_job(now, name, queue, options, input, launcher, extra)
   local id = last + step
   local actor = nil
   if launcher ~= '' then actor = 'launcher:' .. launcher end
-  emit(now, 'job_created', id, name, data, actor)
+  -- the event names the job by its id as text, as replay reads it back: the applier writes it into
+  -- keys, where a number would be formatted (as a float, %.14g) at each
+  emit(now, 'job_created', string.format('%d', id), name, data, actor)
   return id, true
 end

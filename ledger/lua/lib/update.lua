@@ -17,49 +17,54 @@
 --- @include "ledger/lua/lib/require_job.lua"
 --- @include "ledger/lua/lib/require_status.lua"
 --- @include "ledger/lua/lib/retry_decision.lua"
-local RUN_ENDS = {completed = true, failed = true, timed_out = true, cancelled = true}
+local RUNNING = {running = true}
 
+-- (the statuses that end a run compared in turn: a table of them would be built at every call)
 local function resent(job, status, output, attempt)
   if attempt == '' or job.attempt ~= attempt or job.status ~= status then return false end
-  if RUN_ENDS[status] then return output == '' or job.output == output end
+  if status == 'completed' or status == 'failed' or status == 'timed_out' or status == 'cancelled' then
+    return output == '' or job.output == output
+  end
   return status == 'queued'
+end
+
+-- transition(status): the statuses a job may take `status` from (see require_status for 'waiting'),
+-- and what a refusal says the update cannot do; nil when `status` is not a status.  Each update
+-- asks for one status: a table of every rule, built at every call, cost more than the update's
+-- own checks
+local function transition(status)
+  if status == 'completed' then return RUNNING, 'complete it (only a running job completes)' end
+  if status == 'failed' then return RUNNING, 'fail it (only a running job fails)' end
+  if status == 'timed_out' then return RUNNING, 'time it out (only a running job times out)' end
+  if status == 'cancelled' then
+    return {running = true, queued = true, scheduled = true, failed = true, timed_out = 'waiting'}, 'cancel it'
+  end
+  if status == 'queued' then
+    return {cancelled = true, failed = true, timed_out = true},
+      'requeue it (only a cancelled, failed or timed-out job is requeued)'
+  end
+  if status == 'running' then return {}, "set it running (only a worker's fetch starts a job)" end
+  if status == 'scheduled' then return {}, 'schedule it (only a job created with run_at or delay is scheduled)' end
+  return nil
 end
 
 local function update(now, id, status, output, attempt, progress, err)
   local job = require_job(id)
   if resent(job, status, output, attempt) then return 0 end
   check_attempt(id, job, attempt)
-  local RUNNING = {running = true}
-  -- the status asked for -> the statuses it may come from (see require_status for 'waiting')
-  local ALLOWED = {
-    completed = RUNNING,
-    failed = RUNNING,
-    timed_out = RUNNING,
-    cancelled = {running = true, queued = true, scheduled = true, failed = true, timed_out = 'waiting'},
-    queued = {cancelled = true, failed = true, timed_out = true},
-    running = {},
-    scheduled = {},
-  }
-  local ACTION = {
-    completed = 'complete it (only a running job completes)',
-    failed = 'fail it (only a running job fails)',
-    timed_out = 'time it out (only a running job times out)',
-    cancelled = 'cancel it',
-    queued = 'requeue it (only a cancelled, failed or timed-out job is requeued)',
-    running = "set it running (only a worker's fetch starts a job)",
-    scheduled = 'schedule it (only a job created with run_at or delay is scheduled)',
-  }
   local out = nil
   if output ~= '' then out = output end
 
   -- checks
-  if status ~= '' and not ALLOWED[status] then
-    refuse('BAD_REQUEST', "'" .. status .. "' is not a status")
+  local allowed, action = nil, nil
+  if status ~= '' then
+    allowed, action = transition(status)
+    if not allowed then refuse('BAD_REQUEST', "'" .. status .. "' is not a status") end
   end
   -- running -> queued: the worker holding the attempt hands the job back (check_attempt made sure
   -- a named attempt is the running one); without an attempt a running job is not requeued
   local returning = status == 'queued' and attempt ~= ''
-  if status ~= '' and not returning then require_status(id, job, ALLOWED[status], ACTION[status]) end
+  if status ~= '' and not returning then require_status(id, job, allowed, action) end
   if progress ~= '' then
     require_status(id, job, RUNNING, 'report its progress (only a running job reports progress)')
   end
@@ -83,7 +88,8 @@ local function update(now, id, status, output, attempt, progress, err)
       appended = appended + 1
     end
   elseif status == 'completed' then
-    emit(now, 'job_completed', id, job.queue, {output = out})
+    -- without output the data is '{}' as it is, not a table made only to be encoded
+    emit(now, 'job_completed', id, job.queue, out and {output = out} or '{}')
     appended = appended + 1
   elseif status == 'failed' or status == 'timed_out' then
     -- a client's timeout has the scheduler's effect: its retries apply, by the error's kind

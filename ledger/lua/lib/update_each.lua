@@ -3,8 +3,6 @@
 -- own: a refused one appends nothing, and the others go on.  Returns per update the number of
 -- events appended, or the refusal as text "CODE message"; a fault (not a refusal) is raised.
 --- @include "ledger/lua/lib/update.lua"
-local REFUSALS = {NOT_FOUND = true, CONFLICT = true, BAD_REQUEST = true}
-
 -- pcall hands refuse()'s error over as its text (or, on some servers, as the {err = text} table)
 local function refusal_text(result)
   return type(result) == 'table' and result.err or tostring(result)
@@ -12,7 +10,9 @@ end
 
 local function refused(result)
   local text = refusal_text(result)
-  if REFUSALS[string.match(text, '^(%S+)')] then return text end
+  -- (the codes compared in turn: a table of them would be built at every call, refusal or not)
+  local code = string.match(text, '^(%S+)')
+  if code == 'NOT_FOUND' or code == 'CONFLICT' or code == 'BAD_REQUEST' then return text end
   return nil
 end
 

@@ -9,14 +9,13 @@
 -- files name are counted (count_blob_refs) while the job stays.
 --- @include "projections/lua/lib/count_blob_refs.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
+--- @include "projections/lua/lib/job_numbers.lua"
 --- @include "projections/lua/lib/present.lua"
 --- @include "projections/lua/lib/remember_request.lua"
 --- @include "projections/lua/lib/set_fields.lua"
 --- @include "projections/lua/lib/track_pending.lua"
--- the numeric settings, and the other fields a job's hash copies from the event (numeric for loops over
--- them: ipairs costs a call per field)
-local JOB_CREATED_NUMBERS = {'timeout', 'heartbeat_timeout', 'expires_after', 'retries', 'priority',
-  'max_queued_time'}
+-- the fields a job's hash copies from the event besides its numeric settings (JOB_NUMBERS; numeric for
+-- loops over them: ipairs costs a call per field)
 local JOB_CREATED_FIELDS = {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
   'retry_on', 'no_retry_on', 'launcher', 'run_at', 'files'}
 local function apply_job_created(e)
@@ -27,8 +26,8 @@ local function apply_job_created(e)
   local scheduled = d.run_at ~= nil and d.run_at ~= null
   local fields = {'queue', e.queue, 'created_at', e.at, 'status', scheduled and 'scheduled' or 'queued',
     'h', e.id}
-  for i = 1, #JOB_CREATED_NUMBERS do
-    local name = JOB_CREATED_NUMBERS[i]
+  for i = 1, #JOB_NUMBERS do
+    local name = JOB_NUMBERS[i]
     local v = d[name]
     if v ~= nil and v ~= null and v > 0 then
       fields[#fields + 1] = name; fields[#fields + 1] = v

@@ -4,7 +4,6 @@
 --- @include "projections/lua/lib/history_field.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
---- @include "projections/lua/lib/present.lua"
 --- @include "projections/lua/lib/run_deadline.lua"
 local function apply_job_started(e)
   local id = e.job
@@ -12,19 +11,25 @@ local function apply_job_started(e)
   leave_place(id, job)
   local key = K.job(id)
   local fields = {'status', 'running', 'started_at', e.at, 'attempt', e.data.attempt}
-  local stale = {}  -- what the previous attempt left: cleared, with one call only when there is any
-  if job.last_heartbeat then stale[#stale + 1] = 'last_heartbeat' end
-  if job.ended_at then stale[#stale + 1] = 'ended_at' end
-  if job.progress then stale[#stale + 1] = 'progress' end
-  if job.message then stale[#stale + 1] = 'message' end
-  if present(e.data.worker) then
-    fields[#fields + 1] = 'worker'; fields[#fields + 1] = e.data.worker
-  elseif job.worker then
-    stale[#stale + 1] = 'worker'
+  local worker = e.data.worker
+  if worker ~= nil and worker ~= cjson.null then  -- present(worker), spelled out: a call costs more
+    fields[#fields + 1] = 'worker'; fields[#fields + 1] = worker
+  else
+    worker = nil
   end
   local recorded = history_field(job, e, fields)
   redis.call('HSET', key, unpack(fields))
-  if #stale > 0 then redis.call('HDEL', key, unpack(stale)) end
+  -- what the previous attempt left, cleared with one call; a first attempt left nothing, and makes
+  -- no table for it
+  if job.last_heartbeat or job.ended_at or job.progress or job.message or (job.worker and not worker) then
+    local stale = {}
+    if job.last_heartbeat then stale[#stale + 1] = 'last_heartbeat' end
+    if job.ended_at then stale[#stale + 1] = 'ended_at' end
+    if job.progress then stale[#stale + 1] = 'progress' end
+    if job.message then stale[#stale + 1] = 'message' end
+    if job.worker and not worker then stale[#stale + 1] = 'worker' end
+    redis.call('HDEL', key, unpack(stale))
+  end
   redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
   count_running_key(job, 1)
   local deadline = run_deadline(job, e.at, e.at)

@@ -4,7 +4,8 @@
 -- buckets, so the one this script wrote last is known without reading it again (THROUGHPUT: its
 -- key, minute and counts), which saves a read per run when a batch ends runs of one queue in one
 -- minute (a fold of the stream, a batch of completions).
-local THROUGHPUT = {}
+-- (made with its four fields, so that setting them never grows it)
+local THROUGHPUT = {key = false, minute = false, completed = 0, failed = 0}
 local function count_throughput(queue, at, status)
   local minute = math.floor(at / 60000)
   local key = K.queue_throughput(queue)
