@@ -211,6 +211,19 @@ class IgnoredKeysHeader:
         await self.app(scope, receive, send_named)
 
 
+def field_names(request: Request, known: tuple[str, ...], what: str) -> tuple[str, ...] | None:
+    """The names ``?fields=`` lists, comma-separated (None when it is absent), each one of ``known``;
+    a 400 naming those that are not (``what``: whose fields, for the message)."""
+    raw = request.query_params.get("fields")
+    if raw is None:
+        return None
+    names = tuple(f.strip() for f in raw.split(",") if f.strip())
+    unknown = [f for f in names if f not in known]
+    if unknown or not names:
+        raise BadRequest(f"unknown {what} field(s) {', '.join(unknown) or raw!r}; known: {', '.join(known)}")
+    return names
+
+
 def queue_name(request: Request) -> str:
     name: str = request.path_params["queue"]
     if not valid_queue_name(name):

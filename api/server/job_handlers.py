@@ -12,7 +12,15 @@ from jobledger.ledger.requests import JobUpdate
 from jobledger.projections import readers
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.replay.archive.feed import job_history
-from jobledger.server.inputs import attempt, checked_tag, ignore_keys, job_id, read_json, read_model
+from jobledger.server.inputs import (
+    attempt,
+    checked_tag,
+    field_names,
+    ignore_keys,
+    job_id,
+    read_json,
+    read_model,
+)
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -20,20 +28,12 @@ def _ledger(request: Request) -> OpeningLedger:
     return ledger
 
 
-def _fields(request: Request) -> tuple[str, ...]:
-    raw = request.query_params.get("fields")
-    if raw is None:
-        return JOB_FIELDS
-    names = tuple(f.strip() for f in raw.split(",") if f.strip())
-    unknown = [f for f in names if f not in JOB_FIELDS]
-    if unknown or not names:
-        known = ", ".join(JOB_FIELDS)
-        raise BadRequest(f"unknown job field(s) {', '.join(unknown) or raw!r}; known: {known}")
-    return names
-
-
 async def get_job(request: Request) -> Response:
-    return JSONResponse(await _ledger(request).read(readers.job(job_id(request), _fields(request))))
+    return JSONResponse(
+        await _ledger(request).read(
+            readers.job(job_id(request), field_names(request, JOB_FIELDS, "job") or JOB_FIELDS)
+        )
+    )
 
 
 async def get_status(request: Request) -> Response:

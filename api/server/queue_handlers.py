@@ -17,6 +17,7 @@ from jobledger.projections import listing, readers
 from jobledger.server.auth import revocation, revoked_response
 from jobledger.server.inputs import (
     checked_tag,
+    field_names,
     idempotency,
     parse_model,
     positive_int,
@@ -105,7 +106,7 @@ async def fetch_job(request: Request) -> Response:
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
     wait = _wait(request)
-    beat = _with_heartbeat_timeout(request)
+    beat = field_names(request, FETCH_FIELDS, "fetch") is not None  # heartbeat_timeout, the one field it adds
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger = _ledger(request)
     if wait:
@@ -138,18 +139,6 @@ def _files(job: commands.Fetched) -> str:
 
 #: The fields a fetch can add to each job it hands out (what the fetch reads anyway).
 FETCH_FIELDS = ("heartbeat_timeout",)
-
-
-def _with_heartbeat_timeout(request: Request) -> bool:
-    """Whether ``?fields=`` asks for each job's ``heartbeat_timeout`` (the one field a fetch adds)."""
-    raw = request.query_params.get("fields")
-    if raw is None:
-        return False
-    names = [n for n in raw.split(",") if n]
-    unknown = [n for n in names if n not in FETCH_FIELDS]
-    if unknown or not names:
-        raise BadRequest(f"fields: a fetch adds only {', '.join(FETCH_FIELDS)}, not {raw!r}")
-    return True
 
 
 def _beat(job: commands.Fetched, asked: bool) -> str:

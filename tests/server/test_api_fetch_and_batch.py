@@ -125,4 +125,4 @@ def test_a_fetch_adds_no_other_field(
     with unchanged(client, namespace):
         response = api.get(f"/queue/q/job?fields={fields}")
     assert response.status_code == 400
-    assert "fields" in response.json()["error"]
+    assert "known: heartbeat_timeout" in response.json()["error"]
