@@ -17,11 +17,10 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -34,8 +33,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.commands import Call
 from jobledger.ledger.durations import format_ms, format_time, parse_ms, parse_time
 from jobledger.ledger.events import EVENT_TYPES, LauncherType
-from jobledger.ledger.keys import valid_queue_name
-from jobledger.ledger.requests import Count, Duration, JobOptions
+from jobledger.ledger.requests import Count, Duration, JobOptions, QueueName
 
 T = TypeVar("T")
 
@@ -131,15 +129,6 @@ def parse_at(value: Any) -> str:
     if not 0 <= ms < LATEST_AT:  # times stay exact through Lua's 14-digit numbers
         raise ValueError(f"{where}: {value!r} is not between 1970 and the year 3000")
     return str(format_time(ms))
-
-
-def _queue_name(name: str) -> str:
-    if not valid_queue_name(name):
-        raise ValueError(f"invalid queue name {name!r}: use 1-255 characters of A-Z a-z 0-9 _ - .")
-    return name
-
-
-QueueName = Annotated[StrictStr, AfterValidator(_queue_name)]
 
 
 class EventFilter(BaseModel):

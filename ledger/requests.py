@@ -26,6 +26,7 @@ from pydantic import (
 
 from jobledger.ledger.durations import format_ms, parse_ms, parse_time
 from jobledger.ledger.files import MAX_FILES, MAX_SIZE, FileRef, FileSpec, duplicate_name
+from jobledger.ledger.keys import valid_queue_name
 
 #: How the ledger's events hold durations; :func:`jobledger.ledger.events.decode_entry` validates
 #: their data with this context, so an event's settings are the request's models, read in milliseconds.
@@ -43,6 +44,16 @@ def _duration(value: Any, info: ValidationInfo) -> Any:
 Duration = Annotated[int, BeforeValidator(_duration)]
 #: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
+
+
+def checked_queue_name(name: str) -> str:
+    """``name`` if it is a valid queue name, else ValueError saying what one is."""
+    if not valid_queue_name(name):
+        raise ValueError(f"invalid queue name {name!r}: use 1-255 characters of A-Z a-z 0-9 _ - .")
+    return name
+
+
+QueueName = Annotated[StrictStr, AfterValidator(checked_queue_name)]
 Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 Key = Annotated[StrictStr, Field(min_length=1, max_length=255)]
 Priority = Annotated[StrictInt, Field(ge=0, le=100)]
@@ -208,6 +219,10 @@ class JobUpdate(BaseModel):
         if self.error is not None and self.status not in ("failed", "timed_out"):
             raise ValueError("error goes with status 'failed' or 'timed_out'")
         return self
+
+    def body(self) -> dict[str, Any]:
+        """As a ``PATCH /job/{id}`` body: the fields given (an output of None is no output)."""
+        return self.model_dump(exclude_none=True)
 
     def output_text(self) -> str:
         """The output to set, as JSON text; '' for none.  ``"output": null`` sets nothing, as in

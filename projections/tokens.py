@@ -33,10 +33,16 @@ def token(digest: str, job_id: int | None = None) -> Read[tuple[Token | None, st
 def job_queue(job_id: int) -> Read[str | None]:
     """The queue of job ``job_id`` (None: no such job), read in the job's partition: what
     :func:`token` reads with the token when both live in one partition."""
+    many = job_queues((job_id,))
+    return Read(many.commands, lambda r: many.parse(r)[0], many.route)  # type: ignore[index]
+
+
+def job_queues(job_ids: tuple[int, ...]) -> Read[list[str | None]]:
+    """The queue of each job (None: no such job), in order; the jobs must share a partition."""
     return Read(
-        lambda k: [("HGET", k.job(job_id), "queue")],
-        lambda r: None if r[0] is None else _s(r[0]),
-        Route(ids=(job_id,)),
+        lambda k: [("HGET", k.job(job_id), "queue") for job_id in job_ids],
+        lambda r: [None if queue is None else _s(queue) for queue in r],
+        Route(ids=job_ids),
     )
 
 

@@ -33,6 +33,7 @@ from jobledger.ledger.watch import LedgerWatch
 from jobledger.replay.archive.writer import archive_settings
 from jobledger.runtime.config import Config
 from jobledger.scheduler import loop as scheduler
+from jobledger.server import batch_handlers as batch
 from jobledger.server import event_handlers as events
 from jobledger.server import info_handlers as info
 from jobledger.server import job_file_handlers as job_files
@@ -73,6 +74,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/job/{job_id}", "GET", job.get_job, False),
     ("/job/{job_id}/status", "GET", job.get_status, False),
     ("/job/{job_id}", "PATCH", job.update_job, True),
+    ("/jobs", "PATCH", batch.update_jobs, True),
     ("/job/{job_id}", "DELETE", job.delete_job, True),
     ("/job/{job_id}/heartbeat", "PUT", job.heartbeat, True),
     ("/job/{job_id}/output", "GET", job.get_output, False),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,15 +49,19 @@ class Needs:
     """What a route needs.  ``kind``: ``open`` (nothing), ``admin``, ``read``, ``produce`` or
     ``work``.  ``on``: the queue the route acts on, ``queue`` (the path's), ``query`` (``?queue=``;
     none named: admin only), ``form`` (named in the body: the handler checks it with
-    :func:`check_form_scope` once it has read it) or ``job`` (the job's).
+    :func:`check_form_scope` once it has read it), ``body`` (the queues of the jobs the body names,
+    and of the queue it fetches from: the handler checks them with :func:`check_jobs_scope` and
+    :func:`check_form_scope`) or ``job`` (the job's).
     ``read`` on a queue is also granted by a ``produce`` or ``work`` scope that matches it."""
 
     kind: Kind
-    on: Literal["queue", "query", "form", "job", "events"] | None = None
+    on: Literal["queue", "query", "form", "body", "job", "events"] | None = None
 
     def describe(self) -> str:
         if self.on == "form":
             return f"{self.kind}:GLOB matching the queue the form names"
+        if self.on == "body":
+            return f"{self.kind}:GLOB matching the queue of each job the body names, and of its fetch"
         if self.on == "query":
             return f"{self.kind}:GLOB matching the queue of ?queue= (admin without one)"
         if self.kind in ("produce", "work"):
@@ -105,6 +109,7 @@ REQUIRES: dict[tuple[str, str], Needs] = {
     ("GET", "/job/{job_id}"): READ_JOB,
     ("GET", "/job/{job_id}/status"): READ_JOB,
     ("PATCH", "/job/{job_id}"): Needs("work", "job"),
+    ("PATCH", "/jobs"): Needs("work", "body"),  # many jobs' updates, and a fetch
     ("DELETE", "/job/{job_id}"): ADMIN,
     ("PUT", "/job/{job_id}/heartbeat"): Needs("work", "job"),
     ("GET", "/job/{job_id}/output"): READ_JOB,
@@ -211,7 +216,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         token, job_queue = await token_and_queue(ledger, presented, job)
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
-        if needs.on == "form":  # the queue is in the body: a token that may act on no queue stops here
+        if needs.on in ("form", "body"):  # the queues are in the body: a token on no queue stops here
             if not (token.admin or any(s.startswith(needs.kind + ":") for s in token.scopes)):
                 return error_response(403, _refusal(token, needs, []))
         elif not needs.allows(token, None):
@@ -233,11 +238,33 @@ class Forbidden(JobLedgerError):
 
 
 def check_form_scope(request: Request, needs: Needs, queue: str) -> None:
-    """For a route whose queue the body names (``on="form"``): 403 unless the request's token may
-    act on ``queue`` (nothing to check with auth off)."""
+    """For a route whose queue the body names (``on="form"`` or ``"body"``): 403 unless the
+    request's token may act on ``queue`` (nothing to check with auth off)."""
     token: Token | None = getattr(request.state, "token_grants", None)
     if token is not None and not needs.allows(token, queue):
         raise Forbidden(_refusal(token, needs, [queue]))
+
+
+async def check_jobs_scope(request: Request, needs: Needs, jobs: Sequence[int]) -> None:
+    """For a route whose jobs the body names: 403 unless the request's token may act on the queue
+    of each (a job that does not exist is on no queue it covers, as for a route on one job).  The
+    queues are read in the jobs' partitions, one read per partition, at once; a token whose scope
+    is not a queue's (admin) reads none.  A job's queue never changes, so the check holds for the
+    commands that follow it."""
+    token: Token | None = getattr(request.state, "token_grants", None)
+    if token is None or needs.allows(token, None) or not jobs:
+        return
+    ledger: OpeningLedger = request.state.ledger
+    router = await ledger.opened()
+    by_partition: dict[int, list[int]] = {}
+    for job in dict.fromkeys(jobs):
+        by_partition.setdefault(router.partitioning.of_id(job), []).append(job)
+    found = await asyncio.gather(
+        *(router.read(tokens.job_queues(tuple(ids))) for ids in by_partition.values())
+    )
+    refused = [q for queues in found for q in queues if q is None or not needs.allows(token, q)]
+    if refused:
+        raise Forbidden(_refusal(token, needs, list(dict.fromkeys(refused))))
 
 
 class Revocation:

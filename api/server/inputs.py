@@ -17,8 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobledger.ledger.commands import Idempotency
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
-from jobledger.ledger.keys import valid_queue_name
-from jobledger.ledger.requests import known_part
+from jobledger.ledger.requests import checked_queue_name, known_part
 
 log = logging.getLogger("jobledger.api")
 
@@ -226,9 +225,10 @@ def field_names(request: Request, known: tuple[str, ...], what: str) -> tuple[st
 
 def queue_name(request: Request) -> str:
     name: str = request.path_params["queue"]
-    if not valid_queue_name(name):
-        raise BadRequest(f"invalid queue name {name!r}: use 1-255 characters of A-Z a-z 0-9 _ - .")
-    return name
+    try:
+        return checked_queue_name(name)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _digits(raw: str) -> bool:

@@ -18,6 +18,7 @@ from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
 from jobledger.projections.views import JOB_FIELDS
+from jobledger.server.batch_handlers import JobBatch
 
 REF = "#/components/schemas/{model}"
 
@@ -223,11 +224,27 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
                "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
                               "files": array(FILE_REF), "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    refused = {
+        "type": "object",
+        "required": ["status", "error"],
+        "properties": {"status": {"type": "integer"}, "error": {"type": "string"}},
+    }
+    updated = {
+        "type": "object",
+        "required": ["id", "status"],
+        "properties": {
+            "id": JOB_ID,
+            "status": {"type": "integer"},
+            "error": {"type": "string"},
+        },
+    }
     return {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
         "Job": job_schema(job_fields),
         "Fetched": fetched,
         "JobIds": {"type": "object", "additionalProperties": array(JOB_ID)},
+        "Batched": {"type": "object", "required": ["updates"], "properties": {
+            "updates": array(updated), "jobs": array(ref("Fetched")), "fetch_error": refused}},
         "JobPage": {"type": "object", "required": ["jobs", "next"],
                     "properties": {"jobs": array(ref("Job")), "next": {"type": ["integer", "null"]}}},
         "Event": event_item(),
@@ -400,6 +417,19 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         {204: NO_CONTENT, **NOT_RUNNING},
         body=Body(JobUpdate),
         query=("attempt",),
+    ),
+    ("PATCH", "/jobs"): Operation(
+        "Update many jobs, and fetch the next ones, in one request",
+        {
+            200: Reply(
+                "Each update's status (its error when refused), in order; with a fetch, the jobs "
+                "it started or its refusal.",
+                ref("Batched"),
+            )
+        },
+        body=Body(JobBatch),
+        description="Each update is applied as its PATCH /job/{id} would be, and refused on its own "
+        "(404, 409 in its item); a body that is not valid is a 400 with nothing appended.",
     ),
     ("DELETE", "/job/{job_id}"): Operation("Delete a job", {204: NO_CONTENT}),
     ("PUT", "/job/{job_id}/heartbeat"): Operation(

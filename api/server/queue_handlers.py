@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Literal, get_args
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -123,26 +124,23 @@ async def fetch_job(request: Request) -> Response:
         if not wait:  # Ocypod's next_job_delay: slow down workers polling an empty queue
             await asyncio.sleep(request.app.state.next_job_delay / 1000)
         return Response(status_code=204)
-    # input is stored as JSON text: splice it in rather than decode and encode it again; a job's
-    # files (references to fetch from /job/{id}/files/{name}) come with it when it has any
-    items = [
-        f'{{"id":{j.id},"input":{j.input_text or "null"},"attempt":{j.attempt}{_files(j)}{_beat(j, beat)}}}'
-        for j in jobs
-    ]
+    items = [fetched_json(j, beat) for j in jobs]
     body = f"[{','.join(items)}]" if count else items[0]
     return Response(body, media_type="application/json")
 
 
-def _files(job: commands.Fetched) -> str:
-    return f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
-
-
 #: The fields a fetch can add to each job it hands out (what the fetch reads anyway).
-FETCH_FIELDS = ("heartbeat_timeout",)
+FetchField = Literal["heartbeat_timeout"]
+FETCH_FIELDS: tuple[str, ...] = get_args(FetchField)
 
 
-def _beat(job: commands.Fetched, asked: bool) -> str:
-    return f',"heartbeat_timeout":"{format_ms(job.heartbeat_timeout_ms)}"' if asked else ""
+def fetched_json(job: commands.Fetched, heartbeat_timeout: bool) -> str:
+    """A job handed out, as JSON text: ``{"id", "input", "attempt"}``, its ``files`` when it has
+    some (references to fetch from /job/{id}/files/{name}), and its ``heartbeat_timeout`` when
+    asked.  The input is stored as JSON text: spliced in rather than decoded and encoded again."""
+    files = f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
+    beat = f',"heartbeat_timeout":"{format_ms(job.heartbeat_timeout_ms)}"' if heartbeat_timeout else ""
+    return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{beat}}}'
 
 
 def _wait(request: Request) -> float:

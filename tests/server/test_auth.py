@@ -65,6 +65,9 @@ class Setup:
         if route == ("POST", "/upload"):  # a form naming its queue as the service
             form = {"user_id": "1", "service": queue}
             return self.api.post("/upload", files=[("file", ("f", b"x"))], data=form, headers=headers)
+        if route == ("PATCH", "/jobs"):  # a job of the queue, and a fetch from it
+            body = {"updates": [{"id": self.job, "progress": 5}], "fetch": {"queue": queue}}
+            return self.api.patch("/jobs", json=body, headers=headers)
         return self.api.request(method, self.path(template, queue), json=BODIES.get(route), headers=headers)
 
     def length(self) -> int:
@@ -159,6 +162,37 @@ def test_a_job_that_does_not_exist(setup: Setup) -> None:
                 name,
                 path,
             )
+
+
+@pytest.mark.parametrize(
+    ("name", "jobs", "fetch", "status"),
+    [
+        ("worker", ["q-1"], "q-1", 200),
+        ("worker", ["q-1", "zz"], None, 403),  # one job on a queue it does not cover
+        ("worker", ["q-1"], "zz", 403),
+        ("worker", ["q-1", "none"], "q-1", 403),  # no such job: on no queue it covers
+        ("elsewhere", ["q-1"], None, 403),
+        ("producer", ["q-1"], None, 403),
+        ("admin", ["q-1", "zz", "none"], "zz", 200),
+    ],
+)
+def test_a_batch_needs_work_on_every_queue_it_touches(
+    setup: Setup, name: str, jobs: list[str], fetch: str | None, status: int
+) -> None:
+    admin = bearer(setup.secrets["admin"])
+    ids = {
+        "q-1": setup.job,
+        "zz": setup.api.post("/queue/zz/job", json={}, headers=admin).json(),
+        "none": 99999,
+    }
+    body: dict[str, Any] = {"updates": [{"id": ids[q], "progress": 5} for q in jobs]}
+    if fetch is not None:
+        body["fetch"] = {"queue": fetch}
+    before = setup.length()
+    answer = setup.api.patch("/jobs", json=body, headers=bearer(setup.secrets[name]))
+    assert answer.status_code == status, answer.text
+    if status == 403:
+        assert f"token '{name}'" in answer.json()["error"] and setup.length() == before
 
 
 @pytest.mark.parametrize(
