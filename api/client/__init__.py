@@ -20,7 +20,16 @@ from jobledger.client.errors import (
     Unavailable,
     WaitTimeout,
 )
-from jobledger.client.models import Event, FetchedJob, Job, JobSpec, QueueSettings, StoredFile, StoredResult
+from jobledger.client.models import (
+    Batched,
+    Event,
+    FetchedJob,
+    Job,
+    JobSpec,
+    QueueSettings,
+    StoredFile,
+    StoredResult,
+)
 from jobledger.client.policy import Retry
 from jobledger.client.sync import Client
 from jobledger.client.transfers import Upload
@@ -29,6 +38,7 @@ __all__ = [
     "DEFAULT_URL",
     "AsyncClient",
     "BadRequest",
+    "Batched",
     "Client",
     "ClientError",
     "Conflict",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 
 from jobledger.client.errors import Unavailable, error_for
 from jobledger.client.models import (
+    Batched,
     Event,
     EventPage,
     FetchedJob,
@@ -248,12 +249,49 @@ def fetch_jobs(
 
 
 def _fetched(response: httpx.Response) -> list[FetchedJob]:
-    if response.status_code == 204:
-        return []
+    return [] if response.status_code == 204 else _fetched_jobs(response.json())
+
+
+def _fetched_jobs(items: list[dict[str, Any]]) -> list[FetchedJob]:
     return [
         FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j), j.get("heartbeat_timeout"))
-        for j in response.json()
+        for j in items
     ]
+
+
+def update_jobs(
+    updates: Sequence[Mapping[str, Any]],
+    fetch: str | None = None,
+    count: int = 1,
+    worker: str | None = None,
+    *,
+    heartbeat_timeout: bool = False,
+) -> ApiCall[Batched]:
+    """``PATCH /jobs``: many jobs' updates (each a ``PATCH /job/{id}`` body with the job's ``id``)
+    and, with ``fetch`` (a queue), up to ``count`` of its jobs started as ``worker`` with them.  Safe
+    to resend when every update names its attempt and nothing is fetched (a lost answer to a fetch
+    would strand the jobs it started)."""
+    body: dict[str, Any] = {"updates": [dict(u) for u in updates]}
+    if fetch is not None:
+        asked: dict[str, Any] = {"queue": fetch, "count": count}
+        if worker is not None:
+            asked["worker"] = worker
+        if heartbeat_timeout:
+            asked["fields"] = ["heartbeat_timeout"]
+        body["fetch"] = asked
+    safe = fetch is None and all(u.get("attempt") is not None for u in updates)
+    return ApiCall("PATCH", "/jobs", _batched, body=body, safe=safe)
+
+
+def _batched(response: httpx.Response) -> Batched:
+    answer = response.json()
+    refusals = tuple(
+        None if u["status"] < 300 else error_for(u["status"], u["error"]) for u in answer["updates"]
+    )
+    refused = answer.get("fetch_error")
+    if refused is not None:
+        return Batched(refusals, error_for(refused["status"], refused["error"]))
+    return Batched(refusals, _fetched_jobs(answer["jobs"]) if "jobs" in answer else None)
 
 
 def _files(fetched: dict[str, Any]) -> tuple[StoredFile, ...]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from jobledger.client.errors import ClientError
+
 #: A duration as the server accepts it: "30s", "1h15m5s", a number of seconds, or a timedelta.
 DurationLike = str | int | float | timedelta
 
@@ -106,6 +108,16 @@ class FetchedJob:
     attempt: int
     files: tuple[StoredFile, ...] = ()
     heartbeat_timeout: str | None = None
+
+
+@dataclass(frozen=True)
+class Batched:
+    """What ``PATCH /jobs`` answered: per update, in order, None when it went through or the error
+    it was refused with (:class:`~jobledger.client.errors.NotFound`, ``Conflict``, ...); with a fetch,
+    the jobs it started, or the error it was refused with (the updates stand either way)."""
+
+    refusals: tuple[ClientError | None, ...]
+    jobs: list[FetchedJob] | ClientError | None = None
 
 
 @dataclass(frozen=True)

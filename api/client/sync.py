@@ -15,7 +15,16 @@ import httpx
 from jobledger.client import calls
 from jobledger.client.calls import UNSET, ApiCall
 from jobledger.client.errors import error_for
-from jobledger.client.models import DurationLike, Event, FetchedJob, Job, JobSpec, QueueSettings, StoredResult
+from jobledger.client.models import (
+    Batched,
+    DurationLike,
+    Event,
+    FetchedJob,
+    Job,
+    JobSpec,
+    QueueSettings,
+    StoredResult,
+)
 from jobledger.client.sse import Deadline, filter_params
 from jobledger.client.steps import ClientBase, Connect, NextLine, Pause, Step, Steps, advance, next_event
 from jobledger.client.transfers import (
@@ -180,6 +189,24 @@ class Client(ClientBase):
         waiting up to ``wait`` seconds for one to come, when given).  ``heartbeat_timeout``: each
         job comes with its ``heartbeat_timeout`` too (read in the same request)."""
         return self.send(calls.fetch_jobs(queue, count, worker, wait, heartbeat_timeout=heartbeat_timeout))
+
+    def update_many(
+        self,
+        updates: Iterable[Mapping[str, Any]],
+        *,
+        fetch: str | None = None,
+        count: int = 1,
+        worker: str | None = None,
+        heartbeat_timeout: bool = False,
+    ) -> Batched:
+        """Update many jobs in one request (``PATCH /jobs``), each update a dict of what
+        :meth:`update` takes plus the job's ``id`` (``{"id": 7, "status": "completed", "attempt":
+        1}``); with ``fetch`` (a queue), start up to ``count`` of its jobs as ``worker`` in the same
+        request.  Each update is refused on its own: the answer holds its error, the others go
+        through (a body that is not valid raises :class:`BadRequest`, and nothing changed)."""
+        return self.send(
+            calls.update_jobs(list(updates), fetch, count, worker, heartbeat_timeout=heartbeat_timeout)
+        )
 
     def get(self, job_id: int) -> Job:
         """The job."""
