@@ -1,17 +1,21 @@
-"""The Redis worker's calls: many jobs' completions in as few ``update_jobs`` calls as their timing
-allows, its next fetch riding along with them (:class:`GroupCommit`), and the ledger's errors raised
-as the client's (:func:`translated`), so both transports fail the same way."""
+"""A worker's calls: many jobs' updates in as few calls as their timing allows, its next fetch
+riding along with them (:class:`GroupCommit`), over Redis (:class:`LedgerBatches`: the ledger's
+``update_jobs`` / ``update_and_fetch``) or over HTTP (:class:`ClientBatches`: ``PATCH /jobs``), and
+the ledger's errors raised as the client's (:func:`translated`), so both transports fail the same
+way."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import redis
 
+from jobledger.client import AsyncClient
 from jobledger.client.errors import ServerError, error_for
+from jobledger.client.models import FetchedJob
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Fetched
 from jobledger.ledger.errors import JobLedgerError
@@ -24,19 +28,92 @@ from jobledger.ledger.runner import AsyncLedger
 AnyLedger = AsyncLedger | AsyncPartitioned | OpeningLedger
 
 T = TypeVar("T")
+F = TypeVar("F")
 
 
-@dataclass
-class _Fetch:
-    """A fetch waiting to go with the next call: what it asks for, and where its answer goes."""
+@dataclass(frozen=True)
+class FetchAsk:
+    """A fetch: up to ``count`` jobs of ``queue``, started as ``worker``."""
 
     queue: str
     count: int
     worker: str
-    done: asyncio.Future[list[Fetched]]
 
 
-class GroupCommit:
+@dataclass(frozen=True)
+class Sent(Generic[F]):
+    """What one call answered: per update its outcome (a refusal is an exception, returned), and
+    the jobs the fetch that went with them started (or its refusal; None: no fetch went)."""
+
+    outcomes: list[Any]
+    fetched: list[F] | Exception | None = None
+
+
+class Batches(Protocol[F]):
+    """Where a :class:`GroupCommit` sends: updates, and a fetch with them, in one call; or a fetch
+    alone.  Raises the client's errors for a call that failed whole."""
+
+    async def send(self, updates: list[tuple[int, JobUpdate]], fetch: FetchAsk | None) -> Sent[F]: ...
+
+    async def fetch(self, ask: FetchAsk) -> list[F]: ...
+
+
+class LedgerBatches:
+    """Straight on the ledger: ``update_jobs``, or ``update_and_fetch`` with a fetch; ``fetch_jobs``."""
+
+    def __init__(self, ledger: AnyLedger) -> None:
+        self.ledger = ledger
+
+    async def send(self, updates: list[tuple[int, JobUpdate]], fetch: FetchAsk | None) -> Sent[Fetched]:
+        if fetch is None:
+            outcomes: list[Any] = await translated(self.ledger.run(commands.update_jobs(updates)))
+            return Sent(outcomes)
+        call = commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker)
+        reply = await translated(self.ledger.run(call))
+        return Sent(list(reply.outcomes), reply.fetched)
+
+    async def fetch(self, ask: FetchAsk) -> list[Fetched]:
+        return await translated(self.ledger.run(commands.fetch_jobs(ask.queue, ask.count, ask.worker)))
+
+
+class ClientBatches:
+    """Over HTTP: ``PATCH /jobs`` (each job fetched with its ``heartbeat_timeout``), through
+    ``short``, which sends a short request when the worker's cap on requests in flight allows."""
+
+    def __init__(
+        self, client: AsyncClient, short: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+    ) -> None:
+        self.client = client
+        self.short = short
+
+    async def send(self, updates: list[tuple[int, JobUpdate]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
+        bodies = [{"id": job_id, **update.body()} for job_id, update in updates]
+        if fetch is None:
+            answer = await self.short(lambda: self.client.update_many(bodies))
+        else:
+            answer = await self.short(
+                lambda: self.client.update_many(
+                    bodies, fetch=fetch.queue, count=fetch.count, worker=fetch.worker, heartbeat_timeout=True
+                )
+            )
+        return Sent(list(answer.refusals), answer.jobs)
+
+    async def fetch(self, ask: FetchAsk) -> list[FetchedJob]:
+        fetched: list[FetchedJob] = await self.short(
+            lambda: self.client.fetch(ask.queue, ask.count, ask.worker, heartbeat_timeout=True)
+        )
+        return fetched
+
+
+@dataclass
+class _Fetch(Generic[F]):
+    """A fetch waiting to go with the next call: what it asks for, and where its answer goes."""
+
+    ask: FetchAsk
+    done: asyncio.Future[list[F]]
+
+
+class GroupCommit(Generic[F]):
     """Job updates sent as few calls as their timing allows (group commit), a fetch riding along.
 
     Updates made in one turn of the event loop go together; those made while a call is on its way
@@ -44,34 +121,41 @@ class GroupCommit:
     timer, and each caller gets its own outcome: the number of events appended, or its own refusal
     raised as the client's error, while the others of its call go through.
 
-    :meth:`fetch` joins the updates waiting to go, if any, so that one call (``update_and_fetch``)
-    records a worker's finished jobs and starts its next ones: at concurrency 1 a job costs one
-    round trip.  With no update waiting it runs ``fetch_jobs`` at once.
+    :meth:`fetch` joins the updates waiting to go, if any, so that one call records a worker's
+    finished jobs and starts its next ones: at concurrency 1 a job costs one round trip.  With no
+    update waiting it fetches alone, at once.  ``batches`` says where the calls go.
     """
 
-    def __init__(self, ledger: AnyLedger, limit: int = 500) -> None:
-        self.ledger = ledger
+    def __init__(self, batches: Batches[F], limit: int = 500) -> None:
+        self.batches = batches
         self.limit = limit
         self.calls = 0  # update_jobs / update_and_fetch calls made, for the curious (and the tests)
         self.fetches_along = 0  # of them, the update_and_fetch calls
-        self._pending: list[tuple[int, JobUpdate, asyncio.Future[int]]] = []
-        self._fetch: _Fetch | None = None
+        self._pending: list[tuple[int, JobUpdate, asyncio.Future[Any]]] = []
+        self._fetch: _Fetch[F] | None = None
         self._sender: asyncio.Task[None] | None = None
 
-    async def update(self, job_id: int, update: JobUpdate) -> int:
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    async def update(self, job_id: int, update: JobUpdate) -> Any:
+        """Send ``update`` with the others of its turn; what its call answered for it, or its
+        refusal raised as the client's error."""
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append((job_id, update, done))
         if self._sender is None:
             self._sender = asyncio.create_task(self._send())
         return await done
 
-    async def fetch(self, queue: str, count: int, worker: str) -> list[Fetched]:
+    def waiting(self) -> bool:
+        """Whether updates wait to go (a fetch made now would go with them)."""
+        return bool(self._pending) and self._fetch is None
+
+    async def fetch(self, queue: str, count: int, worker: str) -> list[F]:
         """Start up to ``count`` jobs of ``queue``: with the updates waiting to go, if there are any
         (and no other fetch waits with them), else alone and at once."""
-        if not self._pending or self._fetch is not None:
-            return await translated(self.ledger.run(commands.fetch_jobs(queue, count, worker)))
-        done: asyncio.Future[list[Fetched]] = asyncio.get_running_loop().create_future()
-        self._fetch = _Fetch(queue, count, worker, done)
+        ask = FetchAsk(queue, count, worker)
+        if not self.waiting():
+            return await self.batches.fetch(ask)
+        done: asyncio.Future[list[F]] = asyncio.get_running_loop().create_future()
+        self._fetch = _Fetch(ask, done)
         return await done
 
     async def drained(self) -> None:
@@ -80,8 +164,8 @@ class GroupCommit:
             await asyncio.shield(self._sender)
 
     async def _send(self) -> None:
-        batch: list[tuple[int, JobUpdate, asyncio.Future[int]]] = []
-        fetch: _Fetch | None = None
+        batch: list[tuple[int, JobUpdate, asyncio.Future[Any]]] = []
+        fetch: _Fetch[F] | None = None
         try:
             await asyncio.sleep(0)  # what the rest of this turn of the loop adds goes along
             while self._pending:
@@ -108,15 +192,12 @@ class GroupCommit:
         finally:
             self._sender = None
 
-    async def _call(self, updates: list[tuple[int, JobUpdate]], fetch: _Fetch | None) -> list[Any]:
-        if fetch is None:
-            return await translated(self.ledger.run(commands.update_jobs(updates)))
-        self.fetches_along += 1
-        reply = await translated(
-            self.ledger.run(commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker))
-        )
-        _settle(fetch.done, reply.fetched)
-        return list(reply.outcomes)
+    async def _call(self, updates: list[tuple[int, JobUpdate]], fetch: _Fetch[F] | None) -> list[Any]:
+        sent = await self.batches.send(updates, None if fetch is None else fetch.ask)
+        if fetch is not None:
+            self.fetches_along += 1
+            _settle(fetch.done, sent.fetched)
+        return sent.outcomes
 
 
 def _settle(done: asyncio.Future[Any], outcome: Any) -> None:
@@ -124,6 +205,8 @@ def _settle(done: asyncio.Future[Any], outcome: Any) -> None:
         return
     if isinstance(outcome, JobLedgerError):
         done.set_exception(error_for(outcome.status, outcome.message))
+    elif isinstance(outcome, Exception):
+        done.set_exception(outcome)
     else:
         done.set_result(outcome)
 

@@ -36,8 +36,9 @@ from jobledger.blobs.guarded import GuardedStore
 from jobledger.client import AsyncClient
 from jobledger.client.calls import UNSET
 from jobledger.client.errors import ClientError, NotFound
-from jobledger.client.models import StoredFile
+from jobledger.client.models import FetchedJob, StoredFile
 from jobledger.ledger import commands
+from jobledger.ledger.commands import Fetched
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.ledger.partitioned import OpeningLedger
@@ -48,7 +49,7 @@ from jobledger.ledger.requests import MAX_TRACEBACK, JobUpdate, QueueSettings
 from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
 from jobledger.projections import readers
 from jobledger.worker import blob_files
-from jobledger.worker.commit import GroupCommit, translated
+from jobledger.worker.commit import ClientBatches, GroupCommit, LedgerBatches, translated
 from jobledger.worker.watch import JobWatch, QueueFeeds, Watching
 
 __all__ = ["Assignment", "Failure", "GroupCommit", "HttpTransport", "RedisTransport", "Transport"]
@@ -226,6 +227,7 @@ class HttpTransport:
         self._feeds = QueueFeeds(self.client)
         self._errors = FetchErrors()
         self._in_flight = asyncio.Semaphore(IN_FLIGHT)
+        self._finishing: GroupCommit[FetchedJob] = GroupCommit(ClientBatches(self.client, self._short))
 
     def describe(self) -> str:
         return f"server {self.client.url}"
@@ -236,13 +238,13 @@ class HttpTransport:
             return await request()
 
     async def fetch(self, queue: str, count: int, worker: str, wait: float | None = None) -> list[Assignment]:
+        """Start up to ``count`` jobs: a long-poll of ``wait`` seconds, or without one at once, in
+        the same request as the updates waiting to go, if any (:meth:`GroupCommit.fetch`)."""
         sent = time.monotonic()
         if wait:
             fetched = await self._polls.fetch(queue, count, worker, wait, heartbeat_timeout=True)
         else:
-            fetched = await self._short(
-                lambda: self.client.fetch(queue, count, worker, heartbeat_timeout=True)
-            )
+            fetched = await self._finishing.fetch(queue, count, worker)
         return [
             Assignment(queue, f.id, f.attempt, f.input, _seconds(f.heartbeat_timeout), sent, f.files)
             for f in fetched
@@ -251,10 +253,11 @@ class HttpTransport:
     async def next_jobs(
         self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
     ) -> list[Assignment]:
-        """One queue: one long-poll.  Several: a look at each in order, then, if all were empty, a
-        long-poll on each at once; the first to answer ends the others (the server, seeing its
-        client leave, fetches nothing more for it)."""
-        if len(queues) > 1:
+        """One queue: one long-poll, after a look that goes with the updates waiting to go, if any.
+        Several: a look at each in order, then, if all were empty, a long-poll on each at once; the
+        first to answer ends the others (the server, seeing its client leave, fetches nothing more
+        for it)."""
+        if len(queues) > 1 or self._finishing.waiting():
             jobs: list[Assignment] = []
             for queue in queues:
                 if len(jobs) < count:
@@ -301,13 +304,13 @@ class HttpTransport:
         await self._short(lambda: self.client.set_output(job.id, output, job.attempt))
 
     async def complete(self, job: Assignment, output: Any = UNSET) -> None:
-        await self._short(lambda: self.client.complete(job.id, output, job.attempt))
+        await self._finishing.update(job.id, completion(job, output))
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
-        await self._short(lambda: self.client.fail(job.id, attempt=job.attempt, error=failure.error()))
+        await self._finishing.update(job.id, failing(job, failure))
 
     async def hand_back(self, job: Assignment) -> None:
-        await self._short(lambda: self.client.update(job.id, "queued", attempt=job.attempt))
+        await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
 
     async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
         await self.client.download_file(job.id, ref.name, dest)
@@ -319,6 +322,7 @@ class HttpTransport:
         return self._feeds.watch(job, on_over)
 
     async def close(self) -> None:
+        await self._finishing.drained()
         await self._feeds.close()
         await self._polls.aclose()
         await self.client.aclose()
@@ -364,7 +368,7 @@ class RedisTransport:
         # its puts tell the collector, as the server's do (see jobledger.blobs.guarded)
         self.blobs = None if blobs is None else GuardedStore(blobs, self.ledger)
         self.ledger_watch = LedgerWatch(self.ledger)
-        self._finishing = GroupCommit(self.ledger)
+        self._finishing: GroupCommit[Fetched] = GroupCommit(LedgerBatches(self.ledger))
         self._woken: Subscription | None = None
         self._busy_fetches = 0
         self._errors = FetchErrors()
@@ -435,14 +439,10 @@ class RedisTransport:
         await translated(self.ledger.run(commands.set_output(job.id, output, job.attempt)))
 
     async def complete(self, job: Assignment, output: Any = UNSET) -> None:
-        fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
-        if output is not UNSET:
-            fields["output"] = output
-        await self._finishing.update(job.id, JobUpdate(**fields))
+        await self._finishing.update(job.id, completion(job, output))
 
     async def fail(self, job: Assignment, failure: Failure) -> None:
-        fields = {"status": "failed", "attempt": job.attempt, "error": failure.error()}
-        await self._finishing.update(job.id, JobUpdate.model_validate(fields))
+        await self._finishing.update(job.id, failing(job, failure))
 
     async def hand_back(self, job: Assignment) -> None:
         await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
@@ -496,6 +496,19 @@ async def until_either(waiting: Any, stopping: asyncio.Event) -> None:
     finally:
         for task in tasks:
             task.cancel()
+
+
+def completion(job: Assignment, output: Any = UNSET) -> JobUpdate:
+    """The update that completes ``job`` (with ``output``, when given)."""
+    fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
+    if output is not UNSET:
+        fields["output"] = output
+    return JobUpdate(**fields)
+
+
+def failing(job: Assignment, failure: Failure) -> JobUpdate:
+    """The update that fails ``job`` with ``failure``."""
+    return JobUpdate.model_validate({"status": "failed", "attempt": job.attempt, "error": failure.error()})
 
 
 def _heartbeat_timeout(job_id: int) -> Read[float]:

@@ -1,7 +1,7 @@
 """How many calls a Worker makes, counted on a server of the test's own (``INFO commandstats``): it
 fetches as many jobs as it has free slots in one call, completes them in group commits, and at
-concurrency 1 a job costs the server at most two script calls (over Redis, one: the completion and
-the next fetch go together)."""
+concurrency 1 a job costs the server one script call (the completion and the next fetch go
+together: over HTTP in one ``PATCH /jobs``)."""
 
 from __future__ import annotations
 
@@ -74,8 +74,7 @@ def test_one_fetch_takes_as_many_jobs_as_there_are_free_slots(transport: str, pr
     client.close()
     assert first == 1, "8 jobs started by one fetch"
     assert fetches[0] <= 8, f"{fetches[0]} fetches for 20 jobs, 8 at a time"
-    if transport == "redis":  # completions and the next fetch go together: a handful of calls
-        assert total <= 8, total
+    assert total <= 8, total  # completions and the next fetch go together: a handful of calls
 
 
 def _counted_fetches(worker: Worker) -> list[int]:
@@ -97,10 +96,8 @@ def _counted(worker: Worker, method: str) -> list[int]:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("transport", "per_job"), [("redis", 1), ("http", 2)])
-def test_at_concurrency_one_a_job_costs_at_most_two_calls(
-    transport: str, per_job: int, private_redis: str
-) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_at_concurrency_one_a_job_costs_one_call(transport: str, private_redis: str) -> None:
     jobs = 40
     client, ledger = _queued(private_redis, jobs)
 
@@ -116,7 +113,7 @@ def test_at_concurrency_one_a_job_costs_at_most_two_calls(
             ran = ran_between(before, command_counts(client))
     client.close()
     # a handful more than per_job * jobs: the last look at the empty queue, a wait on the ledger
-    assert ran.get("evalsha", 0) <= per_job * jobs + 3, ran
+    assert ran.get("evalsha", 0) <= jobs + 3, ran
     # no read of the job beside its fetch: its heartbeat_timeout comes with it (over HTTP, asked for
     # in the fetch's request)
     assert asked == [0], f"heartbeat_timeout asked for {asked[0]} times"
@@ -124,16 +121,20 @@ def test_at_concurrency_one_a_job_costs_at_most_two_calls(
         assert ran.get("exec", 0) <= 3, ran
 
 
-def test_a_worker_of_concurrency_one_completes_and_fetches_in_one_call(private_redis: str) -> None:
-    """Over Redis, the completion of a job and the fetch of the next are one script call."""
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_worker_of_concurrency_one_completes_and_fetches_in_one_call(
+    transport: str, private_redis: str
+) -> None:
+    """The completion of a job and the fetch of the next are one call (over HTTP, one request)."""
     client, ledger = _queued(private_redis, 5)
 
     async def noop(job: JobContext) -> None:
         return None
 
-    worker = Worker(noop, "q", transport="redis", redis_url=private_redis, namespace=NS)
-    with working(worker):
-        eventually(lambda: _completed(client, ledger) == 5)
+    with live_server(private_redis, NS) as server:
+        worker = make_worker(transport, noop, "q", server, private_redis, NS)
+        with working(worker):
+            eventually(lambda: _completed(client, ledger) == 5)
     finishing = worker.transport._finishing  # type: ignore[attr-defined]
     client.close()
     assert finishing.calls <= 6, "each job's completion in one call, with the next fetch"
