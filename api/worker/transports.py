@@ -1,20 +1,20 @@
 """How a :class:`jobledger.worker.worker.Worker` reaches the ledger: over HTTP, or straight to Redis.
 
-Both transports run the same ledger code (``fetch_jobs``, ``heartbeat``, ``update_job``; over Redis
-the updates and the fetch may go together as ``update_jobs`` / ``update_and_fetch``, the same code
-in one call) with the same arguments, so a job leaves the same events whichever a worker uses.
-Both name the attempt on every update (fencing) and raise the :mod:`jobledger.client.errors` tree,
-so the worker handles one kind of error.  Neither polls an idle queue: over HTTP the fetch is a
-long-poll (``?wait=``), one per queue at once; over Redis the worker waits on the ledger itself
-(:class:`jobledger.ledger.watch.LedgerWatch`, one follower of the stream per process) and fetches
-when an event names one of its queues (a worker busy with jobs stops waiting on them, and the
-follower stops).
+Both transports run the same ledger code (``fetch_jobs``, ``heartbeat``, and the updates with the
+next fetch as ``update_jobs`` / ``update_and_fetch``, the same code as ``update_job`` in one call)
+with the same arguments, so a job leaves the same events whichever a worker uses.  Both send the
+jobs that finish while one call is on its way together in the next, and the next fetch in that same
+call (:class:`GroupCommit`; over HTTP one ``PATCH /jobs``), so at concurrency 1 a job costs one
+round trip.  Both name the attempt on every update (fencing) and raise the
+:mod:`jobledger.client.errors` tree, so the worker handles one kind of error.  Neither polls an idle
+queue: over HTTP the fetch is a long-poll (``?wait=``), one per queue at once; over Redis the worker
+waits on the ledger itself (:class:`jobledger.ledger.watch.LedgerWatch`, one follower of the stream
+per process) and fetches when an event names one of its queues (a worker busy with jobs stops
+waiting on them, and the follower stops).
 HTTP works from anywhere; Redis is the fast path for Python workers that can reach the ledger's
-Redis: no HTTP hop, the jobs that finish while one completion is on its way are completed
-together by the next call, and the next fetch goes in that same call (:class:`GroupCommit`), so at
-concurrency 1 a job costs one round trip.  Over Redis the ledger is opened on first use and split as it
-is stored: each fetch runs in its queue's partition, a batch of updates over jobs of several
-partitions runs as one call per partition, and the worker waits on the partitions of its queues.
+Redis: no HTTP hop.  Over Redis the ledger is opened on first use and split as it is stored: each
+fetch runs in its queue's partition, a batch of updates over jobs of several partitions runs as one
+call per partition, and the worker waits on the partitions of its queues.
 """
 
 from __future__ import annotations

@@ -160,6 +160,37 @@ def test_a_worker_lifecycle_with_fencing(api: Client) -> None:
     assert (events[1].job, events[1].queue, events[1].data) == (job_id, "q", {"attempt": 1, "worker": "w1"})
 
 
+def test_update_many_with_a_fetch_and_each_refusal_in_its_place(api: Client) -> None:
+    first, second, third = api.submit_many("q", [{"input": 1}, {"input": 2}, {"input": 3}])
+    started = api.fetch("q", count=2, worker="w1")
+    answer = api.update_many(
+        [
+            {"id": first, "status": "completed", "attempt": 1, "output": "one"},
+            {"id": second, "status": "completed", "attempt": 2},
+            {"id": 999_999, "status": "completed"},
+        ],
+        fetch="q",
+        count=5,
+        worker="w2",
+        heartbeat_timeout=True,
+    )
+    assert [f.id for f in started] == [first, second]
+    assert answer.refusals[0] is None
+    assert isinstance(answer.refusals[1], Conflict) and answer.refusals[1].status == 409
+    assert isinstance(answer.refusals[2], NotFound)
+    assert answer.jobs == [FetchedJob(third, 3, 1, (), "0s")]
+    assert (api.get(first).status, api.output(first), api.get(second).status) == (
+        "completed",
+        "one",
+        "running",
+    )
+    gone = api.update_many([{"id": second, "status": "completed", "attempt": 1}], fetch="nope")
+    assert gone.refusals == (None,) and isinstance(gone.jobs, NotFound)
+    assert api.update_many([{"id": third, "progress": 10}]).jobs is None  # no fetch asked
+    with pytest.raises(BadRequest, match="give updates"):
+        api.update_many([])
+
+
 def test_fail_cancel_requeue_and_delete(api: Client) -> None:
     job_id = api.submit("q")
     api.fetch("q")
@@ -320,26 +351,32 @@ def hang_up_server() -> Iterator[str]:
 def test_a_lost_answer_is_retried_only_when_repeating_is_harmless(hang_up_server: str) -> None:
     sent = Sent()
     with Client(hang_up_server, retry=FAST, event_hooks=sent.hooks()) as api:
-        calls_made: tuple[Callable[[], object], ...] = (lambda: api.fail(7), lambda: api.fetch("q"))
+        calls_made: tuple[Callable[[], object], ...] = (
+            lambda: api.fail(7),
+            lambda: api.fetch("q"),
+            lambda: api.update_many([{"id": 7, "status": "completed", "attempt": 1}], fetch="q"),
+            lambda: api.update_many([{"id": 7, "status": "completed"}]),
+        )
         for call in calls_made:
             with pytest.raises(Unavailable, match="cannot reach jobledger"):
                 call()
-        assert sent.requests == ["PATCH /job/7", "GET /queue/q/job"]
+        assert sent.requests == ["PATCH /job/7", "GET /queue/q/job", "PATCH /jobs", "PATCH /jobs"]
         sent.requests.clear()
         sent.keys.clear()
         for call in (lambda: api.submit("q"), lambda: api.submit_many("q", [{}]),
                      lambda: api.create_launcher("@interval", "1m", "q"), lambda: api.fail(7, attempt=1),
-                     lambda: api.heartbeat(7), lambda: api.delete(7)):  # fmt: skip
+                     lambda: api.heartbeat(7), lambda: api.delete(7),
+                     lambda: api.update_many([{"id": 7, "status": "completed", "attempt": 1}])):  # fmt: skip
             with pytest.raises(Unavailable):
                 call()
         assert sent.requests == ["POST /queue/q/job"] * 3 + ["POST /queue/q/jobs"] * 3 + \
             ["POST /launcher"] * 3 + ["PATCH /job/7"] * 3 + ["PUT /job/7/heartbeat"] * 3 + \
-            ["DELETE /job/7"] * 3  # fmt: skip
+            ["DELETE /job/7"] * 3 + ["PATCH /jobs"] * 3  # fmt: skip
         # each create's tries carry one key of their own
         creates = sent.keys[:9]
         assert all(creates) and len(set(creates)) == 3
         assert creates[0:3] == [creates[0]] * 3 and creates[3:6] == [creates[3]] * 3
-        assert sent.keys[9:] == [None] * 9
+        assert sent.keys[9:] == [None] * 12
 
 
 def test_a_create_sent_again_with_its_key_creates_once(api: Client) -> None:
@@ -400,7 +437,13 @@ def test_the_async_client_does_the_same(server: str) -> None:
             waiting = asyncio.create_task(api.wait(job_id, timeout=15))
             (fetched,) = await api.fetch("q", worker="w")
             await api.heartbeat(fetched.id, fetched.attempt)
-            await api.complete(fetched.id, {"ok": True}, attempt=fetched.attempt)
+            done = {
+                "id": fetched.id,
+                "status": "completed",
+                "output": {"ok": True},
+                "attempt": fetched.attempt,
+            }
+            assert (await api.update_many([done], fetch="q")).refusals == (None,)
             job = await waiting
             assert (job.status, job.output, job.heartbeat_timeout) == ("completed", {"ok": True}, "30s")
             assert [e.type for e in await api.history(job_id)][-1] == "job_completed"
