@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import redis
 
 from jobledger.client import AsyncClient
-from jobledger.client.errors import ServerError, error_for
+from jobledger.client.errors import BadRequest, ServerError, error_for
 from jobledger.client.models import FetchedJob
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Fetched
@@ -78,24 +78,33 @@ class LedgerBatches:
 
 class ClientBatches:
     """Over HTTP: ``PATCH /jobs`` (each job fetched with its ``heartbeat_timeout``), through
-    ``short``, which sends a short request when the worker's cap on requests in flight allows."""
+    ``short``, which sends a short request when the worker's cap on requests in flight allows.  A
+    batch over the server's ``max_body_size`` (413: nothing was applied) is sent again in halves,
+    the fetch with the first, so that outputs that fit one by one fit together too."""
 
-    def __init__(
-        self, client: AsyncClient, short: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
-    ) -> None:
+    def __init__(self, client: AsyncClient, short: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]):
         self.client = client
         self.short = short
 
     async def send(self, updates: list[tuple[int, JobUpdate]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
         bodies = [{"id": job_id, **update.body()} for job_id, update in updates]
-        if fetch is None:
-            answer = await self.short(lambda: self.client.update_many(bodies))
-        else:
+        return await self._sent(bodies, fetch)
+
+    async def _sent(self, bodies: list[dict[str, Any]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
+        try:
+            asked: dict[str, Any] = {}
+            if fetch is not None:
+                asked = {"fetch": fetch.queue, "count": fetch.count, "worker": fetch.worker}
             answer = await self.short(
-                lambda: self.client.update_many(
-                    bodies, fetch=fetch.queue, count=fetch.count, worker=fetch.worker, heartbeat_timeout=True
-                )
+                lambda: self.client.update_many(bodies, heartbeat_timeout=True, **asked)
             )
+        except BadRequest as exc:
+            if exc.status != 413 or len(bodies) < 2:
+                raise
+            half = len(bodies) // 2
+            first = await self._sent(bodies[:half], fetch)
+            rest = await self._sent(bodies[half:], None)
+            return Sent(first.outcomes + rest.outcomes, first.fetched)
         return Sent(list(answer.refusals), answer.jobs)
 
     async def fetch(self, ask: FetchAsk) -> list[FetchedJob]:

@@ -139,3 +139,28 @@ def test_a_worker_of_concurrency_one_completes_and_fetches_in_one_call(
     client.close()
     assert finishing.calls <= 6, "each job's completion in one call, with the next fetch"
     assert finishing.fetches_along >= 4
+
+
+@pytest.mark.timeout(60)
+def test_over_http_a_batch_too_big_for_the_server_goes_in_halves(private_redis: str) -> None:
+    """Outputs that fit one request each but not together: the server refuses the batch (413,
+    nothing applied) and the worker sends it again in halves, every job completed with its output."""
+    client, ledger = _queued(private_redis, 24)
+    release = asyncio.Event()
+    output = "x" * 3000
+
+    async def big(job: JobContext) -> str:
+        await release.wait()
+        return output
+
+    with live_server(private_redis, NS, max_body_size=8192) as server:
+        worker = make_worker("http", big, "q", server, private_redis, NS, concurrency=8)
+        with working(worker):
+            eventually(lambda: _running(client, ledger) == 8)
+            assert worker._loop is not None
+            worker._loop.call_soon_threadsafe(release.set)  # eight outputs at once: 24 KB together
+            eventually(lambda: _completed(client, ledger) == 24)
+    client.close()
+    assert worker.counts["completed"] == 24
+    outputs = {ledger.client.hget(ledger.keys.job(i), "output") for i in range(1, 25)}
+    assert outputs == {f'"{output}"'.encode()}
