@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import uvicorn
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobledger.blobs import BlobStore
 from jobledger.runtime.config import Config
@@ -23,22 +25,35 @@ T = TypeVar("T")
 
 @contextmanager
 def live_server(
-    redis_url: str, namespace: str, listen_port: int = 0, blobs: BlobStore | None = None, **server: Any
+    redis_url: str,
+    namespace: str,
+    listen_port: int = 0,
+    blobs: BlobStore | None = None,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    **server: Any,
 ) -> Iterator[str]:
     """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
-    yields its base URL.  ``blobs``: the store of the jobs' files (else one in a temporary directory)."""
+    yields its base URL.  ``blobs``: the store of the jobs' files (else one in a temporary directory);
+    ``wrap``: what serves instead of the app, given the app (a server of another version, say)."""
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(temporary_store())
-        yield stack.enter_context(_serving(redis_url, namespace, listen_port, blobs, server))
+        yield stack.enter_context(_serving(redis_url, namespace, listen_port, blobs, server, wrap))
 
 
 @contextmanager
 def _serving(
-    redis_url: str, namespace: str, listen_port: int, blobs: BlobStore, server: dict[str, Any]
+    redis_url: str,
+    namespace: str,
+    listen_port: int,
+    blobs: BlobStore,
+    server: dict[str, Any],
+    wrap: Callable[[ASGIApp], ASGIApp] | None,
 ) -> Iterator[str]:
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
-    app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
+    app: ASGIApp = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
+    if wrap is not None:
+        app = wrap(app)
     # asyncio's own loop, as ``jobledger serve`` runs the app (uvicorn's "auto" would take uvloop)
     uv = uvicorn.Server(
         uvicorn.Config(
@@ -62,6 +77,22 @@ def _serving(
     finally:
         uv.should_exit = True
         thread.join(timeout=10)
+
+
+def without_route(method: str, path: str) -> Callable[[ASGIApp], ASGIApp]:
+    """A ``wrap`` for :func:`live_server`: the app as a server without that route would serve it
+    (404 with a JSON error, as Starlette answers a path it does not know)."""
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["method"] == method and scope["path"] == path:
+                await JSONResponse({"error": "not found"}, status_code=404)(scope, receive, send)
+                return
+            await app(scope, receive, send)
+
+        return serve
+
+    return wrap
 
 
 def eventually(probe: Callable[[], T], timeout: float = 10.0, every: float = 0.01) -> T:

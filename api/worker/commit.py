@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import redis
 
 from jobledger.client import AsyncClient
-from jobledger.client.errors import BadRequest, ServerError, error_for
+from jobledger.client.errors import BadRequest, ClientError, ServerError, error_for
 from jobledger.client.models import FetchedJob
 from jobledger.ledger import commands
 from jobledger.ledger.commands import Fetched
@@ -80,21 +80,27 @@ class ClientBatches:
     """Over HTTP: ``PATCH /jobs`` (each job fetched with its ``heartbeat_timeout``), through
     ``short``, which sends a short request when the worker's cap on requests in flight allows.  A
     batch over the server's ``max_body_size`` (413: nothing was applied) is sent again in halves,
-    the fetch with the first, so that outputs that fit one by one fit together too."""
+    the fetch with the first, so that outputs that fit one by one fit together too.  A server that
+    has no ``PATCH /jobs`` (an older jobledger, or another server of Ocypod's API: the request is a
+    404 or 405 as a whole) is sent one ``PATCH /job/{id}`` per update from then on, and the fetch
+    after them."""
 
     def __init__(self, client: AsyncClient, short: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]):
         self.client = client
         self.short = short
+        self.batching = True
 
     async def send(self, updates: list[tuple[int, JobUpdate]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
         bodies = [{"id": job_id, **update.body()} for job_id, update in updates]
         return await self._sent(bodies, fetch)
 
     async def _sent(self, bodies: list[dict[str, Any]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
+        if not self.batching:
+            return await self._one_by_one(bodies, fetch)
+        asked: dict[str, Any] = {}
+        if fetch is not None:
+            asked = {"fetch": fetch.queue, "count": fetch.count, "worker": fetch.worker}
         try:
-            asked: dict[str, Any] = {}
-            if fetch is not None:
-                asked = {"fetch": fetch.queue, "count": fetch.count, "worker": fetch.worker}
             answer = await self.short(
                 lambda: self.client.update_many(bodies, heartbeat_timeout=True, **asked)
             )
@@ -105,7 +111,30 @@ class ClientBatches:
             first = await self._sent(bodies[:half], fetch)
             rest = await self._sent(bodies[half:], None)
             return Sent(first.outcomes + rest.outcomes, first.fetched)
+        except ClientError as exc:
+            if exc.status not in (404, 405):
+                raise
+            self.batching = False
+            return await self._one_by_one(bodies, fetch)
         return Sent(list(answer.refusals), answer.jobs)
+
+    async def _one_by_one(self, bodies: list[dict[str, Any]], fetch: FetchAsk | None) -> Sent[FetchedJob]:
+        async def patched(body: dict[str, Any]) -> ClientError | None:
+            fields = {name: value for name, value in body.items() if name != "id"}
+            try:
+                await self.short(lambda: self.client.update(body["id"], **fields))
+            except ClientError as exc:
+                return exc
+            return None
+
+        outcomes = list(await asyncio.gather(*(patched(body) for body in bodies)))
+        fetched: list[FetchedJob] | ClientError | None = None
+        if fetch is not None:
+            try:
+                fetched = await self.fetch(fetch)
+            except ClientError as exc:
+                fetched = exc
+        return Sent(outcomes, fetched)
 
     async def fetch(self, ask: FetchAsk) -> list[FetchedJob]:
         fetched: list[FetchedJob] = await self.short(

@@ -18,7 +18,7 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import sources
 from jobledger.worker.worker import JobContext, Worker
-from tests.live_server import eventually, live_server
+from tests.live_server import eventually, live_server, without_route
 from tests.worker.worker_support import TRANSPORTS, command_counts, make_worker, ran_between, working
 
 NS = "batching"
@@ -164,3 +164,24 @@ def test_over_http_a_batch_too_big_for_the_server_goes_in_halves(private_redis: 
     assert worker.counts["completed"] == 24
     outputs = {ledger.client.hget(ledger.keys.job(i), "output") for i in range(1, 25)}
     assert outputs == {f'"{output}"'.encode()}
+
+
+@pytest.mark.timeout(60)
+def test_over_http_a_server_without_the_batch_route_gets_one_patch_per_job(private_redis: str) -> None:
+    """A server of an earlier version answers PATCH /jobs with 404: the worker sends each update as
+    its own PATCH /job/{id} from then on, and fetches after them; every job completes."""
+    client, ledger = _queued(private_redis, 12)
+
+    async def doubled(job: JobContext) -> int:
+        return 2 * job.id
+
+    with live_server(private_redis, NS, wrap=without_route("PATCH", "/jobs")) as server:
+        worker = make_worker("http", doubled, "q", server, private_redis, NS, concurrency=4)
+        with working(worker):
+            eventually(lambda: _completed(client, ledger) == 12)
+    client.close()
+    assert worker.counts["completed"] == 12
+    assert worker.transport._finishing.batches.batching is False  # type: ignore[attr-defined]
+    assert [ledger.client.hget(ledger.keys.job(i), "output") for i in range(1, 13)] == [
+        str(2 * i).encode() for i in range(1, 13)
+    ]
