@@ -122,9 +122,13 @@ def _answer(
 
 def _outcome(job_id: int, outcome: int | JobLedgerError) -> str:
     if isinstance(outcome, JobLedgerError):
-        return f'{{"id":{job_id},{_refusal(outcome)[1:]}'
+        return _json({"id": job_id, "status": outcome.status, "error": outcome.message})
     return f'{{"id":{job_id},"status":204}}'
 
 
 def _refusal(refused: JobLedgerError) -> str:
-    return json.dumps({"status": refused.status, "error": refused.message}, separators=(",", ":"))
+    return _json({"status": refused.status, "error": refused.message})
+
+
+def _json(value: dict[str, object]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
