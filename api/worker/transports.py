@@ -195,7 +195,27 @@ class FetchErrors:
             self._pause = ERROR_PAUSE[0]
 
 
-class HttpTransport:
+class Finishing:
+    """A transport's ends of runs: each an update of the job, fenced by its attempt, sent through
+    the transport's :class:`GroupCommit` with the others of its moment."""
+
+    _finishing: GroupCommit[Any]
+
+    async def complete(self, job: Assignment, output: Any = UNSET) -> None:
+        fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
+        if output is not UNSET:
+            fields["output"] = output
+        await self._finishing.update(job.id, JobUpdate(**fields))
+
+    async def fail(self, job: Assignment, failure: Failure) -> None:
+        fields = {"status": "failed", "attempt": job.attempt, "error": failure.error()}
+        await self._finishing.update(job.id, JobUpdate.model_validate(fields))
+
+    async def hand_back(self, job: Assignment) -> None:
+        await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
+
+
+class HttpTransport(Finishing):
     """The worker over jobledger's HTTP API, through :class:`jobledger.client.AsyncClient`.
 
     Long-polls wait ``long_poll`` seconds on the server.  They go through a client of their own,
@@ -303,15 +323,6 @@ class HttpTransport:
     async def set_output(self, job: Assignment, output: Any) -> None:
         await self._short(lambda: self.client.set_output(job.id, output, job.attempt))
 
-    async def complete(self, job: Assignment, output: Any = UNSET) -> None:
-        await self._finishing.update(job.id, completion(job, output))
-
-    async def fail(self, job: Assignment, failure: Failure) -> None:
-        await self._finishing.update(job.id, failing(job, failure))
-
-    async def hand_back(self, job: Assignment) -> None:
-        await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
-
     async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
         await self.client.download_file(job.id, ref.name, dest)
 
@@ -349,7 +360,7 @@ async def first_answers(
     return [job for p in polls if p.done() and not p.cancelled() for job in p.result()]
 
 
-class RedisTransport:
+class RedisTransport(Finishing):
     """The worker straight on the ledger: the commands' scripts through the ledger's router
     (:class:`OpeningLedger`: opened on first use, split as stored, or for a new ledger into
     ``partitions``); the bytes of jobs' files through ``blobs``, the store the server uses (without
@@ -438,15 +449,6 @@ class RedisTransport:
     async def set_output(self, job: Assignment, output: Any) -> None:
         await translated(self.ledger.run(commands.set_output(job.id, output, job.attempt)))
 
-    async def complete(self, job: Assignment, output: Any = UNSET) -> None:
-        await self._finishing.update(job.id, completion(job, output))
-
-    async def fail(self, job: Assignment, failure: Failure) -> None:
-        await self._finishing.update(job.id, failing(job, failure))
-
-    async def hand_back(self, job: Assignment) -> None:
-        await self._finishing.update(job.id, JobUpdate(status="queued", attempt=job.attempt))
-
     async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
         await blob_files.download(self._store(), ref, dest)
 
@@ -496,19 +498,6 @@ async def until_either(waiting: Any, stopping: asyncio.Event) -> None:
     finally:
         for task in tasks:
             task.cancel()
-
-
-def completion(job: Assignment, output: Any = UNSET) -> JobUpdate:
-    """The update that completes ``job`` (with ``output``, when given)."""
-    fields: dict[str, Any] = {"status": "completed", "attempt": job.attempt}
-    if output is not UNSET:
-        fields["output"] = output
-    return JobUpdate(**fields)
-
-
-def failing(job: Assignment, failure: Failure) -> JobUpdate:
-    """The update that fails ``job`` with ``failure``."""
-    return JobUpdate.model_validate({"status": "failed", "attempt": job.attempt, "error": failure.error()})
 
 
 def _heartbeat_timeout(job_id: int) -> Read[float]:
