@@ -279,20 +279,40 @@ class Worker:
     async def _outcome(self, run: Run) -> Any:
         """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
         if _is_async(self.handler):
-            run.future = asyncio.ensure_future(self.handler(run.ctx))
-        else:
-            run.future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
-        await _settled(run.future)  # abandon() cancels it: either way it is done
+            return await self._async_outcome(run)
+        run.running = future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
+        await _settled(future)  # abandon() cancels it: either way it is done
+        run.running = None
         if run.abandoned.is_set():
             return Ended.RETURNED
-        if run.ctx.cancelled or run.future.cancelled():
+        if run.ctx.cancelled or future.cancelled():
             return Ended.CANCELLED
-        exc = run.future.exception()
-        if exc is None:
-            return run.future.result()
-        if isinstance(exc, Exception | SystemExit):  # any error of the handler fails its job
-            return Failure.of(exc)
-        raise exc
+        exc = future.exception()
+        return future.result() if exc is None else _failure(exc)
+
+    async def _async_outcome(self, run: Run) -> Any:
+        """An ``async def`` handler run in this task, which :meth:`Run.cancel` and
+        :meth:`Run.abandon` cancel while the handler runs; the cancellations they made are taken
+        back once it is done, and any other (the loop closing) goes on up."""
+        task = asyncio.current_task()
+        assert task is not None
+        run.running = task
+        raised: BaseException | None = None
+        try:
+            result = await self.handler(run.ctx)
+        except BaseException as exc:  # the handler's: _failure decides (its errors fail the job)
+            if isinstance(exc, asyncio.CancelledError) and not run.interruptions:
+                raise
+            raised = exc
+        finally:
+            run.running = None
+            for _ in range(run.interruptions):
+                task.uncancel()
+        if run.abandoned.is_set():
+            return Ended.RETURNED
+        if run.ctx.cancelled or isinstance(raised, asyncio.CancelledError):
+            return Ended.CANCELLED
+        return result if raised is None else _failure(raised)
 
     async def _finish(self, run: Run, outcome: Any) -> None:
         """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
@@ -435,6 +455,14 @@ async def _settled(future: asyncio.Future[Any]) -> None:
 
     future.add_done_callback(done)
     await settled
+
+
+def _failure(exc: BaseException) -> Failure:
+    """The failure of a handler's error (any error of a handler fails its job); other exceptions
+    (KeyboardInterrupt, ...) are raised."""
+    if isinstance(exc, Exception | SystemExit):
+        return Failure.of(exc)
+    raise exc
 
 
 def _is_async(handler: Handler) -> bool:
