@@ -11,7 +11,9 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
 - a blocking read (``XREAD BLOCK``) blocks for at most :func:`block_ms` of what it asks, so it
   always answers before the socket timeout of the client it runs on, whoever made that client;
 - a client made for a ``namespace`` connects, on a Cluster, to the node serving that namespace's
-  slot, whichever node the URL names (:mod:`jobledger.ledger.slot_routing`).
+  slot, whichever node the URL names (:mod:`jobledger.ledger.slot_routing`);
+- an async client's command that cannot wait to be written is written at once, in its caller's
+  task (:class:`WritesInTask`).
 """
 
 from __future__ import annotations
@@ -60,7 +62,49 @@ def async_client(url: str, namespace: str | None = None, **overrides: Any) -> re
     client = redis.asyncio.Redis.from_url(url, **_options(overrides))
     _route(client, url, namespace)
     _no_resend(client)
+    pool = client.connection_pool
+    pool.connection_class = _writing_in_task(pool.connection_class)
     return client
+
+
+class WritesInTask(redis.asyncio.connection.AbstractConnection):
+    """An async connection that writes a command in its caller's task when the write cannot wait.
+    redis-py bounds each write by the socket timeout with ``asyncio.wait_for``, which before Python
+    3.12 runs the write as a task of its own, with a timer: a task, a timer and two more turns of
+    the loop per command (for a worker's no-op job, ~40k of its ~700k instructions).  A command the
+    transport takes whole while it holds nothing back (smaller than its high-water mark) cannot
+    wait, so it needs no timeout: redis-py's own code writes it (its errors, its disconnect on
+    failure) with the timeout lifted meanwhile.  Any other write is redis-py's, timeout and all."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        timeout = self.socket_timeout
+        if not timeout or not self._cannot_wait(command):
+            return await super().send_packed_command(command, check_health)
+        self.socket_timeout = None
+        try:
+            await super().send_packed_command(command, check_health)
+        finally:
+            self.socket_timeout = timeout
+
+    def _cannot_wait(self, command: Any) -> bool:
+        writer = self._writer
+        if writer is None or not self.is_connected or self.health_check_interval:
+            return False
+        transport = writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        size = len(command) if isinstance(command, bytes | str) else sum(len(part) for part in command)
+        return size <= transport.get_write_buffer_limits()[1]
+
+
+_writing: dict[type[Any], type[WritesInTask]] = {}
+
+
+def _writing_in_task(cls: type[redis.asyncio.connection.AbstractConnection]) -> type[WritesInTask]:
+    """``cls`` whose writes are :class:`WritesInTask`'s (one such class for each)."""
+    if cls not in _writing:
+        _writing[cls] = type(cls.__name__, (WritesInTask, cls), {})
+    return _writing[cls]
 
 
 def _route(client: redis.Redis | redis.asyncio.Redis, url: str, namespace: str | None) -> None:
