@@ -108,6 +108,7 @@ class Worker:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.handler = handler
+        self._handler_is_async = _is_async(handler)
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
         self.transport = _transport(transport, url, redis_url, namespace, token, blobs, partitions)
@@ -278,7 +279,7 @@ class Worker:
 
     async def _outcome(self, run: Run) -> Any:
         """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
-        if _is_async(self.handler):
+        if self._handler_is_async:
             return await self._async_outcome(run)
         run.running = future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
         await _settled(future)  # abandon() cancels it: either way it is done
