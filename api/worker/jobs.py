@@ -17,6 +17,7 @@ from jobledger.client.calls import UNSET
 from jobledger.client.errors import ClientError
 from jobledger.worker.files import JobFiles
 from jobledger.worker.transports import Assignment, Transport
+from jobledger.worker.watch import Watching
 
 Handler = Callable[["JobContext"], Any]
 
@@ -143,6 +144,8 @@ class Run:
         #: worker takes them back once the handler is done, and goes on with the job).
         self.interruptions = 0
         self.outbox: _Outbox | None = None
+        #: The watch of the job's attempt, once the worker watches it (see ``WATCH_AFTER``).
+        self.watching: Watching | None = None
 
     def cancel(self, reason: str) -> None:
         """The attempt is over elsewhere: tell the handler (an async one is cancelled)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import os
 import signal
 import socket
@@ -44,7 +45,6 @@ from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
-from jobledger.worker.watch import Watching
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -129,6 +129,9 @@ class Worker:
         #: way to the ledger frees its slot, so the next fetch can go with that outcome.
         self._busy = 0
         self._slot_waiter: asyncio.Future[None] | None = None
+        #: The one timer that starts watching the runs that have run for WATCH_AFTER, while some
+        #: have not yet (a timer per job cost a no-op job more than the rest of its watching).
+        self._watch_timer: asyncio.TimerHandle | None = None
 
     def run(self) -> None:
         """Work until SIGTERM or SIGINT, then stop gracefully (a second signal: at once).  Blocks;
@@ -151,6 +154,8 @@ class Worker:
             await self._fetch_loop()
             await self._drain()
         finally:
+            if self._watch_timer is not None:
+                self._watch_timer.cancel()
             await self.transport.close()
             done = ", ".join(f"{n} {outcome}" for outcome, n in self.counts.items())
             log.info("worker %s stopped: %s", self.worker_id, done)
@@ -232,6 +237,24 @@ class Worker:
         task = asyncio.create_task(self._work(run), name=f"job-{job.id}")
         self._runs[task] = run
         task.add_done_callback(self._runs.pop)
+        if self._watch_timer is None:
+            self._watch_timer = asyncio.get_running_loop().call_later(WATCH_AFTER, self._watch_due)
+
+    def _watch_due(self) -> None:
+        """Watch each run that has run for :data:`WATCH_AFTER` (the transport tells it when its
+        attempt is over, until its handler is done); come back when the next one is due."""
+        self._watch_timer = None
+        now, next_due = time.monotonic(), math.inf
+        for run in self._runs.values():
+            if run.watching is not None or run.done.is_set():
+                continue
+            due = run.started + WATCH_AFTER
+            if due <= now:
+                run.watching = self.transport.watch(run.job, run.cancel)
+            else:
+                next_due = min(next_due, due)
+        if next_due < math.inf:
+            self._watch_timer = asyncio.get_running_loop().call_later(next_due - now, self._watch_due)
 
     # One job
 
@@ -239,12 +262,12 @@ class Worker:
         beats = None
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
-        watching = _Watch(self.transport, run)
         try:
             outcome = await self._with_files(run)
         finally:
             run.done.set()
-            watching.close()
+            if run.watching is not None:
+                run.watching.close()
             self._busy -= 1
             self._wake_fetch_loop()
             await run.close_outbox()
@@ -429,24 +452,6 @@ class Worker:
             run.abandon()
         if self._runs:
             await asyncio.wait(set(self._runs), timeout=FINISH_TIMEOUT)
-
-
-class _Watch:
-    """After :data:`WATCH_AFTER`, the transport tells the run when its attempt is over, until
-    closed (a timer, not a task: the many short jobs that end before it pay next to nothing)."""
-
-    def __init__(self, transport: Transport, run: Run) -> None:
-        self._transport, self._run = transport, run
-        self._watching: Watching | None = None
-        self._timer = asyncio.get_running_loop().call_later(WATCH_AFTER, self._start)
-
-    def _start(self) -> None:
-        self._watching = self._transport.watch(self._run.job, self._run.cancel)
-
-    def close(self) -> None:
-        self._timer.cancel()
-        if self._watching is not None:
-            self._watching.close()
 
 
 async def _settled(future: asyncio.Future[Any]) -> None:
