@@ -374,7 +374,10 @@ class OpeningLedger:
             raise
 
     async def run(self, call: Call[T]) -> T:
-        return await (await self._opened_for([call.script])).run(call)
+        router = self._acting  # once open: straight to the router
+        if router is None:
+            router = await self._opened_for([call.script])
+        return await router.run(call)
 
     async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
         calls = list(calls)

@@ -17,6 +17,7 @@ from jobledger.client.calls import UNSET
 from jobledger.client.errors import ClientError
 from jobledger.worker.files import JobFiles
 from jobledger.worker.transports import Assignment, Transport
+from jobledger.worker.watch import Watching
 
 Handler = Callable[["JobContext"], Any]
 
@@ -114,7 +115,7 @@ class _Outbox:
 
 
 class Run:
-    """One job in hand: its context, its handler's future, its output sender, and how it ends when
+    """One job in hand: its context, what runs its handler, its output sender, and how it ends when
     the handler does not: cancelled elsewhere (:meth:`cancel`) or given up by the worker
     (:meth:`abandon`)."""
 
@@ -135,23 +136,35 @@ class Run:
         self.ctx = JobContext(job, worker, self._post, self.files, transport)
         self.done = asyncio.Event()
         self.abandoned = asyncio.Event()
-        self.future: asyncio.Future[Any] | None = None
+        #: What stops the handler once cancelled, while it runs: the future of a plain function's
+        #: thread, or the worker's own task, which an ``async def`` handler runs in (no task of
+        #: its own: most handlers end without waiting for anything).
+        self.running: asyncio.Future[Any] | None = None
+        #: How many times :attr:`running`, a worker's task, was cancelled to stop the handler (the
+        #: worker takes them back once the handler is done, and goes on with the job).
+        self.interruptions = 0
         self.outbox: _Outbox | None = None
+        #: The watch of the job's attempt, once the worker watches it (see ``WATCH_AFTER``).
+        self.watching: Watching | None = None
 
     def cancel(self, reason: str) -> None:
         """The attempt is over elsewhere: tell the handler (an async one is cancelled)."""
         if self.ctx.cancelled or self.done.is_set():
             return
         self.ctx.cancelled, self.ctx.cancel_reason = True, reason
-        if self.future is not None and not isinstance(self.future, ThreadFuture):
-            self.future.cancel()
+        if self.running is not None and not isinstance(self.running, ThreadFuture):
+            self._interrupt(self.running)
 
     def abandon(self) -> None:
         """Stop waiting for the handler, whose job the worker hands back (an async handler is
         cancelled; a thread is left to end with the process)."""
-        if self.future is not None and not self.future.done():
+        if self.running is not None and not self.running.done():
             self.abandoned.set()
-            self.future.cancel()
+            self._interrupt(self.running)
+
+    def _interrupt(self, running: asyncio.Future[Any]) -> None:
+        if running.cancel() and not isinstance(running, ThreadFuture):
+            self.interruptions += 1
 
     def deadline(self, otherwise: float) -> float:
         """``time.monotonic()`` past which the ledger may time this attempt out (its heartbeat

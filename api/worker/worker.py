@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import os
 import signal
 import socket
@@ -44,7 +45,6 @@ from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
-from jobledger.worker.watch import Watching
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -108,6 +108,7 @@ class Worker:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.handler = handler
+        self._handler_is_async = _is_async(handler)
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
         self.transport = _transport(transport, url, redis_url, namespace, token, blobs, partitions)
@@ -128,6 +129,9 @@ class Worker:
         #: way to the ledger frees its slot, so the next fetch can go with that outcome.
         self._busy = 0
         self._slot_waiter: asyncio.Future[None] | None = None
+        #: The one timer that starts watching the runs that have run for WATCH_AFTER, while some
+        #: have not yet (a timer per job cost a no-op job more than the rest of its watching).
+        self._watch_timer: asyncio.TimerHandle | None = None
 
     def run(self) -> None:
         """Work until SIGTERM or SIGINT, then stop gracefully (a second signal: at once).  Blocks;
@@ -150,6 +154,8 @@ class Worker:
             await self._fetch_loop()
             await self._drain()
         finally:
+            if self._watch_timer is not None:
+                self._watch_timer.cancel()
             await self.transport.close()
             done = ", ".join(f"{n} {outcome}" for outcome, n in self.counts.items())
             log.info("worker %s stopped: %s", self.worker_id, done)
@@ -231,6 +237,24 @@ class Worker:
         task = asyncio.create_task(self._work(run), name=f"job-{job.id}")
         self._runs[task] = run
         task.add_done_callback(self._runs.pop)
+        if self._watch_timer is None:
+            self._watch_timer = asyncio.get_running_loop().call_later(WATCH_AFTER, self._watch_due)
+
+    def _watch_due(self) -> None:
+        """Watch each run that has run for :data:`WATCH_AFTER` (the transport tells it when its
+        attempt is over, until its handler is done); come back when the next one is due."""
+        self._watch_timer = None
+        now, next_due = time.monotonic(), math.inf
+        for run in self._runs.values():
+            if run.watching is not None or run.done.is_set():
+                continue
+            due = run.started + WATCH_AFTER
+            if due <= now:
+                run.watching = self.transport.watch(run.job, run.cancel)
+            else:
+                next_due = min(next_due, due)
+        if next_due < math.inf:
+            self._watch_timer = asyncio.get_running_loop().call_later(next_due - now, self._watch_due)
 
     # One job
 
@@ -238,12 +262,12 @@ class Worker:
         beats = None
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
-        watching = _Watch(self.transport, run)
         try:
             outcome = await self._with_files(run)
         finally:
             run.done.set()
-            watching.close()
+            if run.watching is not None:
+                run.watching.close()
             self._busy -= 1
             self._wake_fetch_loop()
             await run.close_outbox()
@@ -278,21 +302,41 @@ class Worker:
 
     async def _outcome(self, run: Run) -> Any:
         """The handler's result, the :class:`Failure` it raised, or how the run :class:`Ended`."""
-        if _is_async(self.handler):
-            run.future = asyncio.ensure_future(self.handler(run.ctx))
-        else:
-            run.future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
-        await _settled(run.future)  # abandon() cancels it: either way it is done
+        if self._handler_is_async:
+            return await self._async_outcome(run)
+        run.running = future = in_thread(self.handler, run.ctx, f"job-{run.job.id}")
+        await _settled(future)  # abandon() cancels it: either way it is done
+        run.running = None
         if run.abandoned.is_set():
             return Ended.RETURNED
-        if run.ctx.cancelled or run.future.cancelled():
+        if run.ctx.cancelled or future.cancelled():
             return Ended.CANCELLED
-        exc = run.future.exception()
-        if exc is None:
-            return run.future.result()
-        if isinstance(exc, Exception | SystemExit):  # any error of the handler fails its job
-            return Failure.of(exc)
-        raise exc
+        exc = future.exception()
+        return future.result() if exc is None else _failure(exc)
+
+    async def _async_outcome(self, run: Run) -> Any:
+        """An ``async def`` handler run in this task, which :meth:`Run.cancel` and
+        :meth:`Run.abandon` cancel while the handler runs; the cancellations they made are taken
+        back once it is done, and any other (the loop closing) goes on up."""
+        task = asyncio.current_task()
+        assert task is not None
+        run.running = task
+        raised: BaseException | None = None
+        try:
+            result = await self.handler(run.ctx)
+        except BaseException as exc:  # the handler's: _failure decides (its errors fail the job)
+            if isinstance(exc, asyncio.CancelledError) and not run.interruptions:
+                raise
+            raised = exc
+        finally:
+            run.running = None
+            for _ in range(run.interruptions):
+                task.uncancel()
+        if run.abandoned.is_set():
+            return Ended.RETURNED
+        if run.ctx.cancelled or isinstance(raised, asyncio.CancelledError):
+            return Ended.CANCELLED
+        return result if raised is None else _failure(raised)
 
     async def _finish(self, run: Run, outcome: Any) -> None:
         """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
@@ -300,33 +344,38 @@ class Worker:
         job, took = run.job, run.seconds()
         if outcome is Ended.CANCELLED:
             self.counts["cancelled"] += 1
-            log.info(
-                "%s: cancelled after %.3fs (%s), not completed", _named(job), took, run.ctx.cancel_reason
+            _job_line(
+                logging.INFO, job, "cancelled after %.3fs (%s), not completed", took, run.ctx.cancel_reason
             )
             return
         try:
             if outcome is Ended.RETURNED:
                 await self.transport.hand_back(job)
                 self.counts["returned"] += 1
-                log.info("%s: handed back after %.3fs (the worker is stopping)", _named(job), took)
+                _job_line(logging.INFO, job, "handed back after %.3fs (the worker is stopping)", took)
             elif isinstance(outcome, Failure):
                 await self._until_recorded(run, lambda: self.transport.fail(job, outcome))
                 self.counts["failed"] += 1
-                log.warning(
-                    "%s: failed after %.3fs: %s: %s", _named(job), took, outcome.kind, _short(outcome.message)
+                _job_line(
+                    logging.WARNING,
+                    job,
+                    "failed after %.3fs: %s: %s",
+                    took,
+                    outcome.kind,
+                    _short(outcome.message),
                 )
                 log.debug("%s: %s", _named(job), outcome.traceback)
             else:
                 output = run.ctx._output if outcome is None else outcome
                 await self._until_recorded(run, lambda: self.transport.complete(job, output))
                 self.counts["completed"] += 1
-                log.info("%s: completed in %.3fs", _named(job), took)
+                _job_line(logging.INFO, job, "completed in %.3fs", took)
         except (Conflict, NotFound) as exc:
             self.counts["cancelled"] += 1
-            log.info("%s: not recorded after %.3fs, the attempt is no longer this worker's: %s",
-                     _named(job), took, exc)  # fmt: skip
+            _job_line(logging.INFO, job, "not recorded after %.3fs, the attempt is no longer this "
+                      "worker's: %s", took, exc)  # fmt: skip
         except ClientError as exc:
-            log.error("%s: not recorded (%s); its timeout will recover it", _named(job), exc)
+            _job_line(logging.ERROR, job, "not recorded (%s); its timeout will recover it", exc)
 
     async def _until_recorded(self, run: Run, send: Callable[[], Awaitable[None]]) -> None:
         """Send a completion or failure, and send it again, with backoff, while the ledger cannot be
@@ -405,24 +454,6 @@ class Worker:
             await asyncio.wait(set(self._runs), timeout=FINISH_TIMEOUT)
 
 
-class _Watch:
-    """After :data:`WATCH_AFTER`, the transport tells the run when its attempt is over, until
-    closed (a timer, not a task: the many short jobs that end before it pay next to nothing)."""
-
-    def __init__(self, transport: Transport, run: Run) -> None:
-        self._transport, self._run = transport, run
-        self._watching: Watching | None = None
-        self._timer = asyncio.get_running_loop().call_later(WATCH_AFTER, self._start)
-
-    def _start(self) -> None:
-        self._watching = self._transport.watch(self._run.job, self._run.cancel)
-
-    def close(self) -> None:
-        self._timer.cancel()
-        if self._watching is not None:
-            self._watching.close()
-
-
 async def _settled(future: asyncio.Future[Any]) -> None:
     """Wait until ``future`` is done, whatever its outcome, without raising it."""
     if future.done():
@@ -437,6 +468,14 @@ async def _settled(future: asyncio.Future[Any]) -> None:
     await settled
 
 
+def _failure(exc: BaseException) -> Failure:
+    """The failure of a handler's error (any error of a handler fails its job); other exceptions
+    (KeyboardInterrupt, ...) are raised."""
+    if isinstance(exc, Exception | SystemExit):
+        return Failure.of(exc)
+    raise exc
+
+
 def _is_async(handler: Handler) -> bool:
     """An ``async def`` function, or an object whose ``__call__`` is one."""
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
@@ -444,6 +483,14 @@ def _is_async(handler: Handler) -> bool:
 
 def _named(job: Assignment) -> str:
     return f"job {job.id} ({job.queue}, attempt {job.attempt})"
+
+
+def _job_line(level: int, job: Assignment, what: str, *args: Any) -> None:
+    """Log ``what`` % ``args`` about ``job`` (after its :func:`_named`) as ``log.log`` would, but
+    without looking up the caller's file and line, which no line of a job shows: that walk up the
+    stack was a quarter of the cost of the line each job logs."""
+    if log.isEnabledFor(level):
+        log.handle(log.makeRecord(log.name, level, __file__, 0, "%s: " + what, (_named(job), *args), None))
 
 
 def _transport(

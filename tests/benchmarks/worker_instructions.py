@@ -2,13 +2,14 @@
 
 The other half of :mod:`tests.benchmarks.instructions`, which counts the server's: the bundled
 valkey-server runs as usual, and a worker process as a user runs it (``Worker(handler, queue,
-transport="redis")`` at concurrency 1 and every other default, an async no-op handler,
-:meth:`Worker.run`) runs under valgrind's callgrind, instrumented only while N jobs (1,000 by
-default) are worked, after 200 that warm it up.  It prints the process's instructions per job:
+transport="redis")`` at concurrency 1, or ``--concurrency C``, and every other default, an async
+no-op handler, :meth:`Worker.run`) runs under valgrind's callgrind, instrumented only while N jobs
+(1,000 by default) are worked, after 200 that warm it up.  It prints the process's instructions per job:
 the interpreter, the event loop, the Redis client and the worker, exact whatever the machine's
 load (a timing of the same moves by a fifth from one run to the next here).  Needs valgrind
 (``apt-get install valgrind``); ``--keep DIR`` keeps the profile.  The count is of jobs the server
-saw completed while counting, so a job or two at either edge is in doubt (0.2% at 1,000).
+saw completed while counting, so a job or two at either edge is in doubt (0.2% at 1,000; at
+concurrency C, up to C of them: count more jobs).
 """
 
 from __future__ import annotations
@@ -42,14 +43,14 @@ BATCH = 500
 START_LIMIT = 300.0
 
 
-def _work(url: str) -> None:
+def _work(url: str, concurrency: int) -> None:
     """The worker process: what a user runs, until SIGTERM."""
     from jobledger.worker.worker import Worker
 
     async def noop(job: Any) -> None:
         return None
 
-    Worker(noop, QUEUE, transport="redis", redis_url=url, namespace=NAMESPACE).run()
+    Worker(noop, QUEUE, concurrency=concurrency, transport="redis", redis_url=url, namespace=NAMESPACE).run()
 
 
 def _control(pid: int, *args: str) -> None:
@@ -66,7 +67,7 @@ def _until(client: redis.Redis, key: str, count: int, worker: subprocess.Popen[b
     return done
 
 
-def count(n: int, keep: Path | None = None) -> tuple[int, int]:
+def count(n: int, keep: Path | None = None, concurrency: int = 1) -> tuple[int, int]:
     """(the worker process's instructions while counting, jobs completed meanwhile)."""
     workdir = Path(tempfile.mkdtemp(prefix="jobledger-worker-instructions-"))
     out = workdir / "callgrind.out"
@@ -80,7 +81,8 @@ def count(n: int, keep: Path | None = None) -> tuple[int, int]:
         completed = Keys(NAMESPACE).queue_status(QUEUE, "completed")
         worker = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-             sys.executable, "-m", "tests.benchmarks.worker_instructions", "--work", url],
+             sys.executable, "-m", "tests.benchmarks.worker_instructions", "--work", url,
+             "--concurrency", str(concurrency)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONHASHSEED": "0"},
         )  # fmt: skip
         try:
@@ -111,15 +113,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("n", type=int, nargs="?", default=1000, help="jobs counted (default 1000)")
     parser.add_argument("--keep", type=Path, help="a folder to keep the profile in")
+    parser.add_argument("--concurrency", type=int, default=1, help="the worker's concurrency (default 1)")
     parser.add_argument("--work", metavar="URL", help=argparse.SUPPRESS)  # the worker process itself
     args = parser.parse_args(argv)
     if args.work:
-        _work(args.work)
+        _work(args.work, args.concurrency)
         return
     if not shutil.which("valgrind"):
         parser.exit(2, "valgrind is not installed (apt-get install valgrind)\n")
-    total, jobs = count(args.n, args.keep)
-    print(f"worker: {total:,} instructions in the Worker's process, {total / jobs:,.0f} per job ({jobs:,})")
+    total, jobs = count(args.n, args.keep, args.concurrency)
+    print(
+        f"worker at concurrency {args.concurrency}: {total:,} instructions in the Worker's process,"
+        f" {total / jobs:,.0f} per job ({jobs:,})"
+    )
 
 
 if __name__ == "__main__":
