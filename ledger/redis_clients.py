@@ -92,9 +92,12 @@ class LeanConnection(redis.asyncio.connection.AbstractConnection):
         self._hiredis = _HIREDIS if utf8 else None  # which encodes str as UTF-8, strictly
 
     def pack_command(self, *args: Any) -> list[bytes]:
-        if self._hiredis is None:
-            return super().pack_command(*args)
-        return self._hiredis.pack(*args)  # type: ignore[no-any-return]
+        if self._hiredis is not None:
+            try:
+                return self._hiredis.pack(*args)  # type: ignore[no-any-return]
+            except redis.DataError:  # what some versions' hiredis packer takes not (a memoryview)
+                pass
+        return super().pack_command(*args)
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         timeout = self.socket_timeout

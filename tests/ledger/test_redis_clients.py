@@ -41,7 +41,16 @@ def test_a_command_is_packed_into_the_bytes_redis_py_packs(args: tuple[Any, ...]
     ours = async_client("redis://127.0.0.1:1").connection_pool.make_connection()
     assert isinstance(ours, LeanConnection)
     theirs = redis.asyncio.connection.Connection()
-    assert b"".join(ours.pack_command(*args)) == b"".join(theirs.pack_command(*args))
+    assert _packed(ours, args) == _packed(theirs, args)
+
+
+def _packed(connection: Any, args: tuple[Any, ...]) -> bytes | str:
+    """The bytes a connection packs, or how it refused them (some redis-py versions refuse a
+    bytearray, which others take)."""
+    try:
+        return b"".join(connection.pack_command(*args))
+    except redis.DataError as refused:
+        return f"refused: {refused}"
 
 
 def test_what_cannot_be_packed_is_refused_as_redis_py_refuses_it() -> None:
@@ -74,7 +83,10 @@ def test_a_short_command_is_written_without_a_task_and_a_long_one_as_redis_py_do
             long = b"x" * 1_000_000  # more than any transport's high-water mark
             await client.set(key, long)
             assert await client.get(key) == long
-            connection = await client.connection_pool.get_connection()
+            try:  # redis-py 5 names the command; later versions take none
+                connection = await client.connection_pool.get_connection()
+            except TypeError:
+                connection = await client.connection_pool.get_connection("GET")  # type: ignore[call-arg]
             assert connection.socket_timeout == 5.0  # lifted for the write only
             await client.connection_pool.release(connection)
             await client.delete(key)
