@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from jobledger.ledger import commands
-from jobledger.ledger.errors import BadRequest, Conflict, JobLedgerError, NotFound
+from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate, QueueName
 from jobledger.server.auth import REQUIRES, check_form_scope, check_jobs_scope
@@ -86,22 +86,9 @@ async def update_jobs(request: Request) -> Response:
         outcomes = await _ledger(request).run(commands.update_jobs(updates))
         return _answer(updates, outcomes)
     check_form_scope(request, WORK, fetch.queue)
-    started: list[commands.Fetched] | JobLedgerError
-    if updates:
-        call = commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker)
-        both = await _ledger(request).run(call)
-        outcomes, started = both.outcomes, both.fetched
-    else:
-        outcomes = []
-        try:
-            started = await _ledger(request).run(commands.fetch_jobs(fetch.queue, fetch.count, fetch.worker))
-        except REFUSALS as refused:
-            started = refused
-    return _answer(updates, outcomes, started, "heartbeat_timeout" in fetch.fields)
-
-
-#: What the ledger refuses a fetch with (it answers them as a fetch_error, beside the updates).
-REFUSALS = (BadRequest, NotFound, Conflict)
+    call = commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker)
+    both = await _ledger(request).run(call)  # the fetch's refusal comes back as a value
+    return _answer(updates, both.outcomes, both.fetched, "heartbeat_timeout" in fetch.fields)
 
 
 def _answer(
