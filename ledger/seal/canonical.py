@@ -14,6 +14,8 @@ with a key twice (parsers differ on which one wins).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json.encoder import encode_basestring
 from typing import Any
 
 import rfc8785
@@ -33,38 +35,36 @@ def dumps(value: Any, plain: bool = False) -> bytes:
     :class:`Malformed` for what JCS cannot encode (a lone surrogate, a float that is not finite, an
     integer out of range)."""
     try:
-        if plain:
-            text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-            return text.encode("utf-8")
-        return rfc8785.dumps(value)
+        return plain_text(value).encode("utf-8") if plain else rfc8785.dumps(value)
     except (ValueError, TypeError) as error:
         raise Malformed(f"not encodable as canonical JSON: {error}") from error
 
 
+def plain_text(value: Any) -> str:
+    """The canonical JSON of a plain value, as text (the standard library's encoder)."""
+    return _FAST.encode(value)
+
+
+#: A string as a JSON string the way JCS writes it: only ``"``, ``\\`` and control characters escaped.
+quote: Callable[[str], str] = encode_basestring
+
+
 def loads(text: str | bytes, what: str) -> Any:
     """A JSON value from ``text`` (UTF-8 if bytes), refusing duplicate keys and ``NaN``/``Infinity``."""
-    return _parse(text, what, plain=False)
+    return _parse(_STRICT, text, what)
 
 
 def loads_plain(text: str | bytes, what: str) -> tuple[Any, bool]:
     """:func:`loads`, and whether the value is plain: what :func:`dumps` may encode the fast way."""
     try:
-        return _parse(text, what, plain=True), True
+        return _parse(_PLAIN, text, what), True
     except _NotPlain:
-        return _parse(text, what, plain=False), False
+        return _parse(_STRICT, text, what), False
 
 
-def _parse(text: str | bytes, what: str, plain: bool) -> Any:
+def _parse(decoder: json.JSONDecoder, text: str | bytes, what: str) -> Any:
     try:
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        return json.loads(
-            text,
-            object_pairs_hook=_plain_object if plain else _object,
-            parse_int=_plain_int if plain else int,
-            parse_float=_not_plain if plain else float,
-            parse_constant=_constant,
-        )
+        return decoder.decode(text.decode("utf-8") if isinstance(text, bytes) else text)
     except (ValueError, RecursionError) as error:
         raise Malformed(f"{what} is not JSON: {error}") from error
 
@@ -101,3 +101,10 @@ def _not_plain(_: str) -> float:
 
 def _constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant)
+_PLAIN = json.JSONDecoder(
+    object_pairs_hook=_plain_object, parse_int=_plain_int, parse_float=_not_plain, parse_constant=_constant
+)
+_FAST = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))

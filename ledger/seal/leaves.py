@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jobledger.ledger.seal.canonical import MAX_INT, dumps, loads, loads_plain
+from jobledger.ledger.seal.canonical import MAX_INT, dumps, loads, loads_plain, plain_text, quote
 from jobledger.ledger.seal.errors import Malformed
 from jobledger.ledger.seal.hashes import leaf_hash
 
@@ -31,7 +31,7 @@ FIELDS = frozenset({"type", "v", "at", "job", "queue", "actor", "data"})
 KEYS = ("actor", "at", "data", "id", "job", "queue", "type", "v")
 
 _ID = re.compile(r"(0|[1-9][0-9]*)-(0|[1-9][0-9]*)")
-_NUMBER = re.compile(r"0|[1-9][0-9]{0,15}")
+_NAMES: dict[Any, str] = {**{name: name for name in FIELDS}, **{name.encode(): name for name in FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,7 @@ def leaf_bytes(entry_id: str | bytes, fields: Mapping[Any, Any]) -> bytes:
     event_id = _text(entry_id, "the id")
     if not _ID.fullmatch(event_id):
         raise Malformed(f"{event_id!r:.40} is not a stream id")
-    entry = {_text(k, "a field name"): _text(v, "a field") for k, v in fields.items()}
-    unknown = set(entry) - FIELDS
-    if unknown:
-        raise Malformed(f"entry {event_id} has fields no event has: {', '.join(sorted(unknown))}")
-    if not entry.get("type") or "at" not in entry:
-        raise Malformed(f"entry {event_id} has no type or no at")
+    entry = _entry(event_id, fields)
     data, plain = loads_plain(entry.get("data") or "{}", f"the data of entry {event_id}")
     if not isinstance(data, dict):
         raise Malformed(f"the data of entry {event_id} is not a JSON object")
@@ -84,7 +79,35 @@ def leaf_bytes(entry_id: str | bytes, fields: Mapping[Any, Any]) -> bytes:
         "actor": entry.get("actor") or LOCAL,
         "data": data,
     }
-    return dumps(leaf, plain=plain)
+    return _plain_leaf(leaf) if plain else dumps(leaf)
+
+
+def _entry(event_id: str, fields: Mapping[Any, Any]) -> dict[str, str]:
+    """The entry's fields by name, as text; only the fields an event has, and type and at among them."""
+    entry: dict[str, str] = {}
+    for key, value in fields.items():
+        name = _NAMES.get(key)
+        if name is None:
+            raise Malformed(f"entry {event_id} has a field no event has: {key!r:.40}")
+        entry[name] = _text(value, f"the {name} of entry {event_id}")
+    if not entry.get("type") or "at" not in entry:
+        raise Malformed(f"entry {event_id} has no type or no at")
+    return entry
+
+
+def _plain_leaf(leaf: dict[str, Any]) -> bytes:
+    """A leaf whose data is plain, written key by key in their sorted order (what :func:`dumps` writes
+    of it, a test holds): a sealer makes one for every event."""
+    job, queue = leaf["job"], leaf["queue"]
+    text = (
+        f'{{"actor":{quote(leaf["actor"])},"at":{leaf["at"]},"data":{plain_text(leaf["data"])},'
+        f'"id":"{leaf["id"]}","job":{"null" if job is None else job},'
+        f'"queue":{"null" if queue is None else quote(queue)},"type":{quote(leaf["type"])},"v":{leaf["v"]}}}'
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise Malformed(f"entry {leaf['id']} holds text that is not UTF-8") from error
 
 
 def parse_leaf(data: bytes | str) -> Leaf:
@@ -120,7 +143,7 @@ def _is_int(value: object) -> bool:
 
 
 def _number(text: str, what: str) -> int:
-    if not _NUMBER.fullmatch(text) or int(text) > MAX_INT:
+    if not (text.isascii() and text.isdigit() and (text[0] != "0" or text == "0")) or int(text) > MAX_INT:
         raise Malformed(f"{what} is not a decimal integer up to 2**53 - 1: {text!r:.40}")
     return int(text)
 

@@ -4,10 +4,14 @@ one canonical form do not decode)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+import rfc8785
 from freezegun.api import FrozenDateTimeFactory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobledger.ledger.events import LOCAL, decode_entry
 from jobledger.ledger.runner import Ledger
@@ -186,3 +190,32 @@ def test_every_decoded_leaf_is_its_own_bytes_again(ledger: Ledger) -> None:
     for entry_id, fields in entries:
         leaf = leaf_bytes(entry_id, fields)
         assert parse_leaf(leaf).raw == leaf
+
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=8)
+DATA = st.dictionaries(
+    st.text(st.characters(codec="utf-8"), max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.text(max_size=6)
+    | st.lists(st.integers(-9, 9)),
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    type_=TEXT, actor=TEXT | st.just(""), queue=TEXT | st.just(""), data=DATA,
+    numbers=st.tuples(st.integers(0, 2**53 - 1), st.integers(1, 9), st.integers(0, 2**53 - 1)),
+)  # fmt: skip
+def test_a_leaf_is_the_reference_encoding_of_its_entry(
+    type_: str, actor: str, queue: str, data: dict[str, Any], numbers: tuple[int, int, int]
+) -> None:
+    """The leaf a sealer writes key by key is what the reference encoder writes of the same object."""
+    at, v, job = numbers
+    fields = {"type": type_, "v": str(v), "at": str(at), "job": str(job) if job else "", "queue": queue,
+              "actor": actor, "data": json.dumps(data)}  # fmt: skip
+    want = {"id": "5-1", "type": type_, "v": v, "at": at, "job": job or None, "queue": queue or None,
+            "actor": actor or "local", "data": data}  # fmt: skip
+    assert leaf_bytes("5-1", fields) == rfc8785.dumps(want)
