@@ -43,6 +43,13 @@ class OtherLog(SealError):
     code = "OTHER_LOG"
 
 
+class TileMissing(SealError, LookupError):
+    """A tile the tree needs is not where the tiles are kept (nor its full tile, for a partial one)."""
+
+    code = "TILE_MISSING"
+    status = 503
+
+
 class ReceiptFailed(SealError):
     """A receipt that does not hold: ``kind`` says how (one of :data:`RECEIPT_FAILURES`), ``event``
     which of its events (its id, else its position) when one is to blame."""

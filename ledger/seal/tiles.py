@@ -4,7 +4,8 @@ Tile ``n`` at level ``L`` holds the hashes of the complete subtrees of ``256**L`
 ``256 n`` to ``256 n + 255``: at level 0 the leaf hashes, at level ``L`` the roots of the full tiles
 of level ``L - 1``.  A tree of ``size`` leaves has ``size >> 8L`` entries at level ``L``; a last tile
 of fewer than 256 is *partial* and has the path of its width (``tile/L/N.p/W``), so each path names
-one content forever: a full tile never changes, and a partial one is another file at each width.
+one content forever: a full tile never changes, and a partial one is another file at each width
+(which may be deleted once the full tile is written: its hashes are the full tile's first ones).
 ``N`` is written in groups of three digits, all but the last prefixed ``x`` (``x001/x234/067``).
 
 :class:`TileNodes` answers a node hash from the tiles of a tree of a given size (a proof reads a few
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from jobledger.ledger.seal.errors import Malformed
+from jobledger.ledger.seal.errors import Malformed, TileMissing
 from jobledger.ledger.seal.hashes import HASH_SIZE, node_hash
 from jobledger.ledger.seal.proofs import Node
 
@@ -95,11 +96,16 @@ def subtree_hash(hashes: list[bytes]) -> bytes:
     return hashes[0]
 
 
-class TileNodes:
-    """The node source of the tree of ``size`` leaves, read from its tiles by ``read`` (which returns
-    the tile's bytes); each tile read once."""
+#: A tile's bytes from where the tiles are kept, or None if it is not there.
+TileReader = Callable[[Tile], bytes | None]
 
-    def __init__(self, size: int, read: Callable[[Tile], bytes]) -> None:
+
+class TileNodes:
+    """The node source of the tree of ``size`` leaves, read from its tiles by ``read``; each tile read
+    once.  A partial tile that is gone (deleted once its full tile was written) is read as the first
+    hashes of the full one, which holds them unchanged."""
+
+    def __init__(self, size: int, read: TileReader) -> None:
         self.size = size
         self._read = read
         self._tiles: dict[Tile, list[bytes]] = {}
@@ -108,10 +114,20 @@ class TileNodes:
         tile = tile_of(level, index, self.size)
         hashes = self._tiles.get(tile)
         if hashes is None:
-            hashes = self._tiles[tile] = tile_hashes(self._read(tile), tile)
+            hashes = self._tiles[tile] = self._fetch(tile)
         within = level % HEIGHT
         first = (index << within) - (tile.index << HEIGHT)
         return subtree_hash(hashes[first : first + (1 << within)])
+
+    def _fetch(self, tile: Tile) -> list[bytes]:
+        data = self._read(tile)
+        if data is not None:
+            return tile_hashes(data, tile)
+        full = Tile(tile.level, tile.index)
+        data = self._read(full) if tile != full else None
+        if data is None:
+            raise TileMissing(f"{tile.path} is not kept, nor is {full.path}")
+        return tile_hashes(data, full)[: tile.width]
 
     @property
     def reads(self) -> int:
@@ -136,15 +152,16 @@ class TileWriter:
                 raise Malformed(f"level {level} of a tree of size {size} has {len(hashes)} open entries")
 
     @classmethod
-    def resume(cls, size: int, read: Callable[[Tile], bytes]) -> TileWriter:
+    def resume(cls, size: int, read: TileReader) -> TileWriter:
         """The writer of a tree whose tiles up to ``size`` were written, reading its partial tiles."""
+        nodes = TileNodes(size, read)
         partial: dict[int, list[bytes]] = {}
         level = 0
         while size >> (HEIGHT * level):
             width = (size >> (HEIGHT * level)) % WIDTH
             if width:
-                tile = Tile(level, size >> (HEIGHT * (level + 1)), width)
-                partial[level] = tile_hashes(read(tile), tile)
+                first = size >> (HEIGHT * (level + 1)) << HEIGHT
+                partial[level] = [nodes(HEIGHT * level, first + i) for i in range(width)]
             level += 1
         return cls(size, partial)
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from jobledger.ledger.seal.errors import Malformed
+from jobledger.ledger.seal.errors import Malformed, TileMissing
 from jobledger.ledger.seal.frontier import Frontier
 from jobledger.ledger.seal.proofs import (
     consistency_nodes,
@@ -76,19 +76,22 @@ def test_paths_not_in_their_one_form_are_refused(path: str) -> None:
 
 
 def written(batches: list[int], start: int = 0, store: dict[Tile, bytes] | None = None) -> dict[Tile, bytes]:
-    """The tiles a sealer writes appending ``HASHES[start:]`` in batches ending at those sizes;
-    each path is written once."""
+    """The tiles a sealer writes appending ``HASHES[start:]`` in batches ending at those sizes, into
+    ``store``; each path once (one already in the store, with the same bytes)."""
     store = {} if store is None else store
     if start:
-        writer = TileWriter.resume(start, store.__getitem__)
-        frontier = Frontier.from_nodes(start, TileNodes(start, store.__getitem__), sink=writer)
+        writer = TileWriter.resume(start, store.get)
+        frontier = Frontier.from_nodes(start, TileNodes(start, store.get), sink=writer)
     else:
         writer = TileWriter()
         frontier = Frontier(sink=writer)
+    this_run: set[Tile] = set()
     for end in batches:
         frontier.extend(HASHES[frontier.size : end])
         for tile, data in writer.flush():
-            assert tile not in store, f"{tile.path} written twice"
+            assert tile not in this_run, f"{tile.path} written twice"
+            assert store.get(tile, data) == data, f"{tile.path} written again, differently"
+            this_run.add(tile)
             store[tile] = data
         assert frontier.root() == root(end, TREE)
     return store
@@ -146,6 +149,31 @@ def test_proofs_read_from_tiles_are_the_trees() -> None:
             nodes = TileNodes(size, store.__getitem__)
             assert consistency_proof(old, size, nodes) == consistency_proof(old, size, TREE)
             assert nodes.reads == len(tiles_for(consistency_nodes(old, size), size))
+
+
+def test_partial_tiles_deleted_once_full_are_read_from_the_full_ones() -> None:
+    """A store that deletes a partial tile once its full tile is written (as C2SP allows) still
+    serves every proof at every size a checkpoint was published for, and a sealer resumes from it."""
+    sizes = [10, 256, 300, 5000, 65_536, 65_600, SIZE]
+    store = written(sizes)
+    for tile in [t for t in store if t.width < 256 and Tile(t.level, t.index) in store]:
+        del store[tile]
+    assert Tile(0, 0, 10) not in store and Tile(0, 273, 112) in store
+    for size in sizes:
+        for index in (0, size // 2, size - 1):
+            nodes = TileNodes(size, store.get)
+            assert inclusion_proof(index, size, nodes) == inclusion_proof(index, size, TREE)
+        nodes = TileNodes(size, store.get)
+        assert consistency_proof(size // 3 or 1, size, nodes) == consistency_proof(size // 3 or 1, size, TREE)
+    resumed = written([SIZE], start=300, store=store)
+    assert resumed[Tile(0, 273, 112)] == written([SIZE])[Tile(0, 273, 112)]
+
+
+def test_a_tile_that_is_not_kept() -> None:
+    store = written([300])
+    del store[Tile(0, 1, 44)]
+    with pytest.raises(TileMissing, match=r"tile/0/001.p/44 is not kept, nor is tile/0/001"):
+        inclusion_proof(299, 300, TileNodes(300, store.get))
 
 
 def test_a_proof_reads_few_tiles() -> None:
