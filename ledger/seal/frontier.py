@@ -19,6 +19,7 @@ from typing import Any
 from jobledger.ledger.seal.errors import Malformed
 from jobledger.ledger.seal.hashes import EMPTY_ROOT, from_hex, node_hash
 from jobledger.ledger.seal.proofs import NodeSource, range_nodes
+from jobledger.ledger.seal.verify import MAX_SIZE
 
 #: ``sink(tile_level, entry_index, digest)``: the subtree of ``256**tile_level`` leaves number
 #: ``entry_index``, just completed.
@@ -34,7 +35,11 @@ class Frontier:
         self.size = size
         self._hashes = list(hashes)
         self._sink = sink
-        if len(self._hashes) != size.bit_count() or any(len(h) != 32 for h in self._hashes):
+        if (
+            not 0 <= size < MAX_SIZE
+            or len(self._hashes) != size.bit_count()
+            or any(len(h) != 32 for h in self._hashes)
+        ):
             raise Malformed(f"a frontier of size {size} holds {size.bit_count()} hashes of 32 bytes")
 
     @classmethod

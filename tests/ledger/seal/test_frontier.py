@@ -66,6 +66,7 @@ def test_extend_is_append_one_by_one() -> None:
         {"size": 3, "hashes": [HASHES[0].hex()]},  # 3 has two bits set: two hashes
         {"size": 2, "hashes": [HASHES[0].hex(), HASHES[1].hex()]},
         {"size": -1, "hashes": []},
+        {"size": 2**63, "hashes": [HASHES[0].hex()]},
         {"size": True, "hashes": [HASHES[0].hex()]},
         {"size": 1.0, "hashes": [HASHES[0].hex()]},
         {"size": 1, "hashes": [HASHES[0].hex().upper()]},
