@@ -216,6 +216,6 @@ def test_a_leaf_is_the_reference_encoding_of_its_entry(
     at, v, job = numbers
     fields = {"type": type_, "v": str(v), "at": str(at), "job": str(job) if job else "", "queue": queue,
               "actor": actor, "data": json.dumps(data)}  # fmt: skip
-    want = {"id": "5-1", "type": type_, "v": v, "at": at, "job": job or None, "queue": queue or None,
-            "actor": actor or "local", "data": data}  # fmt: skip
+    want: dict[str, Any] = {"id": "5-1", "type": type_, "v": v, "at": at, "job": job or None,
+                            "queue": queue or None, "actor": actor or "local", "data": data}  # fmt: skip
     assert leaf_bytes("5-1", fields) == rfc8785.dumps(want)
