@@ -50,19 +50,7 @@ def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes],
     want = inclusion_length(index, size)
     if len(proof) != want:
         raise ProofFailed(f"inclusion proof of {index} in {size} has {len(proof)} hashes, not {want}")
-    fn, sn, r = index, size - 1, leaf
-    for p in proof:
-        if sn == 0:
-            raise ProofFailed("inclusion proof is longer than its path")
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
-            while not fn & 1 and fn != 0:
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            r = node_hash(r, p)
-        fn, sn = fn >> 1, sn >> 1
-    if sn != 0:
-        raise ProofFailed("inclusion proof is shorter than its path")
+    _, r = _walk(leaf, index, size - 1, proof)
     if not hmac.compare_digest(r, root):
         raise ProofFailed(f"inclusion proof of {index} in {size} does not lead to the root")
 
@@ -93,16 +81,24 @@ def verify_consistency(
 
 
 def _consistency_roots(first: int, second: int, first_hash: bytes, path: list[bytes]) -> tuple[bytes, bytes]:
-    """The RFC's walk: the old and the new root that ``path`` leads to (0 < first < second)."""
+    """The old and the new root a consistency proof leads to (0 < first < second): the walk from the
+    old tree's last complete subtree (the old root itself when the old tree is complete)."""
     if first & (first - 1) == 0:
         path = [first_hash, *path]
     fn, sn = first - 1, second - 1
     while fn & 1:
         fn, sn = fn >> 1, sn >> 1
-    fr = sr = path[0]
-    for c in path[1:]:
+    return _walk(path[0], fn, sn, path[1:])
+
+
+def _walk(seed: bytes, fn: int, sn: int, path: Sequence[bytes]) -> tuple[bytes, bytes]:
+    """RFC 9162's walk up from node ``fn`` of a level whose last node is ``sn``, hashing in the
+    path: the root over the hashes to the left only (what an old tree sees) and the root over all of
+    them; :class:`ProofFailed` if the path runs longer or shorter than the walk."""
+    fr = sr = seed
+    for c in path:
         if sn == 0:
-            raise ProofFailed("consistency proof is longer than its path")
+            raise ProofFailed("the proof is longer than its path")
         if fn & 1 or fn == sn:
             fr, sr = node_hash(c, fr), node_hash(c, sr)
             while not fn & 1 and fn != 0:
@@ -111,7 +107,7 @@ def _consistency_roots(first: int, second: int, first_hash: bytes, path: list[by
             sr = node_hash(sr, c)
         fn, sn = fn >> 1, sn >> 1
     if sn != 0:
-        raise ProofFailed("consistency proof is shorter than its path")
+        raise ProofFailed("the proof is shorter than its path")
     return fr, sr
 
 
