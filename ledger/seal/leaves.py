@@ -72,7 +72,7 @@ def leaf_bytes(entry_id: str | bytes, fields: Mapping[Any, Any]) -> bytes:
     leaf = {
         "id": event_id,
         "type": entry["type"],
-        "v": _number(entry.get("v", "1"), f"v of entry {event_id}"),
+        "v": _number(entry.get("v", "1"), f"v of entry {event_id}", least=1),
         "at": _number(entry["at"], f"at of entry {event_id}"),
         "job": _number(job, f"job of entry {event_id}") if job else None,
         "queue": entry.get("queue") or None,
@@ -142,9 +142,10 @@ def _is_int(value: object) -> bool:
     return type(value) is int and value <= MAX_INT
 
 
-def _number(text: str, what: str) -> int:
-    if not (text.isascii() and text.isdigit() and (text[0] != "0" or text == "0")) or int(text) > MAX_INT:
-        raise Malformed(f"{what} is not a decimal integer up to 2**53 - 1: {text!r:.40}")
+def _number(text: str, what: str, least: int = 0) -> int:
+    ok = text.isascii() and text.isdigit() and (text[0] != "0" or text == "0")
+    if not ok or not least <= int(text) <= MAX_INT:
+        raise Malformed(f"{what} is not a decimal integer from {least} to 2**53 - 1: {text!r:.40}")
     return int(text)
 
 

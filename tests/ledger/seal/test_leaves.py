@@ -99,6 +99,7 @@ def entry(**fields: str) -> dict[str, str]:
         ("1-0", entry(at="1e3"), "an exponent"),
         ("1-0", entry(at="9007199254740992"), "2**53"),
         ("1-0", entry(v=""), "an empty v"),
+        ("1-0", entry(v="0"), "version 0"),
         ("1-0", entry(job="seven"), "a job that is not a number"),
         ("1-0", entry(data="[1]"), "data not an object"),
         ("1-0", entry(data="{"), "data not JSON"),
@@ -218,4 +219,6 @@ def test_a_leaf_is_the_reference_encoding_of_its_entry(
               "actor": actor, "data": json.dumps(data)}  # fmt: skip
     want: dict[str, Any] = {"id": "5-1", "type": type_, "v": v, "at": at, "job": job or None,
                             "queue": queue or None, "actor": actor or "local", "data": data}  # fmt: skip
-    assert leaf_bytes("5-1", fields) == rfc8785.dumps(want)
+    leaf = leaf_bytes("5-1", fields)
+    assert leaf == rfc8785.dumps(want)
+    assert parse_leaf(leaf).raw == leaf  # every leaf a sealer makes, a checker reads back
