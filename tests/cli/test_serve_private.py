@@ -8,11 +8,12 @@ import os
 import signal
 import stat
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from jobledger.runtime.embedded import ServerRecord
-from tests.cli.process_support import jobledger, no_server_left, serve_args, wait_for, wait_serving
+from tests.cli.process_support import REPO, jobledger, no_server_left, serve_args, wait_for, wait_serving
 from tests.private_redis import free_port
 from tests.runtime.test_embedded_private import deep_dir, port_of, refused_without_password
 
@@ -34,13 +35,17 @@ def test_serve_keeps_the_data_directory_the_blobs_and_the_archive_private(tmp_pa
     data_dir.mkdir(mode=0o755)
     os.chmod(data_dir, 0o755)  # made by an earlier version, or by hand
     base = f"http://127.0.0.1:{port}"
-    env = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms",
-           "JOBLEDGER_ARCHIVE_DIR": str(archive)}  # fmt: skip
-    with no_server_left(data_dir), jobledger(serve_args(data_dir, port), tmp_path / "s.log", **env) as serve:
+    archiving = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms",
+                 "JOBLEDGER_ARCHIVE_DIR": str(archive)}  # fmt: skip
+    serve_log = tmp_path / "s.log"
+    with (
+        no_server_left(data_dir),
+        jobledger(serve_args(data_dir, port), serve_log, REPO, **archiving) as serve,
+    ):
         wait_serving(serve, base)
         assert httpx.put(f"{base}/queue/q").status_code == 201
         assert httpx.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
-        files = {"job": (None, b'{"input": 1}', "application/json"), "a.txt": ("a.txt", b"more secret")}
+        files: dict[str, Any] = {"job": (None, b'{"input": 1}', "application/json"), "a.txt": ("a.txt", b"x")}
         assert httpx.post(f"{base}/queue/q/job", files=files).status_code == 201
         wait_for(lambda: any(archive.glob("*/*.jsonl")), "an archived segment")
         assert loose(data_dir) == []
@@ -60,7 +65,10 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
     base = f"http://127.0.0.1:{port}"
     release = tmp_path / "release"
     release.touch()
-    with no_server_left(data_dir), jobledger(serve_args(data_dir, port), tmp_path / "s.log", **env) as serve:
+    with (
+        no_server_left(data_dir),
+        jobledger(serve_args(data_dir, port), tmp_path / "s.log", REPO, **env) as serve,
+    ):
         wait_serving(serve, base)
         record = ServerRecord.read(data_dir)
         assert record is not None and record.url.startswith("redis://:"), record
@@ -70,11 +78,11 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
         assert made.status_code == 201
         job = made.json()
         verify = ["replay", "verify", "--data-dir", str(data_dir)]
-        with jobledger(verify, tmp_path / "v.log", **env) as cli:
+        with jobledger(verify, tmp_path / "v.log", REPO, **env) as cli:
             assert cli.wait(timeout=30) == 0, cli.output()
         worker_args = ["worker", "tests.worker_handlers:wait_for_release", "--queue", "q",
                        "--transport", "redis", "--data-dir", str(data_dir)]  # fmt: skip
-        with jobledger(worker_args, tmp_path / "w.log", **env) as worker:
+        with jobledger(worker_args, tmp_path / "w.log", REPO, **env) as worker:
 
             def completed() -> bool:
                 assert worker.process.poll() is None, worker.output()
