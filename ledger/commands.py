@@ -18,7 +18,7 @@ from jobledger.ledger import errors
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.files import MAX_FILES, FileRef
 from jobledger.ledger.partitions import UNROUTED, Route, id_route, queue_route
-from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, json_text
+from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, checked_worker_id, json_text
 
 T = TypeVar("T")
 
@@ -144,9 +144,19 @@ def _require_resolved(options: JobOptions) -> None:
         raise ValueError("a job's files must name their size and media type (as the blob store found them)")
 
 
+def _worker(worker: str | None) -> str:
+    """A fetching worker's id as the scripts take it ('' for none); BadRequest when it cannot be one."""
+    if not worker:
+        return ""
+    try:
+        return checked_worker_id(worker)
+    except ValueError as exc:
+        raise errors.BadRequest(str(exc)) from None
+
+
 def fetch_jobs(queue: str, count: int = 1, worker: str | None = None) -> Call[list[Fetched]]:
-    """Start up to ``count`` queued jobs."""
-    return Call("fetch_jobs", (queue, count, worker or ""), _fetched, queue_route(queue))
+    """Start up to ``count`` queued jobs, recording ``worker`` on them."""
+    return Call("fetch_jobs", (queue, count, _worker(worker)), _fetched, queue_route(queue))
 
 
 def update_job(job_id: int, update: JobUpdate) -> Call[int]:
@@ -221,7 +231,7 @@ def update_and_fetch(
             return UpdatedAndFetched(_outcomes(outcomes), _refusal(started[0]))
         return UpdatedAndFetched(_outcomes(outcomes), _fetched(started))
 
-    return Call("update_and_fetch", (queue, count, worker or "", *args), parse, route)
+    return Call("update_and_fetch", (queue, count, _worker(worker), *args), parse, route)
 
 
 def _refusal(item: Any) -> JobLedgerError:

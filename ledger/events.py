@@ -96,12 +96,16 @@ class QueueResumed(EventData):
 
 
 class IdempotencyData(EventData):
-    """A creating event made with an Idempotency-Key records it: ``idempotency_key``, the SHA-256 of
-    the request (``request_hash``) and the end of the key's window (``idempotency_until``, ms).
-    Applying the event writes the lookup ``idem:{key}`` that answers the same request again; a batch
-    names every id it answered in ``idempotency_answer`` (in its first event only)."""
+    """A creating event made with an Idempotency-Key records it: ``idempotency_key``, its owner
+    (``idempotency_owner``: the actor that sent it, a token's name or ``local``; a key is its
+    sender's, and events made before keys had owners have none), the SHA-256 of the request
+    (``request_hash``) and the end of the key's window (``idempotency_until``, ms).  Applying the
+    event writes the lookup ``idem:{owner}:{key}`` (``idem:{key}`` without an owner) that answers the
+    same request of the same sender again; a batch names every id it answered in
+    ``idempotency_answer`` (in its first event only)."""
 
     idempotency_key: str | None = None
+    idempotency_owner: str | None = None
     request_hash: str | None = None
     idempotency_until: int | None = None
     idempotency_answer: list[int] | None = None
@@ -273,8 +277,9 @@ class JobDeleted(EventData):
 
 
 class IdempotencyExpired(EventData):
-    """The window of the Idempotency-Key ``key`` is over: its lookup is forgotten (the entry's
-    ``queue`` is the one the key's request created on)."""
+    """The window of an Idempotency-Key is over: its lookup is forgotten (the entry's ``queue`` is
+    the one the key's request created on).  ``key`` names the lookup: ``owner:key``, or the key
+    alone for a key recorded before keys had owners."""
 
     type = "idempotency_expired"
 

@@ -35,6 +35,9 @@ TEMPLATES: dict[str, str] = {
     "blob_unmarked": "blobs:unmarked",
     "blob_sweep": "blobs:sweep",
     "blob_sweep_lock": "blobs:sweep:lock",
+    # the queues a blob was stored for with PUT /blob?queue=Q, before any job names it: who may
+    # name it (set; bookkeeping of the store, like the collector's, and deleted when it sweeps the blob)
+    "blob_uploads": "blobs:uploads:{sha256}",
     # a ledger split into partitions: in the base namespace, how many (string); in each partition's,
     # "count:index" (string), from which its ids are handed out (see jobledger.ledger.partitions)
     "partitions": "partitions",
@@ -50,7 +53,9 @@ TEMPLATES: dict[str, str] = {
     "due_release": "due:release",  # scheduled jobs by run_at (zset)
     "due_queued": "due:queued",  # queued jobs by the end of their max_queued_time (zset)
     "due_idempotency": "due:idempotency",  # Idempotency-Keys by the end of their window (zset)
-    "idempotency": "idem:{key}",  # a create's Idempotency-Key: request_hash, answer, until, queue (hash)
+    # a create's Idempotency-Key, as "owner:key" (the sender's: a token's name or local; the key
+    # alone if recorded before keys had owners): request_hash, answer, until, queue (hash)
+    "idempotency": "idem:{key}",
     "job": "job:{id}",  # the job's fields (hash)
     "history": "history:{id}",  # ids of the job's events, oldest first (list); outlives the job
     "queue": "queue:{name}",  # the queue's settings (hash)
@@ -70,6 +75,9 @@ TEMPLATES: dict[str, str] = {
     # SHA-256 -> how many files and results of jobs still in the projections name that blob (hash); a
     # blob none names can be swept from the blob store
     "blob_refs": "blobs",
+    # queue -> how many files and results of that queue's jobs name the blob (hash): a token that may
+    # read one of those queues may name the blob in a job of its own
+    "blob_queues": "blob:{sha256}",
     # launchers: they create jobs on a queue from a template, on a schedule or on matching events
     "launcher_id": "launcher_id",  # last launcher id handed out
     "launchers": "launchers",  # ids of existing launchers (set)
@@ -84,9 +92,9 @@ TEMPLATES: dict[str, str] = {
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
 LEDGER = frozenset({"events", "generation", "clock", "archive", "archive_lock"}) | frozenset(
-    {"blob_unmarked", "blob_sweep", "blob_sweep_lock", "partitions", "partition"}
+    {"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"}
 )
-_LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER)
+_LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER if "{" not in TEMPLATES[name])
 _GENERATION_KEY = re.compile(r"^g\d+:")
 
 #: Templates of earlier layouts -> the name in :data:`TEMPLATES` of the key that holds their data now.
@@ -104,6 +112,8 @@ def _matcher(template: str) -> re.Pattern[str]:
 
 
 _FORMER = [(_matcher(old), new) for old, new in FORMER.items()]
+#: The ledger's own keys that take parameters, as patterns (the fixed ones are :data:`_LEDGER_RELATIVE`).
+_LEDGER_PATTERNS = [_matcher(TEMPLATES[name]) for name in sorted(LEDGER) if "{" in TEMPLATES[name]]
 
 
 def former_key(relative: str) -> str | None:
@@ -156,9 +166,9 @@ class Keys:
     def owns(self, relative: str) -> bool:
         """Whether a key under :attr:`prefix` (prefix removed) is a projection of this generation: not
         a ledger key, and in generation 0 not a key of another generation either."""
-        return relative not in _LEDGER_RELATIVE and not (
-            self.generation == 0 and _GENERATION_KEY.match(relative)
-        )
+        if relative in _LEDGER_RELATIVE or any(p.match(relative) for p in _LEDGER_PATTERNS):
+            return False
+        return not (self.generation == 0 and _GENERATION_KEY.match(relative))
 
     @property
     def events(self) -> str:
@@ -219,7 +229,7 @@ def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
                 parts.append(repr(literal))
             if field:
                 parts.append(field)
-        body = " .. ".join(["P", *parts])
+        body = " .. ".join(["L" if name in LEDGER else "P", *parts])
         lines.append(f"  {name} = function({', '.join(params)}) return {body} end,")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -228,11 +238,13 @@ def lua_prelude(names: set[str] | None = None, clock: bool = False) -> str:
 _KEY_CALL = re.compile(r"\bK\.(\w+)\(")
 
 
-def _template_expr(template: str, args: list[str]) -> str:
-    """``P .. 'literal' .. (arg) ...``: a parametrized key's template with its arguments in place."""
+def _template_expr(name: str, args: list[str]) -> str:
+    """``P .. 'literal' .. (arg) ...``: a parametrized key's template with its arguments in place
+    (``L ..`` for a key of the ledger itself)."""
+    template = TEMPLATES[name]
     params = _fields(template)
     values = dict(zip(params, args, strict=True))
-    parts = ["P"]
+    parts = ["L" if name in LEDGER else "P"]
     for literal, field, _, _ in string.Formatter().parse(template):
         if literal:
             parts.append(repr(literal))
@@ -281,7 +293,7 @@ def lua_inline_keys(code: str) -> str:
             if match.start() < pos or not _fields(TEMPLATES.get(match.group(1), "")):
                 continue
             args, end = _call_args(body, match.end())
-            pieces += [body[pos : match.start()], _template_expr(TEMPLATES[match.group(1)], args)]
+            pieces += [body[pos : match.start()], _template_expr(match.group(1), args)]
             pos = end
         out.append("".join(pieces) + body[pos:] + rest)
     return "\n".join(out)

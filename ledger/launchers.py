@@ -39,6 +39,8 @@ T = TypeVar("T")
 
 BATCH = 500
 MIN_INTERVAL_MS = 1000
+#: The longest cron expression taken (a list of every second and every minute is 340 characters).
+MAX_CRON = 1000
 #: Past this many missed firing times, catching up stops counting (``missed`` says at least this).
 MAX_COUNTED = 10_000
 LATEST_AT = 32_503_680_000_000  # 3000-01-01T00:00:00Z
@@ -82,6 +84,8 @@ def parse_cron(value: Any) -> str:
     where = "arguments of a @cron launcher"
     if not isinstance(value, str):
         raise ValueError(f"{where}: a cron expression, e.g. '*/5 * * * *' or '0 */5 * * * *'")
+    if len(value) > MAX_CRON:
+        raise ValueError(f"{where}: a cron expression is at most {MAX_CRON} characters")
     fields = value.split()
     if len(fields) == 5:
         fields = ["0", *fields]

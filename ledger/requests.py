@@ -20,6 +20,8 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    TypeAdapter,
+    ValidationError,
     ValidationInfo,
     model_validator,
 )
@@ -54,10 +56,38 @@ def checked_queue_name(name: str) -> str:
 
 
 QueueName = Annotated[StrictStr, AfterValidator(checked_queue_name)]
-Tag = Annotated[StrictStr, Field(min_length=1, max_length=255)]
-Key = Annotated[StrictStr, Field(min_length=1, max_length=255)]
+#: The longest text of each kind that lands in an event (docs/http-api.md has the table), and how
+#: many of a kind one job or queue may list: each tag is a set of its own, each kind a retry rule.
+MAX_TAG = 255
+MAX_KEY = 255
+MAX_ERROR_KIND = 100
+MAX_WORKER_ID = 255
+MAX_TAGS = 100
+MAX_ERROR_KINDS = 100
+#: Text a terminal or a log viewer would act on: no control character (C0, DEL, C1).
+NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f]*$"
+Tag = Annotated[StrictStr, Field(min_length=1, max_length=MAX_TAG)]
+Key = Annotated[StrictStr, Field(min_length=1, max_length=MAX_KEY)]
 Priority = Annotated[StrictInt, Field(ge=0, le=100)]
-ErrorKind = Annotated[StrictStr, Field(min_length=1, max_length=100)]
+ErrorKind = Annotated[StrictStr, Field(min_length=1, max_length=MAX_ERROR_KIND)]
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
+ErrorKinds = Annotated[list[ErrorKind], Field(max_length=MAX_ERROR_KINDS)]
+#: The id a worker gives when it fetches, recorded on the jobs it starts.
+WorkerId = Annotated[StrictStr, Field(min_length=1, max_length=MAX_WORKER_ID, pattern=NO_CONTROL)]
+_WORKER_ID: TypeAdapter[str] = TypeAdapter(WorkerId)
+
+
+def checked_worker_id(worker: str) -> str:
+    """``worker`` if it can be a worker's id, else ValueError saying what one is."""
+    try:
+        return _WORKER_ID.validate_python(worker)
+    except ValidationError:
+        raise ValueError(
+            f"a worker id is 1 to {MAX_WORKER_ID} characters, none of them a control character "
+            f"(this one has {len(worker)})"
+        ) from None
+
+
 #: A number of bytes (a limit on files), exact through Lua's number encoding.
 ByteCount = Annotated[StrictInt, Field(ge=0, le=MAX_SIZE)]
 GIB = 2**30
@@ -107,8 +137,8 @@ class QueueSettings(BaseModel):
     max_queued_time: Duration = 0
     max_running: Count = 0
     max_running_per_key: Count = 0
-    retry_on: list[ErrorKind] = []
-    no_retry_on: list[ErrorKind] = []
+    retry_on: ErrorKinds = []
+    no_retry_on: ErrorKinds = []
     paused: StrictBool = False
     #: limits on a job's files, in bytes (0: no limit): each file, and all of a job's files together
     max_file_size: ByteCount = GIB
@@ -135,7 +165,7 @@ class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     input: Any = None
-    tags: list[Tag] | None = None
+    tags: Tags | None = None
     timeout: Duration | None = None
     heartbeat_timeout: Duration | None = None
     expires_after: Duration | None = None
@@ -148,8 +178,8 @@ class JobOptions(BaseModel):
     unique_key: Key | None = None
     quota_key: Key | None = None
     max_queued_time: Duration | None = None
-    retry_on: list[ErrorKind] | None = None
-    no_retry_on: list[ErrorKind] | None = None
+    retry_on: ErrorKinds | None = None
+    no_retry_on: ErrorKinds | None = None
     #: files already stored as blobs, by name and SHA-256 (a multipart create stores them first)
     files: Annotated[list[FileSpec], Field(max_length=MAX_FILES)] | None = None
 

@@ -29,6 +29,9 @@ SECRET_PREFIX = "jl_"
 PLAIN_SCOPES = ("admin", "read")
 QUEUE_SCOPES = ("produce", "work")
 
+#: How many scopes one token may hold.
+MAX_SCOPES = 100
+
 _NAME = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
 _GLOB = re.compile(r"^[A-Za-z0-9_.\-*?\[\]!]{1,255}$")
 
@@ -107,6 +110,8 @@ def create_token(name: str, scopes: list[str], secret_digest: str) -> Call[bool]
     check_name(name)
     if not scopes:
         raise ScopeError("a token needs at least one scope")
+    if len(scopes) > MAX_SCOPES:
+        raise ScopeError(f"a token holds at most {MAX_SCOPES} scopes")
     scopes = list(dict.fromkeys(check_scope(s) for s in scopes))
     data = json.dumps({"name": name, "scopes": scopes, "digest": secret_digest}, separators=(",", ":"))
     return Call("create_token", (name, secret_digest, data), lambda r: int(r) == 1, HOME)

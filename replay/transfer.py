@@ -38,6 +38,7 @@ from jobledger.replay.parts import Part, ensure_empty_ledger
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import current_data, ensure_empty, prefetch
 from jobledger.replay.source import read_ledger
+from jobledger.runtime.private import private_opener
 
 
 def export_ledger(
@@ -65,7 +66,7 @@ def export_parts(
     split = len(parts) > 1
     done = 0
     try:
-        with partial.open("w", encoding="utf-8") as handle:
+        with open(partial, "w", encoding="utf-8", opener=private_opener) as handle:  # the whole ledger: 0600
             if split:
                 handle.write(header_line(len(parts)) + "\n")
             for part, until in zip(parts, untils, strict=True):

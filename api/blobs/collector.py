@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from jobledger.blobs.holders import uploads_key
 from jobledger.blobs.store import Blob, BlobError, BlobStore
 from jobledger.ledger.durations import format_ms
 from jobledger.ledger.errors import Unavailable
@@ -186,12 +187,14 @@ class Collector:
                 done.swept_bytes += blob.size
 
     async def _delete(self, blob: Blob, now: int) -> bool:
-        """Claim the blob (the mark and the entry read again, in one step), delete it, drop its entry."""
+        """Claim the blob (the mark and the entry read again, in one step), delete it and the record
+        of its uploads (:mod:`jobledger.blobs.holders`), drop its entry."""
         args = [blob.sha256, now - self.grace_ms, now]
         if not await self.claim(keys=[self.keys.ledger_prefix], args=args):
             return False
         try:
             await self.store.delete(blob.sha256)
+            await self.ledger.client.delete(uploads_key(self.ledger, blob.sha256))
         finally:
             await self.ledger.client.hdel(self.keys.build("blob_unmarked"), blob.sha256)
         log.info("swept blob %s (%d bytes), unreferenced since before the grace", blob.sha256, blob.size)

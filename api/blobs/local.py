@@ -1,4 +1,5 @@
-"""Blobs on local disk: ``<root>/sha256/ab/<hex>``, staged under ``<root>/staging/``.
+"""Blobs on local disk: ``<root>/sha256/ab/<hex>``, staged under ``<root>/staging/``; private to
+the user (directories 0700, files 0600: :mod:`jobledger.runtime.private`).
 
 An upload is written to a fresh staging file while it is hashed, flushed to disk, then linked to
 its place under its hash: a hard link fails when the name exists, so a blob is never overwritten,
@@ -19,6 +20,7 @@ from typing import BinaryIO
 
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
 from jobledger.ledger.files import valid_sha256
+from jobledger.runtime.private import private_dir, private_opener
 
 
 class LocalBlobStore(BlobStore):
@@ -27,6 +29,11 @@ class LocalBlobStore(BlobStore):
         self.description = f"local disk at {self.root}"
         self._blobs = self.root / "sha256"
         self._staging = self.root / "staging"
+
+    def _make(self) -> None:
+        """The store's directories, private (a looser one is tightened, with a warning)."""
+        for directory in (self.root, self._staging, self._blobs):
+            private_dir(directory)
 
     def path(self, sha256: str) -> Path:
         if not valid_sha256(sha256):
@@ -41,10 +48,10 @@ class LocalBlobStore(BlobStore):
         limit: int | None = None,
         what: str = "file",
     ) -> Blob:
-        self._staging.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._make)
         staging = self._staging / uuid.uuid4().hex
         hashing = Hashing(limit, what)
-        out = await asyncio.to_thread(open, staging, "xb")
+        out = await asyncio.to_thread(open, staging, "xb", opener=private_opener)
         try:
             pending: list[bytes] = []
             pending_size = 0
@@ -67,7 +74,7 @@ class LocalBlobStore(BlobStore):
 
     @staticmethod
     def _place(staging: Path, final: Path) -> None:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        final.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             os.link(staging, final)
         except FileExistsError:

@@ -34,6 +34,7 @@ from jobledger.cli.common import (
 )
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
+from jobledger.ledger.requests import checked_worker_id
 from jobledger.runtime import logs
 from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
@@ -149,6 +150,11 @@ def worker(
     logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
     if handler is None and not exec_command:
         fail("give a handler (module:function), or --exec [CMD]", code=2)
+    if worker_id is not None:
+        try:
+            checked_worker_id(worker_id)
+        except ValueError as exc:
+            fail(f"--worker-id: {exc}", code=2)
     make = functools.partial(
         Worker,
         _executor(handler or DEFAULT_COMMAND, keep) if exec_command else load_handler(handler or ""),

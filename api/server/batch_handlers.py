@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 from starlette.requests import Request
 from starlette.responses import Response
 
 from jobledger.ledger import commands
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.ledger.requests import JobUpdate, QueueName
+from jobledger.ledger.requests import JobUpdate, QueueName, WorkerId
 from jobledger.server.auth import REQUIRES, check_form_scope, check_jobs_scope
 from jobledger.server.inputs import read_model
 from jobledger.server.queue_handlers import MAX_FETCH, FetchField, fetched_json
@@ -53,7 +53,7 @@ class BatchFetch(BaseModel):
 
     queue: QueueName
     count: Annotated[StrictInt, Field(ge=1, le=MAX_FETCH)] = 1
-    worker: StrictStr | None = None
+    worker: WorkerId | None = None
     fields: list[FetchField] = []
 
 

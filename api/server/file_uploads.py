@@ -16,14 +16,13 @@ job refers to.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable
 from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect
 
 from jobledger.blobs import Blob, BlobStore, DigestMismatch
 from jobledger.blobs import TooLarge as StoreTooLarge
-from jobledger.blobs.store import Hashing
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.files import (
     DEFAULT_MEDIA_TYPE,
@@ -34,6 +33,7 @@ from jobledger.ledger.files import (
     file_name_problem,
 )
 from jobledger.ledger.requests import QueueSettings
+from jobledger.server.blob_access import NameCheck
 from jobledger.server.inputs import TooLarge
 
 _MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN)
@@ -68,28 +68,18 @@ async def stored(
     limit: int | None,
     too_large: str,
     expected_sha256: str | None = None,
-) -> tuple[Blob, bool]:
-    """``chunks`` stored as one blob within ``limit`` bytes; the blob, and whether the store held it
-    already.  413 with ``too_large`` past the limit, 400 on a digest mismatch or a cut-off upload;
-    the store keeps nothing of a failed upload."""
-    seen = Hashing()
-    held: list[bool] = []
-
-    async def watched() -> AsyncIterator[bytes]:
-        async for chunk in chunks:
-            seen.update(chunk)
-            yield chunk
-        held.append(await store.stat(seen.hexdigest()) is not None)  # before the store places it
-
+) -> Blob:
+    """``chunks`` stored as one blob within ``limit`` bytes.  413 with ``too_large`` past the limit,
+    400 on a digest mismatch or a cut-off upload; the store keeps nothing of a failed upload.
+    Whether the store held those bytes already is not told (it would tell of other tenants' files)."""
     try:
-        blob = await store.put(watched(), expected_sha256=expected_sha256, limit=limit)
+        return await store.put(chunks, expected_sha256=expected_sha256, limit=limit)
     except StoreTooLarge:
         raise TooLarge(too_large) from None
     except DigestMismatch as exc:
         raise BadRequest(f"{exc}; nothing was stored") from None
     except ClientDisconnect:
         raise BadRequest("the upload was cut off; nothing was stored") from None
-    return blob, bool(held and held[0])
 
 
 class JobFiles:
@@ -135,17 +125,19 @@ class JobFiles:
         name = self._name(name)
         media_type = media_type_of(content_type)
         limit, message = self._over(name)
-        blob, _ = await stored(self.store, chunks, limit=limit, too_large=message)
+        blob = await stored(self.store, chunks, limit=limit, too_large=message)
         return self._add(FileRef(name=name, sha256=blob.sha256, size=blob.size, media_type=media_type))
 
-    async def name_stored(self, specs: list[FileSpec]) -> None:
-        """Files a job body names by SHA-256: each must be in the store (400 naming it), its size
-        as the body says (when it says), within the limits."""
+    async def name_stored(self, specs: list[FileSpec], may_name: NameCheck) -> None:
+        """Files a job body names by SHA-256: each must be in the store and one the request may name
+        (:mod:`jobledger.server.blob_access`; else the same 400 either way, naming it), its size as
+        the body says (when it says), within the limits."""
         for spec in specs:
             name = self._name(spec.name)
-            blob = await self.store.stat(spec.sha256)
+            blob = await self.store.stat(spec.sha256) if await may_name(spec.sha256) else None
             if blob is None:
-                raise BadRequest(f"file {name!r}: no blob {spec.sha256} is stored (PUT /blob first)")
+                raise BadRequest(f"file {name!r}: no blob {spec.sha256} is stored that this request "
+                                 "may name (PUT /blob?queue=Q first)")  # fmt: skip
             if spec.size is not None and spec.size != blob.size:
                 raise BadRequest(f"file {name!r}: blob {spec.sha256} is {blob.size} bytes, not {spec.size}")
             self._over(name, blob.size)

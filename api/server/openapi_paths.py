@@ -346,13 +346,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         headers=IDEMPOTENT,
         description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
         "stored before the job is created; 413 when a file is over the queue's max_file_size or "
-        "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob).",
+        "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob) "
+        "and, with auth on, held by a queue the token may read; else 400, as for a blob not stored.",
     ),
     ("PUT", "/blob"): Operation(
         "Store a blob (a file for jobs to name by its SHA-256)",
         {
-            201: Reply("Stored.", BLOB),
-            200: Reply("The store held these bytes already.", BLOB),
+            201: Reply("Stored (whether or not the store held these bytes already).", BLOB),
             404: Reply("No such queue (?queue)."),
             413: Reply("Over the queue's max_file_size; nothing stored."),
         },

@@ -3,11 +3,11 @@
 ``POST /upload``: ``multipart/form-data`` with file parts (each named by its filename) and text
 fields, ``user_id`` (an integer) and ``service`` among them.  The job goes to the queue named by
 ``service`` (which must exist: "Invalid service" otherwise), with ``quota_key`` the user id and
-``input`` the text fields (``user_id`` as a number).  The files stream into the store as they
-come, within a queue's default limits (the form names its service anywhere, often after the
-files); once the form has ended they are checked against the service queue's own
-``max_file_size`` / ``max_job_bytes`` (413), and with auth on the token's ``produce`` scope against
-that queue (403).  201 ``{"id", "status": "Queued", "message", "user_id", "service"}``.
+``input`` the text fields (``user_id`` as a number).  The files stream into the store within the
+service queue's ``max_file_size`` / ``max_job_bytes`` (413), and only once the token's ``produce``
+scope on that queue is checked (403): files sent before the ``service`` field wait in a private
+spool until then (:mod:`jobledger.server.upload_form`).  201 ``{"id", "status": "Queued",
+"message", "user_id", "service"}``.
 
 ``GET /download/{id}``: while the job has not completed, 200 with its state
 ``{"id", "status", "message"}``; once it has, the zip of its results
@@ -38,16 +38,12 @@ from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger import commands
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
-from jobledger.ledger.files import FileSpec
-from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.ledger.requests import JobOptions, QueueSettings
-from jobledger.server.auth import REQUIRES, check_form_scope
-from jobledger.server.blob_responses import blob_store
-from jobledger.server.file_uploads import JobFiles
+from jobledger.ledger.requests import JobOptions
 from jobledger.server.inputs import idempotency, valid_job_id
 from jobledger.server.result_handlers import job_results, zip_response
-from jobledger.server.upload_handlers import parts_of, queue_settings
+from jobledger.server.upload_form import MAX_FIELDS, UploadForm
+from jobledger.server.upload_handlers import parts_of
 
 #: jobledger's job statuses as the orchestrator's states
 STATES = {
@@ -59,9 +55,6 @@ STATES = {
     "timed_out": "Failed",
     "cancelled": "Killed",
 }
-#: text fields of an upload: how many, and how long each
-MAX_FIELDS = 100
-MAX_FIELD = 64 * 1024
 
 
 def status_body(status_code: int, job: int, state: str, message: str, **extra: Any) -> JSONResponse:
@@ -79,39 +72,27 @@ async def upload(request: Request) -> Response:
 
 
 async def _upload(request: Request) -> Response:
-    store = blob_store(request)
-    streamed = JobFiles(store, None, QueueSettings())
-    fields: dict[str, str] = {}
+    form = UploadForm(request)
     try:
         async for part in parts_of(request, MAX_FIELDS).parts():
             if part.filename is None:
-                raw = await part.read(MAX_FIELD)
-                try:
-                    fields[part.name] = raw.decode()
-                except UnicodeDecodeError:
-                    raise BadRequest(f"form field {part.name!r} is not UTF-8 text") from None
+                await form.field(part)
             else:
-                await streamed.upload(part.filename, part.content_type, part.chunks())
+                await form.file(part)
     except ClientDisconnect:
         raise BadRequest("the upload was cut off; nothing was created") from None
+    finally:
+        await form.close()
+    fields = form.fields
     if "user_id" not in fields:
         raise BadRequest("Missing user_id field")
     try:
         user_id = int(fields["user_id"].strip())
     except ValueError:
         raise BadRequest("Invalid user_id, should be a number") from None
-    service = fields.get("service")
-    if service is None:
+    service, files = form.service, form.files
+    if service is None or files is None:
         raise BadRequest("Missing service field")
-    if not valid_queue_name(service):
-        raise BadRequest("Invalid service")
-    check_form_scope(request, REQUIRES[("POST", "/upload")], service)
-    try:
-        settings = await queue_settings(request, service)
-    except NotFound:
-        raise BadRequest("Invalid service") from None
-    files = JobFiles(store, service, settings)  # the service queue's own limits
-    await files.name_stored([FileSpec(**ref.model_dump()) for ref in streamed.refs])
     job_input = {**fields, "user_id": user_id}
     options = JobOptions(input=job_input, quota_key=str(user_id)).with_files(files.refs)
     canonical = {"input": job_input, "files": [ref.model_dump() for ref in files.refs]}

@@ -4,9 +4,11 @@
 ``PUT /blob``: the raw body is streamed into the blob store; ``?sha256=HEX``, ``Repr-Digest`` or
 ``Content-Digest`` (``sha-256=:BASE64:``) say what it must hash to (400 when it does not, nothing
 kept).  ``?queue=Q`` applies that queue's ``max_file_size`` (404 for no such queue, before the body
-is read) and, with auth on, needs ``produce`` on it.  Without ``?queue`` the limit is a queue's
-default ``max_file_size`` and, with auth on, only an admin token may upload: every other token's
-scopes are queues'.  201 ``{"sha256", "size"}``, or 200 when the store held those bytes already.
+is read) and, with auth on, needs ``produce`` on it; the blob is then held for Q
+(:mod:`jobledger.blobs.holders`): a token that may read Q may name it in a job.  Without ``?queue``
+the limit is a queue's default ``max_file_size`` and, with auth on, only an admin token may upload:
+every other token's scopes are queues'.  201 ``{"sha256", "size"}``, whether or not the store held
+those bytes already (another answer would tell a tenant what others have stored).
 
 The multipart create: the queue's settings are read first (404 before anything is stored), then
 the parts as they stream in.  A part without a filename named ``job`` is the job's JSON body (at
@@ -14,6 +16,9 @@ most one; absent: empty options).  Every other part is a file: named by its file
 form-field name when it sends no filename; its Content-Type is the file's media type
 (``application/octet-stream`` when it sends none).  The job is created once the body has ended
 and every file is stored, the files the ``job`` part names by SHA-256 included.
+
+A file named by SHA-256 (in a JSON body or the ``job`` part) must be one the request may name
+(:mod:`jobledger.server.blob_access`); else it is answered as a blob the store does not hold.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
+from jobledger.blobs.holders import remember_upload
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.files import MAX_FILES, sha256_of_digest, valid_sha256
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.projections import readers
+from jobledger.server.blob_access import name_check
 from jobledger.server.blob_responses import blob_store, etag
 from jobledger.server.file_uploads import JobFiles, stored
 from jobledger.server.inputs import TooLarge, parse_json, parse_model
@@ -79,13 +86,13 @@ async def put_blob(request: Request) -> Response:
     declared = request.headers.get("content-length", "")
     if limit is not None and declared.isdigit() and int(declared) > limit:
         raise TooLarge(message)
-    blob, held = await stored(
+    blob = await stored(
         blob_store(request), request.stream(), limit=limit, too_large=message, expected_sha256=expected
     )
+    if queue is not None:
+        await remember_upload(request.state.ledger, blob.sha256, queue)
     return JSONResponse(
-        {"sha256": blob.sha256, "size": blob.size},
-        status_code=200 if held else 201,
-        headers={"etag": etag(blob.sha256)},
+        {"sha256": blob.sha256, "size": blob.size}, status_code=201, headers={"etag": etag(blob.sha256)}
     )
 
 
@@ -121,7 +128,7 @@ async def job_from_form(request: Request, queue: str, settings: QueueSettings) -
                 if not isinstance(body, dict):
                     raise BadRequest(f"the 'job' part must be a JSON object, not {type(body).__name__}")
                 options = parse_model(request, JobOptions, body)
-                await files.name_stored(options.files or [])
+                await files.name_stored(options.files or [], name_check(request))
             else:
                 await files.upload(file_name_of(part), part.content_type, part.chunks())
     except ClientDisconnect:
@@ -136,11 +143,12 @@ async def with_stored_files(request: Request, queue: str, jobs: list[JobOptions]
     if not any(job.files for job in jobs):
         return jobs
     settings = await queue_settings(request, queue)
+    may_name = name_check(request)
     out = []
     for job in jobs:
         if job.files:
             files = JobFiles(blob_store(request), queue, settings)
-            await files.name_stored(job.files)
+            await files.name_stored(job.files, may_name)
             job = job.with_files(files.refs)
         out.append(job)
     return out

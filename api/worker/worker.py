@@ -41,6 +41,7 @@ from typing import Any
 from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.requests import MAX_WORKER_ID, checked_worker_id
 from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
@@ -112,7 +113,8 @@ class Worker:
         self.queues = [queues] if isinstance(queues, str) else list(queues)
         self.concurrency = concurrency
         self.transport = _transport(transport, url, redis_url, namespace, token, blobs, partitions)
-        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        default_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.worker_id = checked_worker_id(worker_id) if worker_id else default_id[-MAX_WORKER_ID:]
         self.heartbeat_interval = heartbeat_interval
         self.grace_period = grace_period
         self.files_dir = None if files_dir is None else Path(files_dir)

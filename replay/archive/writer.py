@@ -43,6 +43,7 @@ from jobledger.replay.archive.records import (
     segment_name,
 )
 from jobledger.replay.ledger_file import RawEntry, entry_line
+from jobledger.runtime.private import private_dir, private_opener
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger
@@ -92,7 +93,7 @@ def _fsync_dir(directory: Path) -> None:
 def _append_manifest(directory: Path, segment: Segment) -> None:
     """Add a segment to the manifest, durably; a torn last line (a crash mid-write) is cut first."""
     path = directory / MANIFEST
-    with path.open("ab+") as handle:
+    with open(path, "ab+", opener=private_opener) as handle:
         size = handle.seek(0, os.SEEK_END)
         if size:
             handle.seek(max(0, size - 1))
@@ -107,13 +108,14 @@ def _append_manifest(directory: Path, segment: Segment) -> None:
 
 
 def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
-    """Write entries to a new segment file, flushed to disk, and add it to the manifest."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write entries to a new segment file, flushed to disk, and add it to the manifest; the
+    directory and its files private (0700, 0600: they hold the events)."""
+    private_dir(directory)
     first, last = _s(entries[0][0]), _s(entries[-1][0])
     name = segment_name(first, last)
     partial = directory / (name + ".partial")
     digest = hashlib.sha256()
-    with partial.open("wb") as handle:
+    with open(partial, "wb", opener=private_opener) as handle:
         for entry_id, fields in entries:
             line = (entry_line(entry_id, fields) + "\n").encode()
             digest.update(line)

@@ -12,7 +12,9 @@ step of every example, and far too much while shrinking).  A stopping worker's h
 running job (``job_returned``) is a rule of its own, and the moves' requeue naming the current
 attempt of a running job is one too.  Creates with an Idempotency-Key from a small set (one job or
 a batch, the same request again or another one) and the scheduler forgetting keys as the clock moves
-past their windows take part too, and the commands run as one actor or another.
+past their windows take part too, and the commands run as one actor or another (a key is its
+sender's).  Jobs name files (a few blobs from one small set, so queues share them) and their running
+attempts add results, some replacing one of the same name: the blob counts, in all and by queue.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.commands import Call, Created, Fetched, Idempotency
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.errors import Conflict, Mismatch, NotFound
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
@@ -64,6 +67,8 @@ WINDOWS = (1000, 60_000, 3_600_000)
 QUOTA_KEYS = ("k1", "k2")
 #: run_at relative to the frozen clock, in ms: past, now, soon, later
 RUN_AT = (-1000, 0, 1, 1000, 30_000, 3_600_000)
+#: the blobs jobs name (the ledger holds references only: no store takes part)
+BLOBS = tuple(hashlib.sha256(name.encode()).hexdigest() for name in ("one", "two", "three"))
 
 durations = st.sampled_from(DURATIONS)
 delays = st.lists(st.sampled_from(("0s", "1s", "10s", "1m")), max_size=3)
@@ -93,6 +98,13 @@ queue_settings = st.builds(
     no_retry_on=kinds,
     paused=st.sampled_from((False, False, False, False, False, True)),
 )
+
+
+def file_specs(shas: list[str]) -> list[dict[str, Any]]:
+    """A job's files naming these blobs (resolved, as the server sends them to the ledger)."""
+    return [{"name": f"f{i}", "sha256": h, "size": 3, "media_type": "text/plain"} for i, h in enumerate(shas)]
+
+
 #: a job's options as JobOptions keywords; "start" is ("run_at", ms from now) or ("delay", duration)
 job_options = st.fixed_dictionaries(
     {},
@@ -113,6 +125,7 @@ job_options = st.fixed_dictionaries(
         "max_queued_time": queued_times,
         "retry_on": kinds,
         "no_retry_on": kinds,
+        "files": st.lists(st.sampled_from(BLOBS), min_size=1, max_size=2).map(file_specs),
         "start": st.one_of(
             st.tuples(st.just("run_at"), st.sampled_from(RUN_AT)), st.tuples(st.just("delay"), durations)
         ),
@@ -166,8 +179,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.freezer = freeze_time(START)
         self.clock = self.freezer.start()
         self.ledger = Ledger(self.client, self.namespace)
-        #: Idempotency-Key -> (request hash, ids) of the last create that recorded it
-        self.answers: dict[str, tuple[str, list[int]]] = {}
+        #: (actor, Idempotency-Key) -> (request hash, ids) of the last create that recorded it
+        self.answers: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.last_keyed: tuple[str, list[dict[str, Any]], bool, str, int] | None = None
 
     def teardown(self) -> None:
@@ -333,13 +346,13 @@ class LedgerMachine(RuleBasedStateMachine):
             made = None if one is None else [one]
         if made is None:
             return
-        ids = [m.id for m in made]
+        ids, mine = [m.id for m in made], (self.ledger.actor, key)
         if any(m.again for m in made):
             assert all(m.again for m in made)
             assert stream_length(self.client, self.namespace) == length
-            assert self.answers[key] == (idempotency.request_hash, ids)
+            assert self.answers[mine] == (idempotency.request_hash, ids)
         elif any(m.created for m in made):
-            self.answers[key] = (idempotency.request_hash, ids)
+            self.answers[mine] = (idempotency.request_hash, ids)
 
     def paused(self, name: str) -> bool:
         return self.client.hget(self.ledger.keys.queue(name), "paused") is not None
@@ -382,6 +395,20 @@ class LedgerMachine(RuleBasedStateMachine):
             if end in ("failed", "timed_out") and error is not None:
                 fields["error"] = error
             assert self.run(commands.update_job(job.id, JobUpdate(**fields))) == 1
+
+    @rule(pick=st.integers(0, 1000), name=st.sampled_from(("r1", "r2")), blob=st.sampled_from(BLOBS),
+          stale=st.sampled_from((False, False, False, True)))  # fmt: skip
+    def add_result(self, pick: int, name: str, blob: str, stale: bool) -> None:
+        """The running attempt of a job adds a result (one of the same name is replaced); a stale
+        attempt is refused."""
+        running = [i for i, status in self.statuses().items() if status == "running"]
+        if not running:
+            return
+        job_id = running[pick % len(running)]
+        attempt = int(self.client.hget(self.ledger.keys.job(job_id), "attempt") or 0)
+        ref = FileRef(name=name, sha256=blob, size=3, media_type="text/plain")
+        added = self.run(commands.add_result(job_id, ref, attempt + 1 if stale else attempt))
+        assert (added is None) == stale
 
     @rule(pick=st.integers(0, 1000), stale=st.sampled_from((False, False, False, True)))
     def hand_back(self, pick: int, stale: bool) -> None:

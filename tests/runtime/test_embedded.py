@@ -184,16 +184,6 @@ def test_server_left_behind_by_a_killed_owner_is_replaced_without_loss(tmp_path:
         server.stop()
 
 
-def test_long_data_dir_falls_back_to_tcp(tmp_path: Path) -> None:
-    deep = tmp_path / ("d" * 60) / ("e" * 60)
-    with EmbeddedServer(deep) as server:
-        assert server.url.startswith("redis://127.0.0.1:")
-        put(server.url, "k", "tcp")
-        assert connect_or_start(deep, "everysec") == (server.url, None)
-    with EmbeddedServer(deep) as server:
-        assert get(server.url, "k") == b"tcp"
-
-
 def test_failure_to_start_reports_the_log(tmp_path: Path) -> None:
     (tmp_path / "appendonlydir").write_text("not a directory")
     server = EmbeddedServer(tmp_path)

@@ -53,7 +53,7 @@ def test_put_blob_stores_once(api: TestClient, store: LocalBlobStore) -> None:
     assert first.status_code == 201, first.text
     assert first.json() == {"sha256": sha(data), "size": len(data)}
     again = api.put("/blob", content=data)
-    assert again.status_code == 200 and again.json() == first.json()
+    assert again.status_code == 201 and again.json() == first.json()  # held already: the same answer
     assert listed(store) == {sha(data): len(data)}
     assert staging(store) == []
 

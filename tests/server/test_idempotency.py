@@ -147,16 +147,16 @@ def test_the_key_is_forgotten_after_its_window(
         first = post(api, "/queue/q/job", {"input": 1}).json()
         assert tick_at(ledger, timedelta(minutes=59))["idempotency"] == []
         assert post(api, "/queue/q/job", {"input": 1}).json() == first
-        assert tick_at(ledger, timedelta(minutes=61))["idempotency"] == ["k-1"]
+        assert tick_at(ledger, timedelta(minutes=61))["idempotency"] == ["local:k-1"]
         mine = queue_ledger(ledger)  # where q's keys are
         keys = mine.keys
-        assert not mine.client.exists(keys.build("idempotency", key="k-1"))
+        assert not mine.client.exists(keys.build("idempotency", key="local:k-1"))
         assert mine.client.zcard(keys.build("due_idempotency")) == 0
         last = decode_entry(*list(xrange(mine.client, keys.events))[-1])
         assert (last.type, last.queue, last.data) == (
             "idempotency_expired",
             "q",
-            IdempotencyExpired(key="k-1"),
+            IdempotencyExpired(key="local:k-1"),
         )
         events = state_of(client, namespace).events
         # a new request with the key, even the same body, now creates

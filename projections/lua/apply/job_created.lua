@@ -6,7 +6,7 @@
 -- total_jobs_created, which the readers take from it).  A job created with an Idempotency-Key records
 -- the key (remember_request): the answer is the job's id, or the batch's ids the event names.  The
 -- event is the first of the job's history, written inline with the rest of the hash.  The blobs its
--- files name are counted (count_blob_refs) while the job stays.
+-- files name are counted (count_blob_refs), in all and for its queue, while the job stays.
 --- @include "projections/lua/lib/count_blob_refs.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/job_numbers.lua"
@@ -34,7 +34,7 @@ local function apply_job_created(e)
     end
   end
   set_fields(key, d, JOB_CREATED_FIELDS, fields)
-  if d.files ~= nil and d.files ~= null then count_blob_refs(d.files, 1) end
+  if d.files ~= nil and d.files ~= null then count_blob_refs(d.files, 1, e.queue) end
   if d.tags ~= nil and d.tags ~= null then
     for _, tag in ipairs(d.tags) do redis.call('SADD', K.tag(tag), id) end
   end

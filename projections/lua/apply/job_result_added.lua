@@ -10,12 +10,12 @@ local function apply_job_result_added(e)
   local at = #results + 1
   for i, result in ipairs(results) do
     if result.name == d.name then
-      count_blob_refs({result}, -1)
+      count_blob_refs({result}, -1, e.queue)
       at = i
       break
     end
   end
   results[at] = entry
-  count_blob_refs({entry}, 1)
+  count_blob_refs({entry}, 1, e.queue)
   redis.call('HSET', key, 'results', cjson.encode(results))
 end
