@@ -27,7 +27,7 @@ from jobledger.cli.common import (
     setup_logging,
 )
 from jobledger.runtime.config import Config
-from jobledger.runtime.version import __version__
+from jobledger.runtime.version import version as installed_version
 
 
 async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:
@@ -184,4 +184,4 @@ def scheduler(
 
 def version() -> None:
     """Print jobledger's version."""
-    typer.echo(__version__)
+    typer.echo(installed_version())

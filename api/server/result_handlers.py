@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import stream_zip
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -34,6 +33,9 @@ from jobledger.projections import readers
 from jobledger.replay.archive.feed import job_history
 from jobledger.server.blob_responses import blob_response, blob_store, content_disposition, verified
 from jobledger.server.inputs import job_id
+
+if TYPE_CHECKING:
+    import stream_zip
 
 #: deflate level of the zip's entries: quick, since most results are already dense
 ZIP_LEVEL = 1
@@ -111,6 +113,8 @@ async def zip_response(request: Request, results: list[dict[str, Any]], filename
 async def zipped(
     store: BlobStore, entries: list[tuple[FileRef, datetime]], what: str
 ) -> AsyncIterator[bytes]:
+    import stream_zip  # imported by the first zip asked for: it loads a cipher library
+
     async def members() -> AsyncIterator[stream_zip.AsyncMemberFile]:
         for ref, at in entries:
             chunks = verified(store.read(ref.sha256), ref.sha256, f"{what}, {ref.name!r} in a zip")
