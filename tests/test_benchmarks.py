@@ -91,5 +91,6 @@ def test_the_start_part_times_serve_beside_a_bare_app() -> None:
     for key in starts:
         assert ours[key]["unit"] == "ms" and len(ours[key]["detail"]["runs_ms"]) == 3, ours[key]
         assert 0 < ours[key]["value"] < 60_000
+        assert 0 < ours[key]["detail"]["cpu_ms_median"] < 60_000
     for key, start in ((F.START_RATIO, F.START_OURS), (F.START_EMBEDDED_RATIO, F.START_EMBEDDED)):
         assert ours[key]["value"] == pytest.approx(ours[start]["value"] / ours[F.START_BARE]["value"])
