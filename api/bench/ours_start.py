@@ -6,7 +6,8 @@ uvicorn, timed from its spawn to its first 200.
 an embedded server of its own in a new data directory (the server started too).  Each figure is the
 median of several starts, after one start not counted; the processes run with their bytecode cache
 written and read, as an installed package's is, whatever ``PYTHONDONTWRITEBYTECODE`` says here.
-The ratio is ours / bare: how much more a start of ours costs than Python, Starlette and uvicorn's.
+The three kinds of start are taken in turns, so that the machine's load falls on each alike.  The
+ratio is ours / bare: how much more a start of ours costs than Python, Starlette and uvicorn's.
 """
 
 from __future__ import annotations
@@ -111,12 +112,24 @@ def time_start(command: list[str], port: int) -> tuple[float, float | None]:
             proc.wait()
 
 
-def median_start(spawn: Spawn, runs: int) -> tuple[float, list[tuple[float, float | None]]]:
-    """The median seconds of ``runs`` starts (after one not counted), and each start's seconds and
-    CPU seconds."""
-    time_start(spawn(port := _free_port()), port)
-    times = [time_start(spawn(port := _free_port()), port) for _ in range(runs)]
-    return statistics.median(t for t, _ in times), times
+Start = tuple[float, float | None]
+
+
+def interleaved_starts(spawns: list[Spawn], runs: int) -> list[list[Start]]:
+    """``runs`` starts of each command, taken in turns (one of each per round, after a round not
+    counted), so that a load that comes and goes on the machine falls on all of them alike; each
+    command's starts, as (seconds, CPU seconds)."""
+    times: list[list[Start]] = [[] for _ in spawns]
+    for round_ in range(runs + 1):
+        for spawn, kept in zip(spawns, times, strict=True):
+            measured = time_start(spawn(port := _free_port()), port)
+            if round_:
+                kept.append(measured)
+    return times
+
+
+def _median(starts: list[Start]) -> float:
+    return statistics.median(t for t, _ in starts)
 
 
 def serve_command(port: int, *where: str) -> list[str]:
@@ -124,7 +137,7 @@ def serve_command(port: int, *where: str) -> list[str]:
             "--log-level", "warning", *where]  # fmt: skip
 
 
-def _figure(label: str, seconds: float, times: list[tuple[float, float | None]]) -> Figure:
+def _figure(label: str, seconds: float, times: list[Start]) -> Figure:
     detail: dict[str, object] = {"runs_ms": [round(t * 1000, 1) for t, _ in times]}
     cpu = [c for _, c in times if c is not None]
     if cpu:
@@ -136,24 +149,24 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
     """The start figures: ``serve`` on a running server and on an embedded one, the bare app, and
     the ratios."""
     runs = QUICK_RUNS if settings.quick else RUNS
-    with tempfile.TemporaryDirectory(prefix="jobledger-start-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="jobledger-start-") as tmp, servers.fresh() as url:
         bare_script = Path(tmp) / "bare_start.py"
         bare_script.write_text(BARE_APP)
-        bare, bare_times = median_start(lambda port: [sys.executable, str(bare_script), str(port)], runs)
-        log(f"  bare Starlette: {bare * 1000:.0f} ms")
-        with servers.fresh() as url:
-            where = ("--redis-url", url, "--namespace", NAMESPACE)
-            try:
-                ours, ours_times = median_start(lambda port: serve_command(port, *where), runs)
-            finally:
-                with redis.Redis.from_url(url) as client:
-                    drop(client, Keys(NAMESPACE))
-        log(f"  serve, Redis running: {ours * 1000:.0f} ms")
+        where = ("--redis-url", url, "--namespace", NAMESPACE)
         dirs = iter(range(runs + 1))
-        embedded, embedded_times = median_start(
-            lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")), runs
-        )
-        log(f"  serve, embedded Redis: {embedded * 1000:.0f} ms")
+        spawns: list[Spawn] = [
+            lambda port: [sys.executable, str(bare_script), str(port)],
+            lambda port: serve_command(port, *where),
+            lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")),
+        ]
+        try:
+            bare_times, ours_times, embedded_times = interleaved_starts(spawns, runs)
+        finally:
+            with redis.Redis.from_url(url) as client:
+                drop(client, Keys(NAMESPACE))
+    bare, ours, embedded = _median(bare_times), _median(ours_times), _median(embedded_times)
+    log(f"  bare Starlette {bare * 1000:.0f} ms, serve {ours * 1000:.0f} ms (Redis running), "
+        f"{embedded * 1000:.0f} ms (embedded)")  # fmt: skip
     note = f"median of {runs} starts, spawn to the first 200 from /ready"
     new_dir = f"{note}; the embedded server started in a new data directory"
     return {
