@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import pwd
@@ -113,16 +114,14 @@ class Executor:
     async def __call__(self, job: JobContext) -> dict[str, Any]:
         timeout = await job.timeout()
         log_path = job.dir.with_name(job.dir.name + ".log")
-        as_user: dict[str, Any] = {}
         if self.user is not None:
             self.user.owns(job.dir)
-            as_user = {"user": self.user.uid, "group": self.user.gid, "extra_groups": list(self.user.groups)}
         try:
             with _private_log(log_path) as log:
                 process = await asyncio.create_subprocess_exec(
                     *self.argv, cwd=job.dir, env=self._environment(job), stdin=asyncio.subprocess.DEVNULL,
                     stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                    preexec_fn=_die_with_parent, **as_user,
+                    preexec_fn=functools.partial(_in_child, self.user),
                 )  # fmt: skip
             code = await _run(process, timeout)
             output = _tail_of(log_path, MAX_TRACEBACK)
@@ -200,8 +199,13 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, be killed when the worker dies."""
+def _in_child(user: RunAs | None) -> None:
+    """In the child, before exec: become ``user`` (the event loop's subprocesses may not take
+    ``user=``), then, on Linux, be killed when the worker dies (a change of user clears that)."""
+    if user is not None:
+        os.setgroups(list(user.groups))
+        os.setgid(user.gid)
+        os.setuid(user.uid)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
