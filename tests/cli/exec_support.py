@@ -11,7 +11,7 @@ from pathlib import Path
 
 from jobledger.client import Client, Job
 from jobledger.ledger.runner import Ledger
-from tests.cli.process_support import Command, wait_for
+from tests.cli.process_support import REPO, Command, wait_for
 from tests.files_support import blob_path, create_with_files
 
 DATA = b"b,2\na,1\nc,3\n"
@@ -42,7 +42,7 @@ class Flow:
             str(self.tmp / "work"),
             *more,
         ]
-        return Command(args, self.tmp / f"{name}.log", **env)
+        return Command(args, self.tmp / f"{name}.log", REPO, **env)
 
     def pid_file(self, name: str) -> Path:
         return self.tmp / f"{name}.pid"
