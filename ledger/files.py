@@ -45,6 +45,19 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206
 def file_name_problem(name: str) -> str | None:
     """Why ``name`` (as given: normalise it first, :func:`checked_name`) cannot name a file of a
     job, or None when it can."""
+    problem = _recorded_name_problem(name)
+    if problem:
+        return problem
+    if any(127 < ord(c) <= 159 for c in name):
+        return "a file name cannot hold control characters"
+    if any(c in BIDI_CONTROLS for c in name):
+        return "a file name cannot hold bidirectional marks or overrides"
+    return None
+
+
+def _recorded_name_problem(name: str) -> str | None:
+    """What every name the ledger has ever recorded meets: the rules of its first release, before C1
+    controls, bidirectional marks and normalisation were refused."""
     if not name:
         return "a file name cannot be empty"
     if len(name.encode()) > MAX_NAME:
@@ -53,10 +66,8 @@ def file_name_problem(name: str) -> str | None:
         return f"{name!r} cannot name a file"
     if "/" in name or "\\" in name:
         return f"a file name is one path segment, without '/' or '\\': {name!r}"
-    if any(ord(c) < 32 or 127 <= ord(c) <= 159 for c in name):
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return "a file name cannot hold control characters"
-    if any(c in BIDI_CONTROLS for c in name):
-        return "a file name cannot hold bidirectional marks or overrides"
     return None
 
 
@@ -65,6 +76,13 @@ def checked_name(name: str) -> str:
     when no file can have it."""
     name = unicodedata.normalize("NFC", name)
     problem = file_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def _recorded_name(name: str) -> str:
+    problem = _recorded_name_problem(name)
     if problem:
         raise ValueError(problem)
     return name
@@ -85,18 +103,23 @@ def valid_sha256(value: str) -> bool:
     return _SHA256.fullmatch(value) is not None
 
 
+#: A name a request gives: normalised and checked by every rule.
 FileName = Annotated[StrictStr, AfterValidator(checked_name)]
+#: A name as the ledger holds it, read back unchanged: a name recorded before the rules grew (a C1
+#: control, say) still decodes, and reads as it was recorded, so history and replay stay exact.
+RecordedName = Annotated[StrictStr, AfterValidator(_recorded_name)]
 Sha256 = Annotated[StrictStr, Field(pattern=SHA256_PATTERN)]
 Size = Annotated[StrictInt, Field(ge=0, le=MAX_SIZE)]
 MediaType = Annotated[StrictStr, Field(pattern=MEDIA_TYPE_PATTERN, max_length=255)]
 
 
 class FileRef(BaseModel):
-    """One file of a job, as its events and its record hold it."""
+    """One file of a job, as its events and its record hold it (a new one's name was checked as a
+    :data:`FileName` on its way in)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: FileName
+    name: RecordedName
     sha256: Sha256
     size: Size
     media_type: MediaType = DEFAULT_MEDIA_TYPE
