@@ -46,6 +46,7 @@ from jobledger.server import result_handlers as results
 from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -211,7 +212,9 @@ def create_app(
 
     routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
-                    middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
+                    middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
+                                           allowed_hosts=config.server.allowed_hosts),
+                                Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on
