@@ -87,9 +87,36 @@ def _strict_json(raw: bytes) -> Any:
     return data
 
 
+class UnsupportedMediaType(JobLedgerError):
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    status = 415
+
+
+def json_media_type(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON: ``application/json`` or ``application/*+json``, with any
+    parameters (``charset=utf-8``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _sends_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    if length is not None:
+        return length.strip() != "0"
+    return "transfer-encoding" in request.headers
+
+
 async def read_json(request: Request, default: Any = ...) -> Any:
-    """The body as JSON; ``default`` when the body is empty (if given), else 400."""
-    return parse_json(await read_body(request), default)
+    """The body as JSON; ``default`` when the body is empty (if given), else 400.  A body is read
+    only when its Content-Type says JSON (415 otherwise, before a byte is read): a web page can send
+    text/plain or a form across sites without asking, never application/json."""
+    content_type = request.headers.get("content-type")
+    if json_media_type(content_type):
+        return parse_json(await read_body(request), default)
+    if _sends_body(request):
+        named = repr(content_type[:100]) if content_type else "none"
+        raise UnsupportedMediaType(f"a JSON body needs Content-Type: application/json, not {named}")
+    return parse_json(b"", default)
 
 
 def parse_json(raw: bytes, default: Any = ..., what: str = "request body") -> Any:

@@ -137,3 +137,32 @@ def test_a_served_process_refuses_a_foreign_host(served: str) -> None:
         refused = http.get("/queue/q", headers={"host": "rebind.example:8023"})
         assert refused.status_code == 400 and "host" in refused.json()["error"]
         assert http.get("/queue/q").status_code == 200
+
+
+BODY_ROUTES = [("POST", "/queue/q/job"), ("POST", "/queue/q/jobs"), ("PUT", "/queue/q"), ("PATCH", "/jobs"),
+               ("POST", "/launcher"), ("PATCH", "/job/1"), ("PUT", "/job/1/output"),
+               ("PUT", "/job/1/heartbeat")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "path"), BODY_ROUTES)
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_that_is_not_said_to_be_json_is_415(
+    api: TestClient, client: redis.Redis, namespace: str, method: str, path: str, content_type: str | None
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    with unchanged(client, namespace):
+        response = api.request(method, path, content=b'{"input": 1}', headers=headers)
+    assert "content-type: application/json" in error_of(response, 415)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "Application/JSON; charset=utf-8", "application/vnd.api+json"]
+)
+def test_json_media_types_are_read(api: TestClient, content_type: str) -> None:
+    response = api.post("/queue/q/job", content=b'{"input": 1}', headers={"content-type": content_type})
+    assert response.status_code == 201
+
+
+def test_an_empty_body_needs_no_content_type(api: TestClient) -> None:
+    """Ocypod's clients PUT a queue of default settings with no body at all."""
+    assert api.put("/queue/other").status_code == 201
