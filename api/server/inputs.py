@@ -263,15 +263,41 @@ def _digits(raw: str) -> bool:
     return raw.isascii() and raw.isdigit()
 
 
-def valid_job_id(raw: str) -> int | None:
-    """``raw`` as a job id, or None when it is not a positive integer."""
-    return int(raw) if _digits(raw) and int(raw) >= 1 else None
+#: The largest id or count a path or query may name: Redis's signed 64-bit integers.
+MAX_ID = 2**63 - 1
+
+
+def in_range(raw: str) -> bool:
+    """Whether ASCII digits ``raw`` stand for at most MAX_ID, told without converting a long text
+    (Python refuses to convert more than a few thousand digits, and Redis more than 64 bits)."""
+    significant = raw.lstrip("0")
+    return len(significant) < len(str(MAX_ID)) or (
+        len(significant) == len(str(MAX_ID)) and int(significant) <= MAX_ID
+    )
+
+
+def _number(raw: str, name: str) -> int:
+    """ASCII digits ``raw`` as a number, 400 beyond MAX_ID."""
+    if not in_range(raw):
+        raise BadRequest(
+            f"{name} is out of range: at most {MAX_ID}, not {raw[:30]!r}{'...' if len(raw) > 30 else ''}"
+        )
+    return int(raw)
+
+
+def valid_job_id(raw: str, name: str = "id") -> int | None:
+    """``raw`` as a job (or launcher) id, or None when it is not a positive integer (it names none,
+    as in Ocypod); a number beyond MAX_ID is a 400, never sent to Redis."""
+    if not _digits(raw):
+        return None
+    value = _number(raw, name)
+    return value if value >= 1 else None
 
 
 def job_id(request: Request) -> int:
     """The path's job id; one that is not a positive integer names no job (404)."""
     raw: str = request.path_params["job_id"]
-    found = valid_job_id(raw)
+    found = valid_job_id(raw, "job id")
     if found is None:
         raise NotFound(f"job {raw!r} does not exist")
     return found
@@ -284,8 +310,8 @@ def attempt(request: Request, body_attempt: int | None = None) -> int | None:
     raw = request.query_params.get("attempt")
     if raw is None:
         return None
-    if not _digits(raw) or int(raw) < 1:
-        raise BadRequest(f"attempt must be a positive integer, not {raw!r}")
+    if not _digits(raw) or _number(raw, "attempt") < 1:
+        raise BadRequest(f"attempt must be a positive integer, not {raw[:30]!r}")
     return int(raw)
 
 
@@ -293,9 +319,16 @@ def positive_int(request: Request, name: str, default: int, most: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not _digits(raw) or not 1 <= int(raw) <= most:
-        raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw!r}")
+    if not _digits(raw) or not in_range(raw) or not 1 <= int(raw) <= most:
+        raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw[:30]!r}")
     return int(raw)
+
+
+def bounded_int(raw: str, name: str) -> int:
+    """A query's count or cursor: ASCII digits, 0 to MAX_ID, else 400."""
+    if not _digits(raw):
+        raise BadRequest(f"{name} must be a whole number, not {raw[:30]!r}")
+    return _number(raw, name)
 
 
 #: Tags have 1 to 255 characters, as job options do (``jobledger.ledger.requests.Tag``).

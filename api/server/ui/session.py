@@ -93,7 +93,12 @@ async def admit(
         raise SignInNeeded
     on = queue if queue is not None else job_queue
     if not needs.allows(token, None) and not (on is not None and needs.allows(token, on)):
-        where = f" on queue '{on}'" if on is not None else ""
+        # a job's queue is never named: a job elsewhere reads as one that does not exist
+        where = (
+            f" on queue '{queue}'"
+            if queue is not None
+            else " on a job of no queue it covers (or no such job)"
+        )
         raise Refused(403, f"token '{token.name}' may not do this{where}: it needs {needs.describe()}")
     ledger: OpeningLedger = request.state.ledger
     request.state.ledger = ledger.as_actor(token.name)
