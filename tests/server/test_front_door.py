@@ -166,3 +166,12 @@ def test_json_media_types_are_read(api: TestClient, content_type: str) -> None:
 def test_an_empty_body_needs_no_content_type(api: TestClient) -> None:
     """Ocypod's clients PUT a queue of default settings with no body at all."""
     assert api.put("/queue/other").status_code == 201
+
+
+def test_probes_name_no_address_of_a_redis_they_cannot_reach(namespace: str) -> None:
+    dead = "redis://:hunter2@127.0.0.1:1/0"
+    with app_client(dead, namespace) as api:
+        health = api.get("/health", headers={"host": "10.1.2.3"})
+        ready = api.get("/ready", headers={"host": "10.1.2.3"})
+    assert health.json() == {"status": "unhealthy", "error": "Redis is unreachable"}
+    assert ready.status_code == 503 and ready.json() == {"error": "not ready: Redis is unreachable"}
