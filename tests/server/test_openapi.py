@@ -105,7 +105,7 @@ def test_query_parameters_and_error_answers(doc: Doc) -> None:
     assert query("get", "/job/{job_id}") == {"fields"}
     assert query("patch", "/job/{job_id}") == {"attempt"}
     responses = doc["paths"]["/job/{job_id}"]["patch"]["responses"]
-    assert set(responses) == {"204", "400", "404", "409", "413", "503"}
+    assert set(responses) == {"204", "400", "404", "409", "413", "415", "503"}
     assert resolve(doc, responses["409"]["content"]["application/json"]["schema"])["required"] == ["error"]
     assert "503" not in doc["paths"]["/health"]["get"]["responses"]
 
