@@ -156,3 +156,9 @@ def test_https_answers_carry_hsts(tmp_path: Path, redis_url: str, namespace: str
             answer = httpx.get(f"{base}{path}", verify=trusted)
             assert answer.headers["strict-transport-security"].startswith("max-age="), path
             assert answer.headers["x-content-type-options"] == "nosniff", path
+
+
+def test_allowed_host_names_a_host_answered(tmp_path: Path, redis_url: str, namespace: str) -> None:
+    with serving(tmp_path, redis_url, namespace, SETTINGS, "--allowed-host", "jobs.internal") as (base, _):
+        assert httpx.get(f"{base}/queue", headers={"host": "jobs.internal:8023"}).status_code == 200
+        assert httpx.get(f"{base}/queue", headers={"host": "other.internal"}).status_code == 400

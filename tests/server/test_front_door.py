@@ -175,3 +175,11 @@ def test_probes_name_no_address_of_a_redis_they_cannot_reach(namespace: str) -> 
         ready = api.get("/ready", headers={"host": "10.1.2.3"})
     assert health.json() == {"status": "unhealthy", "error": "Redis is unreachable"}
     assert ready.status_code == 503 and ready.json() == {"error": "not ready: Redis is unreachable"}
+
+
+@pytest.mark.parametrize(("listen", "answered"), [("10.0.0.5", True), ("0.0.0.0", False), ("::", False)])
+def test_the_address_served_on_is_answered(
+    redis_url: str, namespace: str, listen: str, answered: bool
+) -> None:
+    with app_client(redis_url, namespace, host=listen, insecure=True) as api:
+        assert (api.get("/queue", headers={"host": "10.0.0.5:8023"}).status_code == 200) == answered
