@@ -23,7 +23,6 @@ import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobledger.server.errors import error_response
@@ -85,12 +84,39 @@ def _own_port(name_port: tuple[str, int | None], scheme: str) -> tuple[str, int 
     return name, None if port == _DEFAULT_PORTS.get(scheme) else port
 
 
+_WANTED = frozenset({b"host", b"origin", b"sec-fetch-site"})
+
+
+def _wanted(scope: Scope) -> dict[bytes, str]:
+    """The request's headers this module reads (the first of each), in one pass over them."""
+    found: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in _WANTED and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
+
+
 class FrontDoor:
     """ASGI middleware applying the rules of the module.  ``auth``: the API checks tokens, so its
     Host is not checked (the dashboard's still is, its sessions being cookies)."""
 
+    #: How many Host values' answers are remembered (a client may send any number of them).
+    REMEMBERED = 1024
+
     def __init__(self, app: ASGIApp, *, auth: bool, allowed_hosts: Sequence[str] = ()) -> None:
         self.app, self.auth, self.hosts = app, auth, Hosts(allowed_hosts)
+        self._known: dict[str, bool] = {}  # Host header -> whether a name the server answers to
+
+    def host_allowed(self, raw: str) -> bool:
+        """Whether a Host header names a host the server answers to, remembered per value."""
+        known = self._known.get(raw)
+        if known is None:
+            host = split_host(raw)
+            known = host is not None and self.hosts.allows(host[0])
+            if len(self._known) >= self.REMEMBERED:
+                self._known.clear()
+            self._known[raw] = known
+        return known
 
     def host_checked(self, path: str) -> bool:
         if path in ANY_HOST:
@@ -101,29 +127,28 @@ class FrontDoor:
         """Whether a request for host ``name`` on ``path`` is answered at all."""
         return not self.host_checked(path) or self.hosts.allows(name)
 
-    def host_refusal(self, scope: Scope, headers: Headers) -> str | None:
+    def host_refusal(self, scope: Scope, headers: dict[bytes, str]) -> str | None:
         if not self.host_checked(scope["path"]):
             return None
-        raw = headers.get("host", "")
-        host = split_host(raw)
-        if host is None or not self.hosts.allows(host[0]):
+        raw = headers.get(b"host", "")
+        if not self.host_allowed(raw):
             return (f"this server does not answer to the host {raw[:100]!r}: it answers to loopback names "
                     "and to [server] allowed_hosts")  # fmt: skip
         return None
 
-    def cross_site(self, scope: Scope, headers: Headers) -> bool:
+    def cross_site(self, scope: Scope, headers: dict[bytes, str]) -> bool:
         """Whether a browser says the request comes from a page that is not this server's."""
-        fetch_site = headers.get("sec-fetch-site")
+        fetch_site = headers.get(b"sec-fetch-site")
         if fetch_site is not None and fetch_site.lower() not in OWN_SITE:
             return True
-        origin = headers.get("origin")
+        origin = headers.get(b"origin")
         return origin is not None and not self.own_origin(origin, scope, headers)
 
-    def own_origin(self, origin: str, scope: Scope, headers: Headers) -> bool:
+    def own_origin(self, origin: str, scope: Scope, headers: dict[bytes, str]) -> bool:
         parts = urlsplit(origin.strip())
         if parts.scheme not in ("http", "https") or parts.path or parts.query:
             return False
-        sent, to = split_host(parts.netloc), split_host(headers.get("host", ""))
+        sent, to = split_host(parts.netloc), split_host(headers.get(b"host", ""))
         if sent is None or to is None or not self.answers(sent[0], scope["path"]):
             return False
         return _own_port(sent, parts.scheme) == _own_port(to, scope.get("scheme", "http"))
@@ -132,7 +157,7 @@ class FrontDoor:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
+        headers = _wanted(scope)
         extra = [(b"x-content-type-options", b"nosniff")]
         if scope.get("scheme") == "https":
             extra.append((b"strict-transport-security", HSTS.encode()))
