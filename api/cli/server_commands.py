@@ -104,6 +104,12 @@ def serve(
     ] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="Serve HTTPS with this certificate (PEM).")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="The private key of --tls-cert (PEM).")] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="HOST", help="A host name answered besides loopback ones (repeatable; *.example.com)."
+        ),
+    ] = None,
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
@@ -127,6 +133,7 @@ def serve(
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
         "server.tls_cert": tls_cert, "server.tls_key": tls_key, "redis.partitions": partitions,
+        "server.allowed_hosts": allowed_host or None,
     })  # fmt: skip
     refusal = exposure_refusal(config)
     if refusal:

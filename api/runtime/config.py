@@ -48,6 +48,8 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_SCHEDULER": "server.scheduler",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
     "JOBLEDGER_LOG_FORMAT": "server.log_format",
+    "JOBLEDGER_ALLOWED_HOSTS": "server.allowed_hosts",
+    "JOBLEDGER_FORWARDED_ALLOW_IPS": "server.forwarded_allow_ips",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_PARTITIONS": "redis.partitions",
@@ -124,6 +126,18 @@ class ServerConfig(_Section):
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
+    # Host names answered besides loopback ones (auth off: every route; auth on: /ui); "*.x" for all under x
+    allowed_hosts: list[str] = []
+    header_timeout: Duration = 10_000  # a client whose request line and headers take longer is cut off
+    min_body_rate: Size = 1024  # bytes per second a body must keep up, after header_timeout's grace
+    # Peers whose X-Forwarded-For / -Proto are believed (addresses or networks; "*": any); none by default
+    forwarded_allow_ips: list[str] = []
+
+    @field_validator("allowed_hosts", "forwarded_allow_ips", mode="before")
+    @classmethod
+    def _names(cls, value: object) -> object:
+        """A list, or one comma-separated string (as an environment variable gives it)."""
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
     @field_validator("log_level", mode="before")
     @classmethod

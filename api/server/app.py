@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -46,6 +47,7 @@ from jobledger.server import result_handlers as results
 from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -162,6 +164,17 @@ async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings]) 
             delay = min(delay * 2, 10)
 
 
+def served_names(config: Config) -> list[str]:
+    """The Host names answered besides loopback ones: ``[server] allowed_hosts``, and the address
+    ``serve`` listens on when it is one address (an address, unlike a name, cannot be rebound)."""
+    host = config.server.host.strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return list(config.server.allowed_hosts)
+    return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
+
+
 def create_app(
     config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
 ) -> Starlette:
@@ -211,7 +224,9 @@ def create_app(
 
     routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
-                    middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
+                    middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
+                                           allowed_hosts=served_names(config)),
+                                Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on

@@ -64,7 +64,7 @@ def event_filter(request: Request) -> EventFilter:
         raise BadRequest(f"unknown event type {type_!r}; known: {', '.join(EVENT_TYPES)}")
     if queue is not None and not valid_queue_name(queue):
         raise BadRequest(f"invalid queue name {queue!r}")
-    if job is not None and valid_job_id(job) is None:
+    if job is not None and valid_job_id(job, "job") is None:
         raise BadRequest(f"job must be a positive integer, not {job!r}")
     if actor is not None and not valid_actor(actor):
         raise BadRequest(

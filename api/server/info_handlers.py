@@ -16,6 +16,10 @@ from jobledger.runtime.version import __version__
 from jobledger.scheduler.loop import SchedulerState
 from jobledger.server.errors import error_response
 
+#: What a probe says of a Redis it cannot reach: never its address (the probes answer anyone; the
+#: server's log has the details).
+UNREACHABLE = "Redis is unreachable"
+
 
 async def info(request: Request) -> Response:
     ledger: OpeningLedger = request.state.ledger
@@ -46,10 +50,8 @@ async def health(request: Request) -> Response:
     ledger: OpeningLedger = request.state.ledger
     try:
         await _ping(ledger)
-    except (redis.RedisError, OSError) as exc:  # the answer, not an error
-        return JSONResponse({"status": "unhealthy", "error": f"Redis is unreachable: {exc}"})
-    except Unavailable as exc:
-        return JSONResponse({"status": "unhealthy", "error": str(exc)})
+    except (redis.RedisError, OSError, Unavailable):  # the answer, not an error
+        return JSONResponse({"status": "unhealthy", "error": UNREACHABLE})
     return JSONResponse({"status": "healthy"})
 
 
@@ -59,13 +61,11 @@ async def ready(request: Request) -> Response:
     ledger: OpeningLedger = request.state.ledger
     try:
         await _ping(ledger)
-    except (redis.RedisError, OSError) as exc:
-        return error_response(503, f"not ready: Redis is unreachable: {exc}")
-    except Unavailable as exc:
-        return error_response(503, f"not ready: {exc}")
+    except (redis.RedisError, OSError, Unavailable):
+        return error_response(503, f"not ready: {UNREACHABLE}")
     checks: SchedulerState | None = request.state.scheduler
     if checks is not None and checks.stopped is not None:
-        return error_response(503, f"not ready: the scheduler has stopped ({checks.stopped})")
+        return error_response(503, "not ready: the scheduler has stopped")
     if checks is not None and checks.problem is not None:
-        return error_response(503, f"not ready: the scheduler's checks fail: {checks.problem}")
+        return error_response(503, "not ready: the scheduler's checks fail (the server's log says why)")
     return JSONResponse({"status": "ready"})

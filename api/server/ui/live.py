@@ -13,7 +13,7 @@ from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.events import Event
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import EventFilter, id_key
-from jobledger.ledger.stream_merge import parse_cursor
+from jobledger.ledger.stream_merge import parse_cursor, valid_event_id
 from jobledger.projections import readers
 from jobledger.server.auth import READ, READ_JOB
 from jobledger.server.event_handlers import (
@@ -26,7 +26,7 @@ from jobledger.server.event_handlers import (
     live_cursor,
     live_end,
 )
-from jobledger.server.inputs import job_id
+from jobledger.server.inputs import in_range, job_id
 from jobledger.server.ui.render import answered, fragment
 from jobledger.server.ui.session import admit
 
@@ -59,8 +59,8 @@ def ledger_item(event: Event, position: str) -> str:
 def _position(request: Request, name: str) -> str | None:
     """An event id from the query's ``after``, or the ``Last-Event-ID`` header; None without."""
     raw = (request.headers.get(name) if name == "last-event-id" else request.query_params.get(name)) or None
-    if raw is not None and not all(part.isdigit() for part in raw.split("-", 1)):
-        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
+    if raw is not None and not valid_event_id(raw):
+        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw[:100]!r}")
     return raw
 
 
@@ -85,8 +85,8 @@ async def job_timeline(request: Request) -> Response:
     await admit(request, READ_JOB, job=jid)
     ledger = (await feed_ledger(request)).for_id(jid)
     prev = request.query_params.get("prev")
-    if prev is not None and not prev.isdigit():
-        raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
+    if prev is not None and not (prev.isascii() and prev.isdigit() and in_range(prev)):
+        raise BadRequest(f"prev must be a time in milliseconds, not {prev[:30]!r}")
     previous_at = int(prev) if prev is not None else None
     position = _position(request, "last-event-id")
     if position is not None:
