@@ -8,7 +8,9 @@ server and the Redis worker reach Valkey through a :class:`~tests.faults.proxy.D
 
 :meth:`Harness.run` starts everything, does the fault every one to three seconds for the time asked,
 stops the producers, waits for the work to settle, stops the rest, then reads the stream, the run
-records, the producers' records and the kill log into :class:`~tests.faults.checks.Figures`.
+records, the producers' records and its own records of the faults -- each kill (time, PID), each
+outage (Valkey paused or killed, the server killed: from the signal until it answered again), each
+answer the proxy dropped -- into :class:`~tests.faults.checks.Figures`.
 """
 
 from __future__ import annotations
@@ -130,6 +132,7 @@ class Harness:
     workers: list[Command | None] = field(init=False, default_factory=list)
     producers: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
     kills: list[checks.Kill] = field(init=False, default_factory=list)
+    outages: list[checks.Outage] = field(init=False, default_factory=list)
     faults_done: int = field(init=False, default=0)
     features: Features = field(init=False, default_factory=Features)
     _logs: int = field(init=False, default=0)
@@ -220,28 +223,36 @@ class Harness:
             time.sleep(0.3)
             self.workers[n] = self.start_worker(n)
         elif kind == "kill-valkey":
-            self.kills.append(checks.Kill(time.time(), self.valkey.pid, "valkey"))
+            down = time.time()
+            self.kills.append(checks.Kill(down, self.valkey.pid, "valkey"))
             self.valkey.kill()
-            self.valkey.start()
+            self.valkey.start()  # returns once it answers
+            self.outages.append(checks.Outage(down, time.time(), "valkey killed"))
         elif kind == "kill-server":
             assert self.server is not None
-            self.kill(self.server.process, "serve")
+            down = self.kill(self.server.process, "serve")
             self.server.close()
-            self.start_server()
+            self.start_server()  # returns once it answers its health check
+            self.outages.append(checks.Outage(down, time.time(), "serve killed"))
         elif kind == "pause-valkey":
+            down = time.time()
             self.valkey.pause()
             time.sleep(self.random.uniform(0.5, self.settings.longest_pause))
             self.valkey.resume()
+            self.outages.append(checks.Outage(down, time.time(), "valkey paused"))
         elif kind == "drop-replies":
             assert self.proxy is not None
             self.proxy.drop(self.random.randint(1, 4))
         else:
             raise ValueError(f"unknown fault {kind!r}")
 
-    def kill(self, process: subprocess.Popen[bytes], what: str) -> None:
-        self.kills.append(checks.Kill(time.time(), process.pid, what))
+    def kill(self, process: subprocess.Popen[bytes], what: str) -> float:
+        """SIGKILL ``process`` and wait for it; the time of the kill, as recorded."""
+        at = time.time()
+        self.kills.append(checks.Kill(at, process.pid, what))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=DEADLINE)
+        return at
 
     # --- the end --------------------------------------------------------------------------------
 
@@ -305,9 +316,10 @@ class Harness:
             runs=checks.read_runs(self.runs),
             kills=self.kills,
             worker_logs=logs,
+            outages=self.outages,
+            drops=list(self.proxy.drops) if self.proxy else [],
             misplaced=placed,
             verify=verified,
-            dropped=self.proxy.dropped if self.proxy else 0,
         )
 
     def close(self) -> None:
