@@ -174,11 +174,18 @@ class Harness:
         self.features = self.probe()
         for n in range(3):
             self.workers.append(self.start_worker(n))
-        for name in ("p0", "p1"):
+        outs = [self.workdir / f"producer-{name}.jsonl" for name in ("p0", "p1")]
+        for name, out in zip(("p0", "p1"), outs, strict=True):
             args = ["--url", self.base, "--queue", QUEUE, "--name", name, "--rate", str(self.settings.rate),
-                    "--out", str(self.workdir / f"producer-{name}.jsonl")]  # fmt: skip
+                    "--out", str(out)]  # fmt: skip
             command = [sys.executable, "-m", "tests.faults.producer", *args]
             self.producers.append(subprocess.Popen(command, cwd=REPO, env=clean_env()))
+        # the faults start once every producer has made a create: on a loaded machine a producer can
+        # take seconds to start, and a short run could otherwise stop it before it made any
+        wait(
+            lambda: all(out.exists() and out.stat().st_size > 0 for out in outs),
+            "the producers' first creates",
+        )
 
     @property
     def redis_url(self) -> str:
