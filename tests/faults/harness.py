@@ -10,7 +10,8 @@ server and the Redis worker reach Valkey through a :class:`~tests.faults.proxy.D
 stops the producers, waits for the work to settle, stops the rest, then reads the stream, the run
 records, the producers' records and its own records of the faults -- each kill (time, PID), each
 outage (Valkey paused or killed, the server killed: from the signal until it answered again), each
-answer the proxy dropped -- into :class:`~tests.faults.checks.Figures`.
+answer the proxy dropped, also written to ``faults.json`` -- into
+:class:`~tests.faults.checks.Figures`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -303,6 +304,11 @@ class Harness:
         return result.returncode
 
     def figures(self, verified: int) -> checks.Figures:
+        drops = list(self.proxy.drops) if self.proxy else []
+        record = {"kills": self.kills, "outages": self.outages, "drops": drops}
+        (self.workdir / "faults.json").write_text(
+            json.dumps({what: [asdict(r) for r in rs] for what, rs in record.items()}, indent=1)
+        )
         client = self.redis()
         try:
             entries = checks.read_stream(client, NAMESPACE)
@@ -324,7 +330,7 @@ class Harness:
             kills=self.kills,
             worker_logs=logs,
             outages=self.outages,
-            drops=list(self.proxy.drops) if self.proxy else [],
+            drops=drops,
             misplaced=placed,
             verify=verified,
         )
