@@ -305,10 +305,12 @@ class Harness:
 
     def figures(self, verified: int) -> checks.Figures:
         drops = list(self.proxy.drops) if self.proxy else []
-        record = {"kills": self.kills, "outages": self.outages, "drops": drops}
-        (self.workdir / "faults.json").write_text(
-            json.dumps({what: [asdict(r) for r in rs] for what, rs in record.items()}, indent=1)
-        )
+        record = {
+            "kills": [asdict(k) for k in self.kills],
+            "outages": [asdict(o) for o in self.outages],
+            "drops": [asdict(d) for d in drops],
+        }
+        (self.workdir / "faults.json").write_text(json.dumps(record, indent=1))
         client = self.redis()
         try:
             entries = checks.read_stream(client, NAMESPACE)
