@@ -46,6 +46,7 @@ from jobledger.server import result_handlers as results
 from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.feeds import FeedSlots
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -179,10 +180,15 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        ledger = OpeningLedger(
-            redis_url, config.redis.key_namespace, config.redis.partitions, observe=app.state.metrics.observe
+        namespace, partitions, observe = (
+            config.redis.key_namespace,
+            config.redis.partitions,
+            app.state.metrics.observe,
         )
-        watch = LedgerWatch(ledger)
+        ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
+        # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
+        background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
+        watch = LedgerWatch(background)
         tasks = []
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
@@ -192,13 +198,19 @@ def create_app(
                 every, archive = scheduler.intervals(config), archive_settings(config)
                 sweep = scheduler.blob_sweep(config, store)
                 task = asyncio.create_task(
-                    scheduler.run(ledger, every, archive, watch=watch, state=checks, blobs=sweep)
+                    scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep)
                 )
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
-            yield {"ledger": ledger, "watch": watch, "scheduler": checks, "blobs": guarded}
+            yield {
+                "ledger": ledger,
+                "background": background,
+                "watch": watch,
+                "scheduler": checks,
+                "blobs": guarded,
+            }
         finally:
             await cancel_and_wait(
                 tasks
@@ -206,6 +218,7 @@ def create_app(
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()
+            await background.aclose()
             if blobs is None:
                 await store.close()
 
@@ -221,4 +234,8 @@ def create_app(
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     app.state.idempotency_window = config.server.idempotency_window
+    app.state.feeds = FeedSlots(
+        config.server.max_feeds_per_token, config.server.max_feeds, app.state.metrics.feeds.set
+    )
+    app.state.probes = asyncio.Semaphore(info.PROBES)
     return app
