@@ -172,6 +172,7 @@ def create_app(
     read_only = config.server.read_only
     queues = configured_queues(config)
     run_scheduler = run_scheduler and config.server.scheduler
+    server = config.server
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -210,6 +211,8 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
+                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
+                "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
             }
         finally:
             await cancel_and_wait(
@@ -234,8 +237,4 @@ def create_app(
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     app.state.idempotency_window = config.server.idempotency_window
-    app.state.feeds = FeedSlots(
-        config.server.max_feeds_per_token, config.server.max_feeds, app.state.metrics.feeds.set
-    )
-    app.state.probes = asyncio.Semaphore(info.PROBES)
     return app

@@ -343,7 +343,7 @@ def follower(router: AsyncPartitioned, flt: EventFilter, cursor: Cursor, render:
 
 def feed_response(request: Request, feed: Feed) -> Response:
     """The feed's answer, counted against the caps of the request's token (429 past them)."""
-    slots: FeedSlots = request.app.state.feeds
+    slots: FeedSlots = request.state.feeds
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     return FeedResponse(feed.events(request), slots, getattr(request.state, "token", LOCAL), headers)
 

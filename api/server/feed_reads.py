@@ -68,7 +68,7 @@ def partition_readers(
     """Within: a reader of each partition of ``ledgers`` (partition -> its runner), each tapped
     from now on."""
     watch: LedgerWatch = request.state.watch
-    reads: asyncio.Semaphore = request.app.state.feeds.reads
+    reads: asyncio.Semaphore = request.state.feeds.reads
     with contextlib.ExitStack() as stack:
         readers = {}
         for partition, ledger in ledgers.items():

@@ -51,7 +51,7 @@ async def _ping(ledger: OpeningLedger) -> None:
 
 async def _probe(request: Request) -> None:
     """PING Redis as a probe does: on the background connections, a few probes at a time."""
-    probes: asyncio.Semaphore = request.app.state.probes
+    probes: asyncio.Semaphore = request.state.probes
     async with probes:
         await _ping(request.state.background)
 
