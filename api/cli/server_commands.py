@@ -95,6 +95,12 @@ def serve(
     idempotency_window: Annotated[
         str | None, typer.Option(help="How long a create's Idempotency-Key is remembered, e.g. 24h.")
     ] = None,
+    max_feeds_per_token: Annotated[
+        int | None, typer.Option(help="Live feeds one token may hold open (default 20).")
+    ] = None,
+    max_feeds: Annotated[
+        int | None, typer.Option(help="Live feeds this server serves at once (default 500).")
+    ] = None,
     auth: Annotated[
         bool | None,
         typer.Option("--auth/--no-auth", help="Want a bearer token on every route but /health and /ready."),
@@ -128,6 +134,7 @@ def serve(
         "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
         "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
         "server.idempotency_window": idempotency_window,
+        "server.max_feeds_per_token": max_feeds_per_token, "server.max_feeds": max_feeds,
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,

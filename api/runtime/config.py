@@ -40,6 +40,8 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_EXPIRY_CHECK_INTERVAL": "server.expiry_check_interval",
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
     "JOBLEDGER_IDEMPOTENCY_WINDOW": "server.idempotency_window",
+    "JOBLEDGER_MAX_FEEDS_PER_TOKEN": "server.max_feeds_per_token",
+    "JOBLEDGER_MAX_FEEDS": "server.max_feeds",
     "JOBLEDGER_READ_ONLY": "server.read_only",
     "JOBLEDGER_AUTH": "server.auth",
     "JOBLEDGER_TLS_CERT": "server.tls_cert",
@@ -116,6 +118,8 @@ class ServerConfig(_Section):
     expiry_check_interval: Duration = 300_000
     next_job_delay: Duration = 0
     idempotency_window: Duration = 86_400_000  # how long a create's Idempotency-Key is remembered
+    max_feeds_per_token: int = Field(default=20, ge=1)  # live feeds one token (or `local`) may hold open
+    max_feeds: int = Field(default=500, ge=1)  # live feeds this process serves at once
     read_only: bool = False
     auth: bool = False  # every route but /health and /ready wants a bearer token (jobledger token create)
     insecure: bool = False  # serve an address other than loopback without auth (refused otherwise)

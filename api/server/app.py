@@ -48,6 +48,7 @@ from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
 from jobledger.server.front_door import FrontDoor
+from jobledger.server.feeds import FeedSlots
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -184,6 +185,7 @@ def create_app(
     read_only = config.server.read_only
     queues = configured_queues(config)
     run_scheduler = run_scheduler and config.server.scheduler
+    server = config.server
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -192,10 +194,15 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        ledger = OpeningLedger(
-            redis_url, config.redis.key_namespace, config.redis.partitions, observe=app.state.metrics.observe
+        namespace, partitions, observe = (
+            config.redis.key_namespace,
+            config.redis.partitions,
+            app.state.metrics.observe,
         )
-        watch = LedgerWatch(ledger)
+        ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
+        # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
+        background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
+        watch = LedgerWatch(background)
         tasks = []
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
@@ -205,13 +212,21 @@ def create_app(
                 every, archive = scheduler.intervals(config), archive_settings(config)
                 sweep = scheduler.blob_sweep(config, store)
                 task = asyncio.create_task(
-                    scheduler.run(ledger, every, archive, watch=watch, state=checks, blobs=sweep)
+                    scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep)
                 )
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
-            yield {"ledger": ledger, "watch": watch, "scheduler": checks, "blobs": guarded}
+            yield {
+                "ledger": ledger,
+                "background": background,
+                "watch": watch,
+                "scheduler": checks,
+                "blobs": guarded,
+                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
+                "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
+            }
         finally:
             await cancel_and_wait(
                 tasks
@@ -219,6 +234,7 @@ def create_app(
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()
+            await background.aclose()
             if blobs is None:
                 await store.close()
 

@@ -1,4 +1,9 @@
-"""Handlers of ``/info``, ``/health`` and ``/ready``."""
+"""Handlers of ``/info``, ``/health`` and ``/ready``.
+
+The probes ask Redis on the connections the server keeps apart from the requests' (those of its
+scheduler and of its follower of the ledger: ``request.state.background``), at most
+:data:`PROBES` at once, so that no load on the request pool, and no flood of probes, makes a
+probe fail for want of a connection."""
 
 from __future__ import annotations
 
@@ -19,6 +24,9 @@ from jobledger.server.errors import error_response
 #: What a probe says of a Redis it cannot reach: never its address (the probes answer anyone; the
 #: server's log has the details).
 UNREACHABLE = "Redis is unreachable"
+
+#: Probes of a process that ask Redis at once (the rest wait their turn).
+PROBES = 4
 
 
 async def info(request: Request) -> Response:
@@ -45,11 +53,17 @@ async def _ping(ledger: OpeningLedger) -> None:
     await asyncio.gather(*(ping(runner.client) for runner in router.runners))
 
 
+async def _probe(request: Request) -> None:
+    """PING Redis as a probe does: on the background connections, a few probes at a time."""
+    probes: asyncio.Semaphore = request.state.probes
+    async with probes:
+        await _ping(request.state.background)
+
+
 async def health(request: Request) -> Response:
     """Always 200: ``healthy`` when Redis answers a PING, else ``unhealthy`` with the reason."""
-    ledger: OpeningLedger = request.state.ledger
     try:
-        await _ping(ledger)
+        await _probe(request)
     except (redis.RedisError, OSError, Unavailable):  # the answer, not an error
         return JSONResponse({"status": "unhealthy", "error": UNREACHABLE})
     return JSONResponse({"status": "healthy"})
@@ -58,9 +72,8 @@ async def health(request: Request) -> Response:
 async def ready(request: Request) -> Response:
     """200 when Redis answers a PING and this server's scheduler (if it runs one) runs and its
     last round succeeded; 503 with the reason otherwise (for load balancers and orchestrators)."""
-    ledger: OpeningLedger = request.state.ledger
     try:
-        await _ping(ledger)
+        await _probe(request)
     except (redis.RedisError, OSError, Unavailable):
         return error_response(503, f"not ready: {UNREACHABLE}")
     checks: SchedulerState | None = request.state.scheduler

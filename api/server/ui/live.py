@@ -1,13 +1,15 @@
 """The dashboard's live feeds: the ledger's events as HTML over Server-Sent Events, for htmx's SSE
 extension to put into the page.  They follow the ledger exactly as ``GET /events/stream`` does (the
-same followers of :mod:`jobledger.server.event_handlers`: archive first, then blocking reads, ended
-by a revoked token; on a ledger split into partitions the ledger page's feed merges them, a job's
-timeline reads its job's partition alone); only each event's block is HTML instead of JSON."""
+same followers of :mod:`jobledger.server.event_handlers`: archive first, then the process's one
+follower of the ledger, no Redis connection held while they wait, ended by a revoked token; on a
+ledger split into partitions the ledger page's feed merges them, a job's timeline reads its job's
+partition alone); only each event's block is HTML instead of JSON.  They count against the same
+caps as ``/events/stream`` (:mod:`jobledger.server.feeds`: one more is 429)."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.events import Event
@@ -22,6 +24,7 @@ from jobledger.server.event_handlers import (
     Render,
     event_filter,
     feed_ledger,
+    feed_response,
     follower,
     live_cursor,
     live_end,
@@ -29,8 +32,6 @@ from jobledger.server.event_handlers import (
 from jobledger.server.inputs import in_range, job_id
 from jobledger.server.ui.render import answered, fragment
 from jobledger.server.ui.session import admit
-
-HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 def sse_block(position: str, html: str) -> str:
@@ -65,7 +66,7 @@ def _position(request: Request, name: str) -> str | None:
 
 
 def _streamed(feed: Feed, request: Request) -> Response:
-    return StreamingResponse(feed.events(request), media_type="text/event-stream", headers=HEADERS)
+    return feed_response(request, feed)
 
 
 async def _resumed_at(ledger: AsyncLedger, jid: int, position: str) -> int | None:
@@ -83,7 +84,8 @@ async def job_timeline(request: Request) -> Response:
     partition, so its positions are that partition's event ids."""
     jid = job_id(request)
     await admit(request, READ_JOB, job=jid)
-    ledger = (await feed_ledger(request)).for_id(jid)
+    router = await feed_ledger(request)
+    ledger, partition = router.for_id(jid), router.partitioning.of_id(jid)
     prev = request.query_params.get("prev")
     if prev is not None and not (prev.isascii() and prev.isdigit() and in_range(prev)):
         raise BadRequest(f"prev must be a time in milliseconds, not {prev[:30]!r}")
@@ -92,7 +94,8 @@ async def job_timeline(request: Request) -> Response:
     if position is not None:
         previous_at = await _resumed_at(ledger, jid, position)
     position = position or _position(request, "after") or await live_end(ledger)
-    return _streamed(Follower(ledger, EventFilter(job=jid), position, timeline_item(previous_at)), request)
+    feed = Follower(ledger, EventFilter(job=jid), position, timeline_item(previous_at), partition)
+    return _streamed(feed, request)
 
 
 @answered
