@@ -1,7 +1,9 @@
 """The one clock.  Every command takes its ``now`` from here and records it in its event.
 
-Nothing else in jobledger reads the time for ledger purposes (no script reads Redis ``TIME``), so
-freezegun, which patches :func:`time.time`, controls every timestamp in tests.
+Nothing else in jobledger reads the time for ledger purposes, so freezegun, which patches
+:func:`time.time`, controls every timestamp in tests.  One exception, which only ever moves a time
+later: a fetch that waited in a stalled Redis starts its jobs at the server's ``TIME`` when that is
+well past its ``now`` (``ledger/lua/lib/start_time.lua``), and records that time in the event.
 """
 
 from __future__ import annotations

@@ -6,15 +6,20 @@ references to blobs, which a blob store (:mod:`jobledger.blobs`) keeps under the
 ledger still says exactly which bytes every job got and gave, and replay, verify and export keep that.
 
 Names.  A file's name is one path segment, as it lands in the worker's directory and in a zip: 1 to
-255 bytes of UTF-8, no ``/`` or ``\\``, no control character, not ``.`` or ``..``.  Within a job, the
-names of its files differ, and so do the names of its results (a result added again under a name
-replaces the earlier one in the job's record; the ledger keeps both events).
+255 bytes of UTF-8 once NFC-normalised (the form it is kept in), no ``/`` or ``\\``, no control
+character (C0, DEL, C1), no bidirectional mark or override (which would make a name read otherwise
+than it is), not ``.`` or ``..``.  Within a job, the names of its files differ, and so do the names
+of its results, even in case (casefolded) or normalisation: ``A.txt`` and ``a.txt`` would be one file
+on a disk that ignores case (a result added again under the same name replaces the earlier one in
+the job's record; the ledger keeps both events).
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import unicodedata
+from collections.abc import Iterable
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
@@ -32,8 +37,27 @@ MAX_FILES = 1000
 MAX_SIZE = 2**46
 
 
+#: Bidirectional marks, embeddings, overrides and isolates: they make a name display otherwise than
+#: its characters run.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def file_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot name a file of a job, or None when it can."""
+    """Why ``name`` (as given: normalise it first, :func:`checked_name`) cannot name a file of a
+    job, or None when it can."""
+    problem = _recorded_name_problem(name)
+    if problem:
+        return problem
+    if any(127 < ord(c) <= 159 for c in name):
+        return "a file name cannot hold control characters"
+    if any(c in BIDI_CONTROLS for c in name):
+        return "a file name cannot hold bidirectional marks or overrides"
+    return None
+
+
+def _recorded_name_problem(name: str) -> str | None:
+    """What every name the ledger has ever recorded meets: the rules of its first release, before C1
+    controls, bidirectional marks and normalisation were refused."""
     if not name:
         return "a file name cannot be empty"
     if len(name.encode()) > MAX_NAME:
@@ -47,29 +71,55 @@ def file_name_problem(name: str) -> str | None:
     return None
 
 
-def _file_name(name: str) -> str:
+def checked_name(name: str) -> str:
+    """``name`` NFC-normalised, the form a job's file or result is named by; ValueError saying why
+    when no file can have it."""
+    name = unicodedata.normalize("NFC", name)
     problem = file_name_problem(name)
     if problem:
         raise ValueError(problem)
     return name
 
 
+def _recorded_name(name: str) -> str:
+    problem = _recorded_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+def name_key(name: str) -> str:
+    """What two names of one job may not share: the name casefolded and NFC-normalised."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+
+
+def name_clash(name: str, others: Iterable[str]) -> str | None:
+    """The first of ``others`` that is not ``name`` but differs from it only in case or normalisation."""
+    key = name_key(name)
+    return next((other for other in others if other != name and name_key(other) == key), None)
+
+
 def valid_sha256(value: str) -> bool:
     return _SHA256.fullmatch(value) is not None
 
 
-FileName = Annotated[StrictStr, AfterValidator(_file_name)]
+#: A name a request gives: normalised and checked by every rule.
+FileName = Annotated[StrictStr, AfterValidator(checked_name)]
+#: A name as the ledger holds it, read back unchanged: a name recorded before the rules grew (a C1
+#: control, say) still decodes, and reads as it was recorded, so history and replay stay exact.
+RecordedName = Annotated[StrictStr, AfterValidator(_recorded_name)]
 Sha256 = Annotated[StrictStr, Field(pattern=SHA256_PATTERN)]
 Size = Annotated[StrictInt, Field(ge=0, le=MAX_SIZE)]
 MediaType = Annotated[StrictStr, Field(pattern=MEDIA_TYPE_PATTERN, max_length=255)]
 
 
 class FileRef(BaseModel):
-    """One file of a job, as its events and its record hold it."""
+    """One file of a job, as its events and its record hold it (a new one's name was checked as a
+    :data:`FileName` on its way in)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: FileName
+    name: RecordedName
     sha256: Sha256
     size: Size
     media_type: MediaType = DEFAULT_MEDIA_TYPE
@@ -87,13 +137,21 @@ class FileSpec(BaseModel):
     media_type: MediaType | None = None
 
 
-def duplicate_name(names: list[str]) -> str | None:
-    """The first name given twice, or None."""
-    seen: set[str] = set()
+def duplicate_name(names: Iterable[str]) -> str | None:
+    """Why these names cannot be one job's: the first given twice, or two that differ only in case
+    or normalisation; None when they can."""
+    seen: dict[str, str] = {}
     for name in names:
-        if name in seen:
-            return name
-        seen.add(name)
+        key = name_key(name)
+        earlier = seen.get(key)
+        seen.setdefault(key, name)
+        if earlier is None:
+            continue
+        if earlier == name:
+            return f"two files are named {name!r}: a job's file names differ"
+        return (
+            f"{earlier!r} and {name!r} differ only in case or normalisation: a job's file names differ more"
+        )
     return None
 
 

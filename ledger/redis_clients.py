@@ -12,6 +12,8 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
   always answers before the socket timeout of the client it runs on, whoever made that client;
 - a client made for a ``namespace`` connects, on a Cluster, to the node serving that namespace's
   slot, whichever node the URL names (:mod:`jobledger.ledger.slot_routing`);
+- a pooled connection that Redis closed (a restart) is found before it is handed out, and opened
+  again, on every supported version: the first command after Redis is back succeeds;
 - an async client packs its commands with hiredis, and writes one that cannot wait at once, in its
   caller's task (:class:`LeanConnection`).
 """
@@ -47,8 +49,20 @@ def _options(overrides: dict[str, Any]) -> dict[str, Any]:
         "socket_connect_timeout": CONNECT_TIMEOUT,
         "retry_on_timeout": False,
     }
+    options.update(_no_maintenance_notifications())
     options.update(overrides)
     return options
+
+
+def _no_maintenance_notifications() -> dict[str, Any]:
+    """Maintenance notifications off, where redis-py has them: while they are on (redis-py 8's
+    default, "auto"), its async pool skips the check that finds a connection the server closed, and
+    hands it out again, so the first command after a Redis restart fails on it."""
+    try:
+        from redis.maint_notifications import MaintNotificationsConfig
+    except ImportError:  # the oldest supported versions have none
+        return {}
+    return {"maint_notifications_config": MaintNotificationsConfig(enabled=False)}
 
 
 def sync_client(url: str, namespace: str | None = None, **overrides: Any) -> redis.Redis:

@@ -188,9 +188,9 @@ class JobOptions(BaseModel):
         if self.run_at is not None and self.delay is not None:
             raise ValueError("give run_at or delay, not both")
         if self.files:
-            twice = duplicate_name([f.name for f in self.files])
-            if twice is not None:
-                raise ValueError(f"two files are named {twice!r}: a job's file names differ")
+            clash = duplicate_name(f.name for f in self.files)
+            if clash is not None:
+                raise ValueError(clash)
         return self
 
     def with_files(self, files: list[FileRef]) -> JobOptions:

@@ -29,7 +29,9 @@ So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` 
 in the same MGET as the generation pointer, and raises ``ARGV[1]`` to it, as ``NOW``: everything the
 script computes from ``now`` (due scores, deadlines, the events' ``at``) uses the raised value, and
 ``emit`` moves the clock to each event's ``at``.  Hence ``at`` never decreases along the stream,
-whatever the callers' clocks do.  Appliers never read it: they take ``at`` from the event.
+whatever the callers' clocks do.  Appliers never read it: they take ``at`` from the event.  A
+fetch held up far behind the server's time starts its jobs at that time instead (see
+``ledger/lua/lib/start_time.lua``), so that no job is handed out already past its deadline.
 
 The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, see
 :mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR``, so the command's own

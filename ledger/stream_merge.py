@@ -29,6 +29,18 @@ from jobledger.ledger.stream import EventFilter, Page, id_key
 #: The position before every event of a stream.
 START = "0-0"
 _EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
+#: The largest part of a stream id a client may name: Redis takes 64-bit ones, and reads after a
+#: position add one to it, so a little less.
+MAX_ID_PART = 2**63 - 1
+
+
+def valid_event_id(raw: str) -> bool:
+    """Whether ``raw`` is a stream id (``MS`` or ``MS-SEQ``) whose parts Redis can take."""
+    return bool(_EVENT_ID.match(raw)) and all(
+        len(part) <= 30 and int(part) <= MAX_ID_PART for part in raw.split("-", 1)
+    )
+
+
 #: What starts a token of several partitions (a plain stream id starts with a digit).
 _TOKEN = "p"
 
@@ -104,6 +116,8 @@ def parse_cursor(raw: str | None, count: int, name: str) -> Cursor | None:
     if raw is None or raw == "":
         return None
     if _EVENT_ID.match(raw):
+        if not valid_event_id(raw):
+            raise BadRequest(f"{name} is out of range: an event id's parts are at most {MAX_ID_PART}")
         return Cursor((raw,) * count)
     if count == 1:
         raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
@@ -123,7 +137,7 @@ def parse_cursor(raw: str | None, count: int, name: str) -> Cursor | None:
     positions, ms = [], 0
     for zigzag, seq in zip(numbers[1::2], numbers[2::2], strict=True):
         ms += zigzag // 2 if zigzag % 2 == 0 else -(zigzag + 1) // 2
-        if ms < 0:
+        if not 0 <= ms <= MAX_ID_PART or seq > MAX_ID_PART:
             raise BadRequest(problem)
         positions.append(f"{ms}-{seq}")
     return Cursor(tuple(positions))

@@ -21,6 +21,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from jobledger.ledger.commands import Call
+from jobledger.ledger.events import LOCAL, SCHEDULER
 from jobledger.ledger.partitions import HOME
 
 #: What every secret starts with, so a leaked one is easy to recognise (and to scan for).
@@ -33,6 +34,9 @@ QUEUE_SCOPES = ("produce", "work")
 MAX_SCOPES = 100
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-@]{1,128}$")
+#: Names that are actors of their own (what runs without a token), in any case: a token so named
+#: would make its events read, in history and audits, as the scheduler's or as local ones.
+RESERVED_NAMES = frozenset({LOCAL, SCHEDULER})
 _GLOB = re.compile(r"^[A-Za-z0-9_.\-*?\[\]!]{1,255}$")
 
 
@@ -53,6 +57,8 @@ def digest(secret: str) -> str:
 def check_name(name: str) -> str:
     if not _NAME.match(name):
         raise ScopeError(f"{name!r} is not a token name (1-128 of A-Z a-z 0-9 _ - . @)")
+    if name.lower() in RESERVED_NAMES:
+        raise ScopeError(f"{name!r} is reserved: events without a token are recorded under that name")
     return name
 
 

@@ -16,6 +16,11 @@ Subscribe *before* looking at the state you wait on, then wait::
 
 so that an event appended between the look and the wait still wakes you.
 
+Live feeds (``/events/stream``, the dashboard's) read the same follower: a subscription that
+``takes_events`` (:class:`jobledger.ledger.taps.Tap`) is handed the events of each read of its
+partition, is told when the follower may have missed some (it starts, or starts again, at the live
+end), and is handed a failure to read the stream, so that no feed holds a connection of its own.
+
 Each read blocks for at most :func:`jobledger.ledger.redis_clients.block_ms` of :data:`BLOCK_MS`, so a quiet
 spell of any length never meets the client's socket timeout.  When Redis cannot be read, every
 subscription is woken (its owner tries again and reports for itself) and the task reads again after
@@ -35,10 +40,11 @@ from typing import Any, Self
 import redis
 
 from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.events import Event
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger
-from jobledger.ledger.stream import newest
+from jobledger.ledger.stream import decode_entries, newest
 from jobledger.ledger.tasks import cancel_and_wait
 
 log = logging.getLogger("jobledger.watch")
@@ -49,6 +55,9 @@ BLOCK_MS = 15_000
 COUNT = 1_000
 #: Pause (s) before reading again after Redis could not be read, doubling up to RETRY_MAX.
 RETRY_FIRST, RETRY_MAX = 0.1, 2.0
+#: Seconds the followers go on reading once nobody is subscribed, before they are stopped: a
+#: long-poll that subscribes again at once finds them still reading.
+IDLE_STOP = 1.0
 
 #: What a subscription waits on: ("queue", name), ("job", id), or ANY (every event).
 Topic = tuple[str, Hashable]
@@ -96,12 +105,24 @@ def entry_topics(fields: dict[Any, Any]) -> set[Topic]:
 
 
 class Subscription:
-    """Woken when an event names one of its topics; :meth:`wait` consumes a wake-up."""
+    """Woken when an event names one of its topics; :meth:`wait` consumes a wake-up.  One that
+    ``takes_events`` is also handed, for the partition topics it holds, what the follower read."""
+
+    takes_events = False
 
     def __init__(self, watch: LedgerWatch, topics: Iterable[Topic]) -> None:
         self.watch = watch
         self.topics = frozenset(topics)
         self.woken = asyncio.Event()
+
+    def delivered(self, events: list[Event]) -> None:
+        """The events of one read of its partition, in order (for one that ``takes_events``)."""
+
+    def missed(self) -> None:
+        """The follower of its partition may have missed events: it (re)started at the live end."""
+
+    def failed(self, exc: Exception) -> None:
+        """The follower of its partition could not read the stream."""
 
     async def wait(self, timeout: float | None) -> bool:
         """Until woken (True) or ``timeout`` seconds pass (False); a wake-up that came since the
@@ -139,6 +160,7 @@ class LedgerWatch:
         self._subscribers: dict[Topic, set[Subscription]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._opening: asyncio.Task[None] | None = None
+        self._idle: asyncio.TimerHandle | None = None
 
     def _router(self) -> AsyncPartitioned | None:
         """The router of the ledger (None: one runner, or a ledger opened on first use not open yet)."""
@@ -174,7 +196,10 @@ class LedgerWatch:
     def subscribe(self, topics: Iterable[Topic]) -> Subscription:
         """A subscription to ``topics``, following the ledger (the partitions they concern) if nobody
         did; close it when done."""
-        sub = Subscription(self, topics)
+        return self.add(Subscription(self, topics))
+
+    def add(self, sub: Subscription) -> Subscription:
+        """Subscribe ``sub`` (made for this watch), as :meth:`subscribe` does; close it when done."""
         for topic in sub.topics:
             self._subscribers.setdefault(topic, set()).add(sub)
         if isinstance(self.ledger, OpeningLedger) and self.ledger.router is None:
@@ -221,6 +246,17 @@ class LedgerWatch:
                 subs.discard(sub)
                 if not subs:
                     del self._subscribers[topic]
+        if not self._subscribers and self._tasks and self._idle is None:
+            with contextlib.suppress(RuntimeError):  # no loop: nothing runs to stop
+                self._idle = asyncio.get_running_loop().call_later(IDLE_STOP, self._stop_if_idle)
+
+    def _stop_if_idle(self) -> None:
+        """Stop the followers if still nobody is subscribed (the connection of a cancelled read is
+        closed; a cancellation lost mid-read leaves a follower to stop after its read)."""
+        self._idle = None
+        if not self._subscribers:
+            for task in self._tasks.values():
+                task.cancel()
 
     def _wake(self, topics: Iterable[Topic] | None = None) -> None:
         """Wake the subscriptions of ``topics`` (of every topic when None)."""
@@ -240,6 +276,8 @@ class LedgerWatch:
                 if position is None:
                     position = await ledger.read(newest())
                     self._wake()  # whoever subscribed before the position was known looks once more
+                    for sub in self._of_partition(partition):
+                        sub.missed()
                 reply = await client.xread(
                     {ledger.keys.events: position}, count=COUNT, block=block_ms(client, self.block)
                 )
@@ -248,6 +286,8 @@ class LedgerWatch:
                 if kind != failing:
                     log.warning("cannot follow the ledger (waiters try on their own): %s", exc)
                 failing = kind
+                for sub in self._of_partition(partition):
+                    sub.failed(exc)
                 self._wake()
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, RETRY_MAX)
@@ -262,10 +302,31 @@ class LedgerWatch:
                 topics: set[Topic] = {partition_topic(partition)}
                 for _, fields in entries:
                     topics |= entry_topics(fields)
+                self._deliver(partition, reply)
                 self._wake(topics)
+
+    def _of_partition(self, partition: int) -> list[Subscription]:
+        """The subscriptions to the partition's topic."""
+        return list(self._subscribers.get(partition_topic(partition), ()))
+
+    def _deliver(self, partition: int, reply: Any) -> None:
+        """Hand the events of a read to the subscriptions that take them, decoded once for all."""
+        takers = [s for s in self._of_partition(partition) if s.takes_events]
+        if not takers:
+            return
+        try:
+            events = decode_entries(reply)
+        except (KeyError, ValueError) as exc:  # an entry no model reads: its feeds end, the follower goes on
+            for sub in takers:
+                sub.failed(exc)
+            return
+        for sub in takers:
+            sub.delivered(events)
 
     async def close(self) -> None:
         # a plain cancel can be lost mid-read (jobledger.ledger.tasks)
+        if self._idle is not None:
+            self._idle.cancel()
         opening = [] if self._opening is None else [self._opening]
         await cancel_and_wait([*opening, *self._tasks.values()])
 

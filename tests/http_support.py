@@ -29,6 +29,8 @@ from jobledger.server.app import create_app
 from tests.blob_support import temporary_store
 from tests.support import TEST_PARTITIONS
 
+#: Where the TestClient's requests go: a loopback name, one the server answers to with auth off.
+BASE_URL = "http://localhost"
 #: RFC 3339 UTC with microseconds, as every datetime of the API is written.
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 JOB_STATUSES = ("queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled")
@@ -65,7 +67,7 @@ def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = N
             blobs = stack.enter_context(temporary_store())
         config = make_config(namespace, queues, partitions, **server)
         app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
-        yield stack.enter_context(TestClient(app, raise_server_exceptions=False))
+        yield stack.enter_context(TestClient(app, base_url=BASE_URL, raise_server_exceptions=False))
 
 
 def error_of(response: httpx2.Response, status: int) -> str:

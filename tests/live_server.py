@@ -1,6 +1,6 @@
 """A real jobledger HTTP server for the client, worker and CLI tests: the app served by uvicorn in a
-background thread on a free port, on a test's namespace, with no scheduler task (tests drive the
-scheduler with ``jobledger.scheduler.loop.tick``)."""
+background thread on a free port, on a test's namespace, with no scheduler task unless asked for
+(tests drive the scheduler with ``jobledger.scheduler.loop.tick``)."""
 
 from __future__ import annotations
 
@@ -30,15 +30,18 @@ def live_server(
     listen_port: int = 0,
     blobs: BlobStore | None = None,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    run_scheduler: bool = False,
     **server: Any,
 ) -> Iterator[str]:
     """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
     yields its base URL.  ``blobs``: the store of the jobs' files (else one in a temporary directory);
-    ``wrap``: what serves instead of the app, given the app (a server of another version, say)."""
+    ``wrap``: what serves instead of the app, given the app (a server of another version, say);
+    ``run_scheduler``: run the scheduler's checks in the app, as ``serve`` does."""
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(temporary_store())
-        yield stack.enter_context(_serving(redis_url, namespace, listen_port, blobs, server, wrap))
+        serving = _serving(redis_url, namespace, listen_port, blobs, server, wrap, run_scheduler)
+        yield stack.enter_context(serving)
 
 
 @contextmanager
@@ -49,9 +52,10 @@ def _serving(
     blobs: BlobStore,
     server: dict[str, Any],
     wrap: Callable[[ASGIApp], ASGIApp] | None,
+    run_scheduler: bool = False,
 ) -> Iterator[str]:
     config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
-    app: ASGIApp = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
+    app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)
     # asyncio's own loop, as ``jobledger serve`` runs the app (uvicorn's "auto" would take uvloop)

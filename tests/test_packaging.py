@@ -50,7 +50,7 @@ def test_the_wheel_holds_jobledger_only(tmp_path: Path) -> None:
     """Built from a copy of the sources (a build in place leaves build/ and *.egg-info behind)."""
     source = tmp_path / "src"
     source.mkdir()
-    for name in (*INSTALLED_AS, "pyproject.toml", "README.md"):
+    for name in (*INSTALLED_AS, "pyproject.toml", "README.md", "LICENSE"):
         copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
         copy(REPO / name, source / name)
     dist = tmp_path / "dist"
@@ -68,6 +68,9 @@ def test_the_wheel_holds_jobledger_only(tmp_path: Path) -> None:
     missing = sorted(set(_source_files()) - names)
     assert missing == [], "not in the wheel (a package missing from pyproject's list, or its package-data)"
     assert "jobledger/py.typed" in names
+    (metadata,) = (n for n in names if n.endswith(".dist-info/METADATA"))
+    assert "License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(metadata).decode()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     for asset in ("static/htmx.min.js", "static/htmx-ext-sse.min.js", "static/LICENSE-htmx.txt",
                   "static/ui.css", "templates/base.html"):  # fmt: skip
         assert f"jobledger/server/ui/{asset}" in names, asset

@@ -2,8 +2,8 @@
 
 :func:`open_store` picks the store the configuration's ``[blobs] url`` names: local disk
 (:mod:`jobledger.blobs.local`) by default, an S3, GCS or Azure bucket through obstore
-(:mod:`jobledger.blobs.objects`) for several servers.  Every store has the one interface of
-:mod:`jobledger.blobs.store`.
+(:mod:`jobledger.blobs.objects`, with the extra ``jobledger[s3]``) for several servers.  Every
+store has the one interface of :mod:`jobledger.blobs.store`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ def open_store(config: BlobsConfig, data_dir: Path, namespace: str) -> BlobStore
     if scheme == "file":
         return LocalBlobStore(Path(urlparse(url).path) / part)
     if scheme in OBJECT_SCHEMES:
-        from jobledger.blobs.objects import ObjectBlobStore
-
+        try:
+            from jobledger.blobs.objects import ObjectBlobStore
+        except ImportError as missing:
+            raise ValueError(
+                f"[blobs] url {url!r} is a bucket: that needs obstore, `pip install 'jobledger[s3]'`"
+            ) from missing
         return ObjectBlobStore(url.rstrip("/") + "/" + part, config.options)
     if scheme:
         raise ValueError(f"[blobs] url {url!r}: a path, file://, s3://, gs:// or az:// URL")

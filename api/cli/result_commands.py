@@ -3,7 +3,9 @@ SHA-256 the ledger holds for it.
 
 ``--dir DIR`` (the default, ``.``) writes each result under its name in DIR, one download each;
 ``--zip FILE`` writes them all as one zip.  A result already in DIR is replaced.  Either way a
-file whose bytes do not hash to its SHA-256 is not kept, and the command ends with exit 1.
+file whose bytes do not hash to its SHA-256 is not kept, and the command ends with exit 1.  A name
+from the server that would land outside DIR (``../x``, an absolute path) is refused before anything
+is written (exit 1).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import typer
 from jobledger.cli.common import fail
 from jobledger.cli.http import AsJson, UrlOption, connected
 from jobledger.cli.output import Output
+from jobledger.client.destinations import UnsafeName, inside
 
 app = typer.Typer(help="A job's results: the files its worker gave back.", no_args_is_help=True)
 
@@ -45,7 +48,11 @@ def get(
         target = directory if directory is not None else Path(".")
         target.mkdir(parents=True, exist_ok=True)
         manifest = client.results(job_id)
-        written = [client.download_result(job_id, r["name"], target / r["name"]) for r in manifest["results"]]
+        try:
+            where = [(r["name"], inside(target, r["name"])) for r in manifest["results"]]
+        except UnsafeName as exc:
+            fail(f"{exc.message}; nothing was written")
+        written = [client.download_result(job_id, name, path) for name, path in where]
     if out.is_json:
         return out.json({"id": job_id, "status": manifest["status"], "files": [str(p) for p in written]})
     if not written:

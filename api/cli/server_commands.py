@@ -96,6 +96,12 @@ def serve(
     idempotency_window: Annotated[
         str | None, typer.Option(help="How long a create's Idempotency-Key is remembered, e.g. 24h.")
     ] = None,
+    max_feeds_per_token: Annotated[
+        int | None, typer.Option(help="Live feeds one token may hold open (default 20).")
+    ] = None,
+    max_feeds: Annotated[
+        int | None, typer.Option(help="Live feeds this server serves at once (default 500).")
+    ] = None,
     auth: Annotated[
         bool | None,
         typer.Option("--auth/--no-auth", help="Want a bearer token on every route but /health and /ready."),
@@ -105,6 +111,12 @@ def serve(
     ] = False,
     tls_cert: Annotated[Path | None, typer.Option(help="Serve HTTPS with this certificate (PEM).")] = None,
     tls_key: Annotated[Path | None, typer.Option(help="The private key of --tls-cert (PEM).")] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="HOST", help="A host name answered besides loopback ones (repeatable; *.example.com)."
+        ),
+    ] = None,
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
@@ -123,11 +135,13 @@ def serve(
         "embedded.appendfsync": appendfsync, "server.max_body_size": max_body_size,
         "server.shutdown_timeout": shutdown_timeout, "server.next_job_delay": next_job_delay,
         "server.idempotency_window": idempotency_window,
+        "server.max_feeds_per_token": max_feeds_per_token, "server.max_feeds": max_feeds,
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
         "server.tls_cert": tls_cert, "server.tls_key": tls_key, "redis.partitions": partitions,
+        "server.allowed_hosts": allowed_host or None,
     })  # fmt: skip
     refusal = exposure_refusal(config)
     if refusal:

@@ -1,7 +1,8 @@
 """``jobledger worker module:function --queue Q``: run a :class:`jobledger.worker.worker.Worker` until
 SIGTERM/SIGINT.  ``jobledger worker --exec [CMD] --queue Q``: the orchestrator's executor
 (:mod:`jobledger.worker.executor`), CMD run in each job's directory; ``--exec-dir`` says where those
-go, ``--keep`` leaves them (and the command's log) behind.
+go, ``--keep`` leaves them (and the command's log) behind, ``--exec-env NAME`` passes a variable of
+the worker's environment to the command, ``--exec-user USER`` runs it as that user.
 
 Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
 finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,
@@ -126,6 +127,21 @@ def worker(
         Path | None, typer.Option(help="Where jobs' directories go (default: the temporary directory).")
     ] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Leave jobs' directories and logs behind.")] = False,
+    exec_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exec-env",
+            metavar="NAME",
+            help="With --exec, pass this variable of the worker's environment to the command (repeatable); "
+            "else it gets only PATH, HOME, LANG, LC_*, TMPDIR and the job's JOBLEDGER_* variables.",
+        ),
+    ] = None,
+    exec_user: Annotated[
+        str | None,
+        typer.Option(
+            "--exec-user", metavar="USER", help="With --exec, run the command as USER (needs root)."
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="How many jobs to run at once.")] = 1,
     transport: Annotated[
         TransportKind, typer.Option(help="http: through the server; redis: straight to the ledger.")
@@ -155,6 +171,8 @@ def worker(
         fail(f"--log-format: {exc}", code=2)
     if handler is None and not exec_command:
         fail("give a handler (module:function), or --exec [CMD]", code=2)
+    if (exec_env or exec_user is not None) and not exec_command:
+        fail("--exec-env and --exec-user go with --exec", code=2)
     if worker_id is not None:
         try:
             checked_worker_id(worker_id)
@@ -162,7 +180,9 @@ def worker(
             fail(f"--worker-id: {exc}", code=2)
     make = functools.partial(
         Worker,
-        _executor(handler or DEFAULT_COMMAND, keep) if exec_command else load_handler(handler or ""),
+        _executor(handler or DEFAULT_COMMAND, keep, exec_env or [], exec_user)
+        if exec_command
+        else load_handler(handler or ""),
         queue,
         files_dir=exec_dir,
         upload_written=exec_command,
@@ -191,8 +211,11 @@ def worker(
             )
 
 
-def _executor(command: str, keep: bool) -> Executor:
+def _executor(command: str, keep: bool, env: list[str], user: str | None) -> Executor:
+    for name in env:
+        if not name or "=" in name or "\0" in name:
+            fail(f"--exec-env: {name!r} is not the name of a variable", code=2)
     try:
-        return Executor(command, keep=keep)
-    except ValueError as exc:  # an empty command, or quotes that do not close
+        return Executor(command, keep=keep, env=env, user=user)
+    except ValueError as exc:  # an empty command, quotes that do not close, a user not to be had
         fail(f"--exec: {exc}", code=2)

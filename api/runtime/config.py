@@ -40,6 +40,8 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_EXPIRY_CHECK_INTERVAL": "server.expiry_check_interval",
     "JOBLEDGER_NEXT_JOB_DELAY": "server.next_job_delay",
     "JOBLEDGER_IDEMPOTENCY_WINDOW": "server.idempotency_window",
+    "JOBLEDGER_MAX_FEEDS_PER_TOKEN": "server.max_feeds_per_token",
+    "JOBLEDGER_MAX_FEEDS": "server.max_feeds",
     "JOBLEDGER_READ_ONLY": "server.read_only",
     "JOBLEDGER_AUTH": "server.auth",
     "JOBLEDGER_TLS_CERT": "server.tls_cert",
@@ -48,6 +50,8 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_SCHEDULER": "server.scheduler",
     "JOBLEDGER_LOG_LEVEL": "server.log_level",
     "JOBLEDGER_LOG_FORMAT": "server.log_format",
+    "JOBLEDGER_ALLOWED_HOSTS": "server.allowed_hosts",
+    "JOBLEDGER_FORWARDED_ALLOW_IPS": "server.forwarded_allow_ips",
     "JOBLEDGER_REDIS_URL": "redis.url",
     "JOBLEDGER_NAMESPACE": "redis.key_namespace",
     "JOBLEDGER_PARTITIONS": "redis.partitions",
@@ -114,6 +118,8 @@ class ServerConfig(_Section):
     expiry_check_interval: Duration = 300_000
     next_job_delay: Duration = 0
     idempotency_window: Duration = 86_400_000  # how long a create's Idempotency-Key is remembered
+    max_feeds_per_token: int = Field(default=20, ge=1)  # live feeds one token (or `local`) may hold open
+    max_feeds: int = Field(default=500, ge=1)  # live feeds this process serves at once
     read_only: bool = False
     auth: bool = False  # every route but /health and /ready wants a bearer token (jobledger token create)
     insecure: bool = False  # serve an address other than loopback without auth (refused otherwise)
@@ -124,6 +130,18 @@ class ServerConfig(_Section):
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
     threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
+    # Host names answered besides loopback ones (auth off: every route; auth on: /ui); "*.x" for all under x
+    allowed_hosts: list[str] = []
+    header_timeout: Duration = 10_000  # a client whose request line and headers take longer is cut off
+    min_body_rate: Size = 1024  # bytes per second a body must keep up, after header_timeout's grace
+    # Peers whose X-Forwarded-For / -Proto are believed (addresses or networks; "*": any); none by default
+    forwarded_allow_ips: list[str] = []
+
+    @field_validator("allowed_hosts", "forwarded_allow_ips", mode="before")
+    @classmethod
+    def _names(cls, value: object) -> object:
+        """A list, or one comma-separated string (as an environment variable gives it)."""
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
     @field_validator("log_level", mode="before")
     @classmethod

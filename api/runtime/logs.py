@@ -6,6 +6,7 @@
 - uvicorn's loggers go through the same handler (uvicorn installs none of its own).
 - Idle polls and long-polls are not logged at info: uvicorn's access line of a fetch answered 204,
   and of any fetch that waits (``wait=``), is logged at debug (:class:`QuietPolls`).
+- A secret in a query string (``?token=``) is never written (:class:`HideSecrets`).
 - A warning (or error) logged again and again is written once per minute, the next time it comes
   after the minute, with how many times it came meanwhile (:class:`RepeatFilter`): a warning that
   stops repeating within the minute is not written again.  A job's line (a record carrying
@@ -40,6 +41,8 @@ REPEAT_WINDOW = 60.0
 #: happened to the job (given as ``extra={JOB_FIELDS: {...}}``).
 JOB_FIELDS = "job_fields"
 _FETCH = re.compile(r"^/queue/[^/?]+/job(\?|$)")
+#: A secret in a query string (``?token=...``, ``&access_token=...``): its value is never written.
+_QUERY_SECRET = re.compile(r"([?&](?:access_)?token=)[^&#\s\"']+", re.IGNORECASE)
 
 
 def level_number(level: str | int) -> int:
@@ -132,6 +135,19 @@ def _since(elapsed: float) -> str:
     return f"in the last {int(elapsed)}s"
 
 
+class HideSecrets(logging.Filter):
+    """On the handler, so on every line: a query string's ``token=`` value written as ``[hidden]``
+    (a client may put its bearer token there; access lines and errors quote the request's target)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "token=" in message.lower():
+            hidden = _QUERY_SECRET.sub(r"\1[hidden]", message)
+            if hidden != message:
+                record.msg, record.args = hidden, None
+        return True
+
+
 class QuietPolls(logging.Filter):
     """On ``uvicorn.access``: the line of a fetch answered 204 (an idle poll) or of a long-poll
     (``wait=``) is logged at debug; every other request as usual."""
@@ -165,6 +181,7 @@ def configure(level: str | int = "info", fmt: str | None = None, stream: IO[str]
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     handler.addFilter(RepeatFilter())
+    handler.addFilter(HideSecrets())
     root.addHandler(handler)
     root.setLevel(number)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):

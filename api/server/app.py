@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -46,6 +47,8 @@ from jobledger.server import result_handlers as results
 from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.feeds import FeedSlots
+from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -162,6 +165,17 @@ async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings]) 
             delay = min(delay * 2, 10)
 
 
+def served_names(config: Config) -> list[str]:
+    """The Host names answered besides loopback ones: ``[server] allowed_hosts``, and the address
+    ``serve`` listens on when it is one address (an address, unlike a name, cannot be rebound)."""
+    host = config.server.host.strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return list(config.server.allowed_hosts)
+    return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
+
+
 def create_app(
     config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
 ) -> Starlette:
@@ -171,6 +185,7 @@ def create_app(
     read_only = config.server.read_only
     queues = configured_queues(config)
     run_scheduler = run_scheduler and config.server.scheduler
+    server = config.server
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -179,10 +194,15 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        ledger = OpeningLedger(
-            redis_url, config.redis.key_namespace, config.redis.partitions, observe=app.state.metrics.observe
+        namespace, partitions, observe = (
+            config.redis.key_namespace,
+            config.redis.partitions,
+            app.state.metrics.observe,
         )
-        watch = LedgerWatch(ledger)
+        ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
+        # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
+        background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
+        watch = LedgerWatch(background)
         tasks = []
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
@@ -192,13 +212,21 @@ def create_app(
                 every, archive = scheduler.intervals(config), archive_settings(config)
                 sweep = scheduler.blob_sweep(config, store)
                 task = asyncio.create_task(
-                    scheduler.run(ledger, every, archive, watch=watch, state=checks, blobs=sweep)
+                    scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep)
                 )
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
-            yield {"ledger": ledger, "watch": watch, "scheduler": checks, "blobs": guarded}
+            yield {
+                "ledger": ledger,
+                "background": background,
+                "watch": watch,
+                "scheduler": checks,
+                "blobs": guarded,
+                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
+                "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
+            }
         finally:
             await cancel_and_wait(
                 tasks
@@ -206,12 +234,15 @@ def create_app(
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()
+            await background.aclose()
             if blobs is None:
                 await store.close()
 
     routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
-                    middleware=[Middleware(IgnoredKeysHeader)])  # fmt: skip
+                    middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
+                                           allowed_hosts=served_names(config)),
+                                Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on

@@ -30,7 +30,7 @@ import redis
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.errors import BadRequest, JobLedgerError
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
 from jobledger.ledger.watch import LedgerWatch, Subscription, token_topic
@@ -161,29 +161,42 @@ def _job_of(request: Request, needs: Needs) -> int | None:
     return None
 
 
-def _queues_of(request: Request, needs: Needs, job: int | None, job_queue: str | None) -> list[str | None]:
-    """The queues a request acts on (None for a job whose queue is not known: no such job)."""
+def _named_queues(request: Request, needs: Needs) -> list[str]:
+    """The queues the request itself names (its path's, or its query's)."""
     if needs.on == "queue":
         return [request.path_params["queue"]]
-    if needs.on == "query":
+    if needs.on in ("query", "events"):
         named = request.query_params.get("queue")
         return [named] if named is not None else []
-    if needs.on == "job":
-        return [job_queue]
-    if needs.on == "events":
-        filtered = request.query_params.get("queue")
-        return [*([filtered] if filtered is not None else []), *([job_queue] if job is not None else [])]
     return []
 
 
-def _refusal(token: Token, needs: Needs, queues: list[str | None]) -> str:
-    if any(q is None for q in queues):
-        where = " on a job that is on no queue it covers (or no such job)"
-    elif queues:
-        where = " on queue " + ", ".join(f"'{q}'" for q in queues)
-    else:
-        where = ""
+#: What a refusal says of a job's queue: never its name, so that a job on a queue the token does not
+#: cover reads exactly as a job that does not exist.
+_ON_A_JOB = " on a job that is on no queue it covers (or no such job)"
+
+
+def _refusal(token: Token, needs: Needs, queues: list[str], jobs: bool = False) -> str:
+    """Why ``token`` may not: on ``queues`` (ones the request named), or on the jobs it named."""
+    where = " on queue " + ", ".join(f"'{q}'" for q in queues) if queues else (_ON_A_JOB if jobs else "")
     return f"token '{token.name}' may not do this{where}: it needs {needs.describe()}"
+
+
+def _refused(
+    request: Request, token: Token, needs: Needs, job: int | None, job_queue: str | None
+) -> str | None:
+    """Why the request is refused to ``token``, or None: each queue it acts on must be covered, the
+    ones it names and the one of the job it names (None: no such job)."""
+    named = _named_queues(request, needs)
+    on_job = needs.on == "job" or (needs.on == "events" and job is not None)
+    if not named and not on_job:
+        return _refusal(token, needs, [])
+    refused = [q for q in named if not needs.allows(token, q)]
+    if refused:
+        return _refusal(token, needs, refused)
+    if on_job and (job_queue is None or not needs.allows(token, job_queue)):
+        return _refusal(token, needs, [], jobs=True)
+    return None
 
 
 async def token_and_queue(
@@ -211,18 +224,23 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         if secret is None:
             return unauthorized("this server wants a token: send Authorization: Bearer <token>")
         presented = digest(secret)
-        job = _job_of(request, needs)
+        try:
+            job, bad_id = _job_of(request, needs), None
+        except BadRequest as exc:  # said only to a known token: a stranger learns nothing more
+            job, bad_id = None, exc
         ledger: OpeningLedger = request.state.ledger
         token, job_queue = await token_and_queue(ledger, presented, job)
         if token is None or not hmac.compare_digest(token.digest, presented):
             return unauthorized("unknown or revoked token", invalid=True)
+        if bad_id is not None:
+            raise bad_id
         if needs.on in ("form", "body"):  # the queues are in the body: a token on no queue stops here
             if not (token.admin or any(s.startswith(needs.kind + ":") for s in token.scopes)):
                 return error_response(403, _refusal(token, needs, []))
         elif not needs.allows(token, None):
-            queues = _queues_of(request, needs, job, job_queue)
-            if not queues or not all(q is not None and needs.allows(token, q) for q in queues):
-                return error_response(403, _refusal(token, needs, queues))
+            refusal = _refused(request, token, needs, job, job_queue)
+            if refusal is not None:
+                return error_response(403, refusal)
         request.state.ledger = ledger.as_actor(token.name)
         request.state.token = token.name
         request.state.token_digest = presented
@@ -262,9 +280,8 @@ async def check_jobs_scope(request: Request, needs: Needs, jobs: Sequence[int]) 
     found = await asyncio.gather(
         *(router.read(tokens.job_queues(tuple(ids))) for ids in by_partition.values())
     )
-    refused = [q for queues in found for q in queues if q is None or not needs.allows(token, q)]
-    if refused:
-        raise Forbidden(_refusal(token, needs, list(dict.fromkeys(refused))))
+    if any(q is None or not needs.allows(token, q) for queues in found for q in queues):
+        raise Forbidden(_refusal(token, needs, [], jobs=True))
 
 
 class Revocation:

@@ -7,7 +7,7 @@ import logging
 
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import JobLedgerError
@@ -50,6 +50,12 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
+async def on_disconnect(request: Request, exc: Exception) -> Response:
+    """The client left (or was cut off as too slow) while its body came: no one reads the answer."""
+    log.info("%s %s: the client left before its request body was whole", request.method, request.url.path)
+    return error_response(400, "the request body was cut off")
+
+
 async def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return error_response(500, f"internal error: {type(exc).__name__}")
@@ -59,5 +65,6 @@ HANDLERS = {
     JobLedgerError: on_ledger_error,
     ValidationError: on_validation_error,
     HTTPException: on_http_error,
+    ClientDisconnect: on_disconnect,
     Exception: on_unexpected,
 }

@@ -1,17 +1,23 @@
 """Handlers of ``/events`` (the ledger, paged) and ``/events/stream`` (Server-Sent Events, live).
 
-The stream follows the ledger with its own blocking XREAD per client, so a slow client slows only
-its own loop, and a vanished one ends it: nothing is buffered for anyone.  Besides the events, it
-sends its position as an SSE ``id`` with no data when it starts and at each keep-alive, so a client
-that reconnects with ``Last-Event-ID`` resumes after everything it was shown or that was skipped
-by its filters.  Each blocking read ends before the Redis client's socket timeout
-(:func:`jobledger.ledger.redis_clients.block_ms`), so keep-alives come through any quiet spell; a failure to
-read the ledger ends the feed with ``event: error`` and data ``{"error": ..., "status": ...}``.
+The stream takes no Redis connection of its own while it waits: every feed of the process reads
+the new events of a partition from the process's one follower of it (:mod:`jobledger.ledger.taps`),
+each feed with a buffer of bounded size.  A feed whose client reads too slowly for its buffer, or
+that starts behind the live end, reads the stream by itself in pages of non-blocking ``XRANGE``
+from its own position (:mod:`jobledger.server.feed_reads`) until it has caught up: it is never
+ended for being slow, only late.  Feeds are counted and capped per token and per process
+(:mod:`jobledger.server.feeds`: one more is 429).  Besides the events, it sends its position as
+an SSE ``id`` with no data when it starts and at each keep-alive, so a client that reconnects
+with ``Last-Event-ID`` resumes after everything it was shown or that was skipped by its filters.
+A keep-alive comes after each quiet spell as long as a blocking read on the Redis client would
+block (:func:`jobledger.ledger.redis_clients.block_ms`); a failure to read the ledger ends the
+feed with ``event: error`` and data ``{"error": ..., "status": ...}``.
 A feed opened with a token ends the same way (status 401) within a moment of that token's
 revocation (:func:`jobledger.server.auth.revocation`).
 
 Both read the archive (events retention moved out of the stream) before the stream, when the point
-they start from is older than the stream: :mod:`jobledger.replay.archive.feed`, in a thread.
+they start from is older than the stream: :mod:`jobledger.replay.archive.feed`, in a thread; like
+every read of a feed's own, these are non-blocking reads on the request pool.
 
 On a ledger split into partitions both read every partition a filter concerns (a job's or a queue's
 only: their partition) and merge them in time order (:mod:`jobledger.ledger.stream_merge`): the
@@ -28,19 +34,22 @@ from typing import Any, TypeVar
 
 import redis
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import BadRequest, JobLedgerError
-from jobledger.ledger.events import EVENT_TYPES, MAX_ACTOR, Event, valid_actor
+from jobledger.ledger.events import EVENT_TYPES, LOCAL, MAX_ACTOR, Event, valid_actor
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger, translate
-from jobledger.ledger.stream import EventFilter, decode_entries, id_key, newest
+from jobledger.ledger.stream import EventFilter, id_key, newest
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_key, parse_cursor
+from jobledger.ledger.taps import any_pending
 from jobledger.replay.archive.feed import archived_after, events_page, merged_page
-from jobledger.replay.archive.records import ArchiveError, ArchiveRecord, archive_key, parse_record, record
+from jobledger.replay.archive.records import ArchiveError, ArchiveRecord, record
 from jobledger.server.auth import revocation
+from jobledger.server.feed_reads import partition_readers
+from jobledger.server.feeds import FeedResponse, FeedSlots
 from jobledger.server.inputs import positive_int, valid_job_id
 
 T = TypeVar("T")
@@ -64,7 +73,7 @@ def event_filter(request: Request) -> EventFilter:
         raise BadRequest(f"unknown event type {type_!r}; known: {', '.join(EVENT_TYPES)}")
     if queue is not None and not valid_queue_name(queue):
         raise BadRequest(f"invalid queue name {queue!r}")
-    if job is not None and valid_job_id(job) is None:
+    if job is not None and valid_job_id(job, "job") is None:
         raise BadRequest(f"job must be a positive integer, not {job!r}")
     if actor is not None and not valid_actor(actor):
         raise BadRequest(
@@ -117,15 +126,9 @@ async def _archived(rec: ArchiveRecord | None, position: str) -> AsyncIterator[E
         position = events[-1].id
 
 
-async def next_batch(ledger: AsyncLedger, position: str) -> tuple[list[Event], ArchiveRecord | None]:
-    """The stream's next events after ``position`` (empty after BLOCK_MS), and the archive record
-    read just after them: if retention trimmed events this read skipped, the record says so."""
-    client = ledger.client
-    pipe = client.pipeline(transaction=False)
-    pipe.xread({ledger.keys.events: position}, count=500, block=block_ms(client, BLOCK_MS))
-    pipe.hgetall(archive_key(ledger.keys))
-    reply, raw = await pipe.execute()
-    return decode_entries(reply), parse_record(raw)
+def quiet_spell(ledger: AsyncLedger) -> float:
+    """Seconds a feed waits for events before it sends a keep-alive."""
+    return block_ms(ledger.client, BLOCK_MS) / 1000
 
 
 class Feed:
@@ -154,13 +157,16 @@ class Feed:
 
 
 class Follower(Feed):
-    """One client's walk along a ledger of one partition (or one partition of a split ledger, its
-    position that partition's stream id): archived events while its position is archived, then
-    blocking XREADs of the stream.  ``render`` makes an event's SSE block from the event and the
-    position after it (JSON by default; the dashboard's feeds send HTML)."""
+    """One client's walk along a ledger of one partition (or partition ``partition`` of a split
+    ledger, its position that partition's stream id): archived events while its position is
+    archived, then the stream's, from the process's follower.  ``render`` makes an event's SSE
+    block from the event and the position after it (JSON by default; the dashboard's feeds send HTML)."""
 
-    def __init__(self, ledger: AsyncLedger, flt: EventFilter, position: str, render: Render = _sse) -> None:
+    def __init__(
+        self, ledger: AsyncLedger, flt: EventFilter, position: str, render: Render = _sse, partition: int = 0
+    ) -> None:
         self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
+        self.partition = partition
 
     async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
         """The archived events after the position (none when the position is in the stream)."""
@@ -177,25 +183,33 @@ class Follower(Feed):
         async for chunk in self.archived(await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
-        while not await request.is_disconnected():
-            batch = await _unless(stopping, next_batch(self.ledger, self.position), ended)
-            if batch is None:
-                return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
-            events, rec = batch
-            async for chunk in self.archived(rec):
-                yield chunk
-            shown = False
-            for event in events:
-                if id_key(event.id) <= id_key(self.position):
-                    continue  # read from the archive already
-                self.position = event.id
-                if self.flt.matches(event):
-                    shown = True
-                    yield self.render(event, event.id)
-            if not events:
-                yield ": keep-alive\n" + _position(self.position)
-            elif not shown:
-                yield _position(self.position)
+        with partition_readers(request, {self.partition: self.ledger}) as readers:
+            reader = readers[self.partition]
+            while not await request.is_disconnected():
+                woken = await _unless(stopping, any_pending([reader.tap], quiet_spell(self.ledger)), ended)
+                if woken is None:
+                    return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
+                events, rec = await reader.take(self.position)
+                async for chunk in self.archived(rec):
+                    yield chunk
+                for chunk in self._walked(events, woken):
+                    yield chunk
+
+    def _walked(self, events: list[Event], woken: bool) -> Iterator[str]:
+        """The blocks of ``events`` past the position (a bare position when none is shown; a
+        keep-alive when nothing came in a quiet spell)."""
+        shown = moved = False
+        for event in events:
+            if id_key(event.id) <= id_key(self.position):
+                continue  # read already (from the archive, or by itself)
+            self.position, moved = event.id, True
+            if self.flt.matches(event):
+                shown = True
+                yield self.render(event, event.id)
+        if not woken:
+            yield ": keep-alive\n" + _position(self.position)
+        elif moved and not shown:
+            yield _position(self.position)
 
 
 #: How many events a merged feed catches up by at a time, before it follows the live ends.
@@ -206,8 +220,8 @@ class MergedFollower(Feed):
     """One client's walk along a ledger split into partitions, its position a
     :class:`~jobledger.ledger.stream_merge.Cursor` (the SSE id of each block): it catches up to the
     live end in merged pages (archived events included), as ``GET /events`` reads them, then follows
-    every partition the filter concerns with a blocking XREAD of its own, at once, showing the
-    events of the reads that ended together in time order."""
+    every partition the filter concerns from the process's followers, showing the events that
+    came together in time order."""
 
     def __init__(
         self, router: AsyncPartitioned, flt: EventFilter, cursor: Cursor, render: Render = _sse
@@ -243,41 +257,36 @@ class MergedFollower(Feed):
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.cursor.token())
         stopping: asyncio.Event = request.app.state.stopping
-        done = False
-        while not done:
-            page = await _unless(stopping, merged_page(self.router, self.cursor, CATCH_UP, self.flt), ended)
-            if page is None or await request.is_disconnected():
-                return
-            for chunk in self._shown(page):
-                yield chunk
-            done = page.done
-        reads: dict[int, asyncio.Future[tuple[list[Event], ArchiveRecord | None]]] = {}
-        try:
-            while not await request.is_disconnected():
-                for p in self.where:
-                    if p not in reads:
-                        runner = self.router.runners[p]
-                        reads[p] = asyncio.ensure_future(next_batch(runner, self.cursor.positions[p]))
-                waited = await _unless(
-                    stopping, asyncio.wait(list(reads.values()), return_when=asyncio.FIRST_COMPLETED), ended
+        ledgers = {p: self.router.runners[p] for p in self.where}
+        with partition_readers(request, ledgers) as readers:  # tapped before the catch-up: none lost
+            done = False
+            while not done:
+                page = await _unless(
+                    stopping, merged_page(self.router, self.cursor, CATCH_UP, self.flt), ended
                 )
-                if waited is None:
+                if page is None or await request.is_disconnected():
+                    return
+                for chunk in self._shown(page):
+                    yield chunk
+                done = page.done
+            taps = [reader.tap for reader in readers.values()]
+            while not await request.is_disconnected():
+                woken = await _unless(stopping, any_pending(taps, quiet_spell(self.router.home)), ended)
+                if woken is None:
                     return
                 shown: list[tuple[int, Event]] = []
-                moved, idle = self.cursor, True
-                for p in [p for p, read in reads.items() if read.done()]:
-                    events, rec = reads.pop(p).result()
-                    found, position = await self._arrived(p, events, rec)
-                    idle = idle and not found
-                    shown += [(p, e) for e in found if self.flt.matches(e)]
-                    moved = moved.moved(p, position)
+                moved = self.cursor
+                for p, reader in readers.items():
+                    if reader.tap.pending:
+                        events, rec = await reader.take(self.cursor.positions[p])
+                        found, position = await self._arrived(p, events, rec)
+                        shown += [(p, e) for e in found if self.flt.matches(e)]
+                        moved = moved.moved(p, position)
+                if woken and not shown and moved == self.cursor:
+                    continue
                 shown.sort(key=lambda pe: merge_key(*pe))
-                for chunk in self._shown(MergedPage(shown, moved, True), idle):
+                for chunk in self._shown(MergedPage(shown, moved, True), idle=not woken):
                     yield chunk
-        finally:
-            for read in reads.values():
-                read.add_done_callback(_retrieved)
-                read.cancel()
 
 
 async def _unless(
@@ -332,6 +341,13 @@ def follower(router: AsyncPartitioned, flt: EventFilter, cursor: Cursor, render:
     return MergedFollower(router, flt, cursor, render)
 
 
+def feed_response(request: Request, feed: Feed) -> Response:
+    """The feed's answer, counted against the caps of the request's token (429 past them)."""
+    slots: FeedSlots = request.state.feeds
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    return FeedResponse(feed.events(request), slots, getattr(request.state, "token", LOCAL), headers)
+
+
 async def stream_events(request: Request) -> Response:
     """Live events after ``?after=`` or the ``Last-Event-ID`` header; from the live end without."""
     router = await feed_ledger(request)
@@ -342,6 +358,4 @@ async def stream_events(request: Request) -> Response:
     )
     if cursor is None:
         cursor = await live_cursor(router)
-    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    feed = follower(router, flt, cursor)
-    return StreamingResponse(feed.events(request), media_type="text/event-stream", headers=headers)
+    return feed_response(request, follower(router, flt, cursor))

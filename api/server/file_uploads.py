@@ -30,7 +30,8 @@ from jobledger.ledger.files import (
     MEDIA_TYPE_PATTERN,
     FileRef,
     FileSpec,
-    file_name_problem,
+    checked_name,
+    duplicate_name,
 )
 from jobledger.ledger.requests import QueueSettings
 from jobledger.server.blob_access import NameCheck
@@ -94,11 +95,13 @@ class JobFiles:
         self.total = 0
 
     def _name(self, name: str) -> str:
-        problem = file_name_problem(name)
-        if problem:
-            raise BadRequest(f"file {name[:300]!r}: {problem}")
-        if any(ref.name == name for ref in self.refs):
-            raise BadRequest(f"two files are named {name!r}: a job's file names differ")
+        try:
+            name = checked_name(name)
+        except ValueError as exc:
+            raise BadRequest(f"file {name[:300]!r}: {exc}") from None
+        clash = duplicate_name([*(ref.name for ref in self.refs), name])
+        if clash:
+            raise BadRequest(clash)
         if len(self.refs) >= MAX_FILES:
             raise BadRequest(f"a job can have at most {MAX_FILES} files")
         return name

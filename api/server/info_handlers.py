@@ -1,4 +1,9 @@
-"""Handlers of ``/info``, ``/health`` and ``/ready``."""
+"""Handlers of ``/info``, ``/health`` and ``/ready``.
+
+The probes ask Redis on the connections the server keeps apart from the requests' (those of its
+scheduler and of its follower of the ledger: ``request.state.background``), at most
+:data:`PROBES` at once, so that no load on the request pool, and no flood of probes, makes a
+probe fail for want of a connection."""
 
 from __future__ import annotations
 
@@ -15,6 +20,13 @@ from jobledger.projections import readers
 from jobledger.runtime.version import version as installed_version
 from jobledger.scheduler.loop import SchedulerState
 from jobledger.server.errors import error_response
+
+#: What a probe says of a Redis it cannot reach: never its address (the probes answer anyone; the
+#: server's log has the details).
+UNREACHABLE = "Redis is unreachable"
+
+#: Probes of a process that ask Redis at once (the rest wait their turn).
+PROBES = 4
 
 
 async def info(request: Request) -> Response:
@@ -41,31 +53,32 @@ async def _ping(ledger: OpeningLedger) -> None:
     await asyncio.gather(*(ping(runner.client) for runner in router.runners))
 
 
+async def _probe(request: Request) -> None:
+    """PING Redis as a probe does: on the background connections, a few probes at a time."""
+    probes: asyncio.Semaphore = request.state.probes
+    async with probes:
+        await _ping(request.state.background)
+
+
 async def health(request: Request) -> Response:
     """Always 200: ``healthy`` when Redis answers a PING, else ``unhealthy`` with the reason."""
-    ledger: OpeningLedger = request.state.ledger
     try:
-        await _ping(ledger)
-    except (redis.RedisError, OSError) as exc:  # the answer, not an error
-        return JSONResponse({"status": "unhealthy", "error": f"Redis is unreachable: {exc}"})
-    except Unavailable as exc:
-        return JSONResponse({"status": "unhealthy", "error": str(exc)})
+        await _probe(request)
+    except (redis.RedisError, OSError, Unavailable):  # the answer, not an error
+        return JSONResponse({"status": "unhealthy", "error": UNREACHABLE})
     return JSONResponse({"status": "healthy"})
 
 
 async def ready(request: Request) -> Response:
     """200 when Redis answers a PING and this server's scheduler (if it runs one) runs and its
     last round succeeded; 503 with the reason otherwise (for load balancers and orchestrators)."""
-    ledger: OpeningLedger = request.state.ledger
     try:
-        await _ping(ledger)
-    except (redis.RedisError, OSError) as exc:
-        return error_response(503, f"not ready: Redis is unreachable: {exc}")
-    except Unavailable as exc:
-        return error_response(503, f"not ready: {exc}")
+        await _probe(request)
+    except (redis.RedisError, OSError, Unavailable):
+        return error_response(503, f"not ready: {UNREACHABLE}")
     checks: SchedulerState | None = request.state.scheduler
     if checks is not None and checks.stopped is not None:
-        return error_response(503, f"not ready: the scheduler has stopped ({checks.stopped})")
+        return error_response(503, "not ready: the scheduler has stopped")
     if checks is not None and checks.problem is not None:
-        return error_response(503, f"not ready: the scheduler's checks fail: {checks.problem}")
+        return error_response(503, "not ready: the scheduler's checks fail (the server's log says why)")
     return JSONResponse({"status": "ready"})

@@ -87,9 +87,36 @@ def _strict_json(raw: bytes) -> Any:
     return data
 
 
+class UnsupportedMediaType(JobLedgerError):
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    status = 415
+
+
+def json_media_type(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON: ``application/json`` or ``application/*+json``, with any
+    parameters (``charset=utf-8``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _sends_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    if length is not None:
+        return length.strip() != "0"
+    return "transfer-encoding" in request.headers
+
+
 async def read_json(request: Request, default: Any = ...) -> Any:
-    """The body as JSON; ``default`` when the body is empty (if given), else 400."""
-    return parse_json(await read_body(request), default)
+    """The body as JSON; ``default`` when the body is empty (if given), else 400.  A body is read
+    only when its Content-Type says JSON (415 otherwise, before a byte is read): a web page can send
+    text/plain or a form across sites without asking, never application/json."""
+    content_type = request.headers.get("content-type")
+    if json_media_type(content_type):
+        return parse_json(await read_body(request), default)
+    if _sends_body(request):
+        named = repr(content_type[:100]) if content_type else "none"
+        raise UnsupportedMediaType(f"a JSON body needs Content-Type: application/json, not {named}")
+    return parse_json(b"", default)
 
 
 def parse_json(raw: bytes, default: Any = ..., what: str = "request body") -> Any:
@@ -236,15 +263,41 @@ def _digits(raw: str) -> bool:
     return raw.isascii() and raw.isdigit()
 
 
-def valid_job_id(raw: str) -> int | None:
-    """``raw`` as a job id, or None when it is not a positive integer."""
-    return int(raw) if _digits(raw) and int(raw) >= 1 else None
+#: The largest id or count a path or query may name: Redis's signed 64-bit integers.
+MAX_ID = 2**63 - 1
+
+
+def in_range(raw: str) -> bool:
+    """Whether ASCII digits ``raw`` stand for at most MAX_ID, told without converting a long text
+    (Python refuses to convert more than a few thousand digits, and Redis more than 64 bits)."""
+    significant = raw.lstrip("0")
+    return len(significant) < len(str(MAX_ID)) or (
+        len(significant) == len(str(MAX_ID)) and int(significant) <= MAX_ID
+    )
+
+
+def _number(raw: str, name: str) -> int:
+    """ASCII digits ``raw`` as a number, 400 beyond MAX_ID."""
+    if not in_range(raw):
+        raise BadRequest(
+            f"{name} is out of range: at most {MAX_ID}, not {raw[:30]!r}{'...' if len(raw) > 30 else ''}"
+        )
+    return int(raw)
+
+
+def valid_job_id(raw: str, name: str = "id") -> int | None:
+    """``raw`` as a job (or launcher) id, or None when it is not a positive integer (it names none,
+    as in Ocypod); a number beyond MAX_ID is a 400, never sent to Redis."""
+    if not _digits(raw):
+        return None
+    value = _number(raw, name)
+    return value if value >= 1 else None
 
 
 def job_id(request: Request) -> int:
     """The path's job id; one that is not a positive integer names no job (404)."""
     raw: str = request.path_params["job_id"]
-    found = valid_job_id(raw)
+    found = valid_job_id(raw, "job id")
     if found is None:
         raise NotFound(f"job {raw!r} does not exist")
     return found
@@ -257,8 +310,8 @@ def attempt(request: Request, body_attempt: int | None = None) -> int | None:
     raw = request.query_params.get("attempt")
     if raw is None:
         return None
-    if not _digits(raw) or int(raw) < 1:
-        raise BadRequest(f"attempt must be a positive integer, not {raw!r}")
+    if not _digits(raw) or _number(raw, "attempt") < 1:
+        raise BadRequest(f"attempt must be a positive integer, not {raw[:30]!r}")
     return int(raw)
 
 
@@ -266,9 +319,16 @@ def positive_int(request: Request, name: str, default: int, most: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not _digits(raw) or not 1 <= int(raw) <= most:
-        raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw!r}")
+    if not _digits(raw) or not in_range(raw) or not 1 <= int(raw) <= most:
+        raise BadRequest(f"{name} must be an integer from 1 to {most}, not {raw[:30]!r}")
     return int(raw)
+
+
+def bounded_int(raw: str, name: str) -> int:
+    """A query's count or cursor: ASCII digits, 0 to MAX_ID, else 400."""
+    if not _digits(raw):
+        raise BadRequest(f"{name} must be a whole number, not {raw[:30]!r}")
+    return _number(raw, name)
 
 
 #: Tags have 1 to 255 characters, as job options do (``jobledger.ledger.requests.Tag``).

@@ -5,7 +5,8 @@ A download streams the blob from the store, with its SHA-256 as the ETag and as 
 the worker can check what it got.  An upload streams the raw body into the store (the queue's
 ``max_file_size`` over it: 413; a ``Repr-Digest`` or ``Content-Digest`` it does not match: 400),
 then appends ``job_result_added`` for the attempt named by ``?attempt=N`` (fenced: 409 when that
-attempt no longer holds the job).  The job is checked before the body is read, so that a stale
+attempt no longer holds the job; a name that differs from a result the job holds only in case or
+normalisation: 400).  The job is checked before the body is read, so that a stale
 worker is refused at once; the check that counts is the command's.  A blob stored by an upload
 refused after all (the job ended meanwhile) is referred to by nothing, and the collector removes it.
 The answer is 200 with ``{name, sha256, size, media_type, attempt}``, whether the name was new or
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from starlette.requests import Request
@@ -28,7 +30,8 @@ from jobledger.ledger.files import (
     DEFAULT_MEDIA_TYPE,
     MEDIA_TYPE_PATTERN,
     FileRef,
-    file_name_problem,
+    checked_name,
+    name_clash,
 )
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import QueueSettings
@@ -52,16 +55,16 @@ def _store(request: Request) -> BlobStore:
 
 def _name(request: Request) -> str:
     """The path's file name; one no file can have is refused (400)."""
-    name: str = request.path_params["name"]
-    problem = file_name_problem(name)
-    if problem:
-        raise BadRequest(problem)
-    return name
+    try:
+        return checked_name(request.path_params["name"])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 async def get_file(request: Request) -> Response:
     """One of the job's input files, streamed from the store."""
-    jid, name = job_id(request), request.path_params["name"]  # a name no file can have names none: 404
+    # a name no file can have names none: 404
+    jid, name = job_id(request), unicodedata.normalize("NFC", request.path_params["name"])
     raw = await _ledger(request).read(readers.job_field_raw(jid, "files"))
     for ref in json.loads(raw) if raw else []:
         if ref["name"] == name:
@@ -74,7 +77,7 @@ async def put_result(request: Request) -> Response:
     """Store the body as the result ``name`` of the attempt running the job."""
     jid, name, acting = job_id(request), _name(request), attempt(request)
     expected, media_type = expected_digest(request), _media_type(request)
-    limit = await _limit_for_running(_ledger(request), jid, acting)
+    limit = await _limit_for_running(_ledger(request), jid, acting, name)
     declared = request.headers.get("content-length", "")
     if limit and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(
@@ -93,14 +96,20 @@ async def put_result(request: Request) -> Response:
     return JSONResponse({**ref.model_dump(), "attempt": added})
 
 
-async def _limit_for_running(ledger: OpeningLedger, jid: int, acting: int | None) -> int:
+async def _limit_for_running(ledger: OpeningLedger, jid: int, acting: int | None, name: str) -> int:
     """The job's queue's ``max_file_size`` (0: none); Conflict at once when the job is not running
-    or ``acting`` is not its running attempt."""
-    job = await ledger.read(readers.job(jid, ("queue", "status", "attempt")))
+    or ``acting`` is not its running attempt, BadRequest when ``name`` differs from a result the
+    job holds only in case or normalisation."""
+    job = await ledger.read(readers.job(jid, ("queue", "status", "attempt", "results")))
     if job["status"] != "running":
         raise Conflict(f"job {jid} is {job['status']}, not running: only the attempt running it adds results")
     if acting is not None and acting != job["attempt"]:
         raise Conflict(f"attempt {acting} of job {jid} is no longer running (attempt {job['attempt']} is)")
+    clash = name_clash(name, (r["name"] for r in job["results"]))
+    if clash is not None:
+        raise BadRequest(
+            f"result {name!r} differs from the job's result {clash!r} only in case or normalisation"
+        )
     try:
         settings: Any = await ledger.read(readers.queue(job["queue"]))
     except NotFound:  # the queue was deleted under its running job: its default limit

@@ -23,7 +23,7 @@ def _ledger(request: Request) -> OpeningLedger:
 def launcher_id(request: Request) -> int:
     """The path's launcher id; one that is not a positive integer names no launcher (404)."""
     raw: str = request.path_params["launcher_id"]
-    found = valid_job_id(raw)
+    found = valid_job_id(raw, "launcher id")
     if found is None:
         raise NotFound(f"launcher {raw!r} does not exist")
     return found

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -217,7 +217,8 @@ def _blob_families(blobs: SweepCounters) -> Iterator[Metric]:
 
 
 class Metrics:
-    """One app's registry: the command latency histogram and the collector of the ledger's state."""
+    """One app's registry: the command latency histogram, the live feeds open, and the collector of
+    the ledger's state."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
@@ -226,6 +227,11 @@ class Metrics:
             "Time to run one ledger command (one Lua script), by script.",
             labelnames=["command"],
             buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.feeds = Gauge(
+            "jobledger_feeds_open",
+            "Live feeds (/events/stream and the dashboard's) this process is serving.",
             registry=self.registry,
         )
         self.ledger = LedgerCollector()

@@ -132,12 +132,14 @@ def _reply(status: int, reply: Reply) -> JSON:
 def _shared_errors(path: str, op: Operation) -> dict[int, str]:
     """The statuses that follow from the kind of endpoint: its parameters, body and storage."""
     out: dict[int, str] = {}
-    if op.body or op.query or "{queue}" in path or "{tag}" in path:
-        out[400] = "Bad request: what was wrong is in error."
+    if op.body or op.query or any(name in path for name in ("{queue}", "{tag}", "{job_id}", "{launcher_id}")):
+        out[400] = "Bad request (an id out of range too): what was wrong is in error."
     if "{job_id}" in path:
         out[404] = "No such job."
     if op.body:
         out[413] = "Body over max_body_size."
+    if op.body and op.body.media_type == "application/json":
+        out[415] = "A body whose Content-Type is not application/json (or application/*+json)."
     if op.uses_redis:
         out[503] = "Redis is unreachable."
     return out

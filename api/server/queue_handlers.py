@@ -20,6 +20,7 @@ from jobledger.server.inputs import (
     checked_tag,
     field_names,
     idempotency,
+    in_range,
     parse_model,
     positive_int,
     queue_name,
@@ -173,8 +174,8 @@ async def list_jobs(request: Request) -> Response:
         raise BadRequest(f"unknown status {status!r}; known: {', '.join(JOB_STATUSES)}")
     if tag is not None:
         checked_tag(tag)
-    if not (cursor.isascii() and cursor.isdigit()):
-        raise BadRequest(f"cursor must be the next value of a previous page, not {cursor!r}")
+    if not (cursor.isascii() and cursor.isdigit() and in_range(cursor)):
+        raise BadRequest(f"cursor must be the next value of a previous page, not {cursor[:30]!r}")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
     page = listing.page(queue_name(request), status, tag, limit, int(cursor))
     return JSONResponse(await _ledger(request).read(page))

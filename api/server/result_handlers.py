@@ -7,8 +7,10 @@ holds it (the latest of each name: ``name``, ``sha256``, ``size``, ``media_type`
 ``GET /job/{id}/results/{name}``: the result's bytes (:mod:`jobledger.server.blob_responses`).
 
 ``GET /job/{id}/results.zip``: every result of the job, one entry each under its name, streamed as
-it is read from the store (stream-zip: deflate at a fast level, ZIP64 for an entry of 4 GiB or
-more); nothing is built whole in memory or on disk.  Each entry's bytes are checked against its
+it is read from the store (the standard library's :mod:`zipfile` writing to a sink it cannot seek,
+so each entry's sizes and CRC follow its data in a data descriptor: deflate at a fast level, ZIP64
+for an entry near 4 GiB or more, compressed in a thread so the event loop never waits on zlib);
+nothing is built whole in memory or on disk.  Each entry's bytes are checked against its
 SHA-256 as they stream: on a mismatch (a store corrupted under us) the download is cut off before
 the zip's central directory, so the client holds a zip that does not open rather than a wrong file,
 and the server logs the SHA-256.  A job without results answers an empty zip.  The zip can start
@@ -17,9 +19,11 @@ only when every result's blob is there: a missing one is a 404 naming it, before
 
 from __future__ import annotations
 
+import asyncio
+import zipfile
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -33,9 +37,6 @@ from jobledger.projections import readers
 from jobledger.replay.archive.feed import job_history
 from jobledger.server.blob_responses import blob_response, blob_store, content_disposition, verified
 from jobledger.server.inputs import job_id
-
-if TYPE_CHECKING:
-    import stream_zip
 
 #: deflate level of the zip's entries: quick, since most results are already dense
 ZIP_LEVEL = 1
@@ -110,15 +111,47 @@ async def zip_response(request: Request, results: list[dict[str, Any]], filename
     return StreamingResponse(zipped(store, entries, what), media_type="application/zip", headers=headers)
 
 
+class _Sink:
+    """Where the zip writer puts its bytes until the response takes them: it has no ``tell`` or
+    ``seek``, so the writer streams; and no ``close``, so a zip cut off (a client gone, a blob
+    that failed its check) is simply dropped with it."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def flush(self) -> None:
+        pass
+
+    def write(self, data: bytes) -> int:
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        data = b"".join(self._parts)
+        self._parts.clear()
+        return data
+
+
+def _entry(ref: FileRef, at: datetime) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(ref.name, date_time=at.timetuple()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o100600 << 16  # a regular file, rw for its owner
+    info.file_size = ref.size  # so the writer takes ZIP64 where the entry needs it
+    return info
+
+
 async def zipped(
     store: BlobStore, entries: list[tuple[FileRef, datetime]], what: str
 ) -> AsyncIterator[bytes]:
-    import stream_zip  # imported by the first zip asked for: it loads a cipher library
-
-    async def members() -> AsyncIterator[stream_zip.AsyncMemberFile]:
-        for ref, at in entries:
-            chunks = verified(store.read(ref.sha256), ref.sha256, f"{what}, {ref.name!r} in a zip")
-            yield ref.name, at, 0o600, stream_zip.ZIP_AUTO(ref.size, level=ZIP_LEVEL), chunks
-
-    async for chunk in stream_zip.async_stream_zip(members()):
-        yield chunk
+    sink = _Sink()
+    archive = zipfile.ZipFile(sink, "w", compresslevel=ZIP_LEVEL)  # type: ignore[arg-type]
+    for ref, at in entries:
+        chunks = verified(store.read(ref.sha256), ref.sha256, f"{what}, {ref.name!r} in a zip")
+        with archive.open(_entry(ref, at), "w") as member:
+            async for chunk in chunks:
+                await asyncio.to_thread(member.write, chunk)
+                if data := sink.take():
+                    yield data
+        yield sink.take()  # the entry's data descriptor
+    archive.close()
+    yield sink.take()  # the central directory

@@ -25,6 +25,7 @@ import uvicorn
 
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.runtime.config import Config
+from jobledger.server.slow_clients import SlowClients
 
 log = logging.getLogger("jobledger.serve")
 
@@ -129,6 +130,19 @@ def tls_problem(cert: Path, key: Path) -> str | None:
     return None
 
 
+def front_settings(config: Config) -> dict[str, Any]:
+    """uvicorn's settings for what comes in: the h11 protocol with the slow-client cut-offs, and
+    forwarded headers believed only from ``[server] forwarded_allow_ips`` (none by default, where
+    uvicorn would believe every process of this machine)."""
+    server = config.server
+    forwarded = list(server.forwarded_allow_ips)
+    return {
+        "http": SlowClients.configured(server.header_timeout / 1000, server.min_body_rate),
+        "proxy_headers": bool(forwarded),
+        "forwarded_allow_ips": forwarded or [],
+    }
+
+
 def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
     """Serve ``app`` on ``sockets`` until stopped (see the module); False if it never started."""
     timeout = config.server.shutdown_timeout / 1000
@@ -144,6 +158,7 @@ def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
         timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
         ssl_certfile=config.server.tls_cert,
         ssl_keyfile=config.server.tls_key,
+        **front_settings(config),
     )
     port = sockets[0].getsockname()[1] if sockets else config.server.port
     stopping = getattr(getattr(app, "state", None), "stopping", None)

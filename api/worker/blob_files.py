@@ -13,6 +13,7 @@ from jobledger.client.errors import BadRequest, DigestMismatch, NotFound
 from jobledger.client.models import StoredFile
 from jobledger.client.transfers import CHUNK, guess_media_type
 from jobledger.ledger.files import FileRef
+from jobledger.worker.result_files import ResultFile
 
 
 async def download(store: BlobStore, ref: StoredFile, dest: Path) -> None:
@@ -29,10 +30,10 @@ async def download(store: BlobStore, ref: StoredFile, dest: Path) -> None:
         raise DigestMismatch(f"file {ref.name!r} hashes to sha256 {sha.hexdigest()}, not {ref.sha256}")
 
 
-async def store(store: BlobStore, name: str, path: Path, media_type: str | None, limit: int) -> FileRef:
-    """The file at ``path`` put in ``store`` (refused past ``limit`` bytes, 0: none); its reference."""
+async def store(store: BlobStore, name: str, file: ResultFile, media_type: str | None, limit: int) -> FileRef:
+    """The open ``file`` put in ``store`` (refused past ``limit`` bytes, 0: none); its reference."""
     try:
-        blob = await store.put(_chunks(path), limit=limit or None, what=f"result {name!r}")
+        blob = await store.put(_chunks(file), limit=limit or None, what=f"result {name!r}")
     except TooLarge as exc:
         raise BadRequest(f"{exc} (the queue's max_file_size)", 413) from None
     return FileRef(
@@ -40,7 +41,6 @@ async def store(store: BlobStore, name: str, path: Path, media_type: str | None,
     )
 
 
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    with path.open("rb") as f:
-        while chunk := await asyncio.to_thread(f.read, CHUNK):
-            yield chunk
+async def _chunks(file: ResultFile) -> AsyncIterator[bytes]:
+    while chunk := await asyncio.to_thread(file.read, CHUNK):
+        yield chunk

@@ -3,17 +3,22 @@
 ``Worker(Executor("bash run.sh"), queues, upload_written=True)`` is what ``jobledger worker --exec``
 runs.  For each job the command (split as a shell would, run without one) starts in the job's
 directory (:attr:`jobledger.worker.jobs.JobContext.dir`, its input files already there) in a
-process group of its own, with ``JOBLEDGER_JOB_ID``, ``JOBLEDGER_JOB_ATTEMPT``, ``JOBLEDGER_QUEUE``
-and ``JOBLEDGER_JOB_INPUT`` (the input as JSON) in its environment; its stdout and stderr go to a
-log file beside the directory (``<dir>.log``: not a result).  The worker heartbeats while it runs.
+process group (a session) of its own.  The command is untrusted code: its environment is built
+from an allow-list (:data:`PASSED`, ``LC_*``, the names given as ``env``, and ``JOBLEDGER_JOB_ID``,
+``JOBLEDGER_JOB_ATTEMPT``, ``JOBLEDGER_QUEUE``, ``JOBLEDGER_JOB_INPUT``, the input as JSON), never
+the worker's own (its token, Redis URL, cloud keys); with ``user`` it runs as that user (the job's
+directory handed to it).  Its stdout and stderr go to a log file beside the directory
+(``<dir>.log``, 0600: not a result).  The worker heartbeats while it runs.
 
-It ends one of four ways.  Exit 0: the job completes with output ``{"exit_code": 0, "output_tail":
-...}`` once the files it wrote are uploaded.  Exit N: the job fails with kind ``exit:N``, its
-message the last line of output and its traceback the output's last 8 KiB.  The job's timeout
-passed: the process group is killed and the job fails with kind ``timeout``.  The attempt ended
-elsewhere (cancelled, timed out by the scheduler, deleted) or the worker hands the job back: the
-process group is killed (SIGTERM, then SIGKILL after :data:`KILL_GRACE` seconds).  On Linux the
-command is also killed should the worker itself die (``PR_SET_PDEATHSIG``).
+As soon as the command exits, whatever it left running in its process group is killed (SIGKILL),
+before the files it wrote are read.  It ends one of four ways.  Exit 0: the job completes with
+output ``{"exit_code": 0, "output_tail": ...}`` once the files it wrote are uploaded.  Exit N: the
+job fails with kind ``exit:N``, its message the last line of output and its traceback the output's
+last 8 KiB.  The job's timeout passed: the process group is killed and the job fails with kind
+``timeout``.  The attempt ended elsewhere (cancelled, timed out by the scheduler, deleted) or the
+worker hands the job back: the process group is killed (SIGTERM, then SIGKILL after
+:data:`KILL_GRACE` seconds).  On Linux the command is also killed should the worker itself die
+(``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import json
 import os
+import pwd
 import shlex
 import signal
 import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from jobledger.ledger.requests import MAX_TRACEBACK
 from jobledger.worker.jobs import JobContext
@@ -38,6 +47,8 @@ DEFAULT_COMMAND = "bash run.sh"
 KILL_GRACE = 2.0
 #: How much of the output the completed job's output keeps.
 OUTPUT_TAIL = 2048
+#: What the command's environment takes from the worker's, besides ``LC_*`` and the names given.
+PASSED = ("PATH", "HOME", "LANG", "TMPDIR")
 
 
 class CommandFailed(Exception):
@@ -49,14 +60,53 @@ class CommandFailed(Exception):
         self.details = details
 
 
-class Executor:
-    """Runs ``command`` for each job (see the module's docstring).  ``keep``: leave the log behind."""
+@dataclass(frozen=True)
+class RunAs:
+    """The user the command runs as: ids, supplementary groups and home."""
 
-    def __init__(self, command: str = DEFAULT_COMMAND, keep: bool = False) -> None:
+    name: str
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+    home: str
+
+    @classmethod
+    def named(cls, name: str) -> RunAs:
+        """The user ``name``; ValueError when there is none, or the worker may not become it."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise ValueError(f"there is no user {name!r} on this machine") from None
+        if os.geteuid() != 0 and entry.pw_uid != os.geteuid():
+            raise ValueError(f"only a worker running as root may run the command as {name!r}")
+        groups = tuple(os.getgrouplist(name, entry.pw_gid))
+        return cls(name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
+
+    def owns(self, top: Path) -> None:
+        """Hand ``top`` and everything in it to the user."""
+        os.chown(top, self.uid, self.gid, follow_symlinks=False)
+        for root, dirs, files in os.walk(top):
+            for name in (*dirs, *files):
+                os.chown(Path(root, name), self.uid, self.gid, follow_symlinks=False)
+
+
+class Executor:
+    """Runs ``command`` for each job (see the module's docstring).  ``keep``: leave the log behind;
+    ``env``: names of the worker's environment the command gets too; ``user``: run it as this user."""
+
+    def __init__(
+        self,
+        command: str = DEFAULT_COMMAND,
+        keep: bool = False,
+        env: Iterable[str] = (),
+        user: str | None = None,
+    ) -> None:
         self.argv = shlex.split(command)
         if not self.argv:
             raise ValueError("the command to run is empty")
         self.keep = keep
+        self.env_names = frozenset(env)
+        self.user = RunAs.named(user) if user is not None else None
 
     def __repr__(self) -> str:
         return f"Executor({shlex.join(self.argv)!r})"
@@ -64,12 +114,14 @@ class Executor:
     async def __call__(self, job: JobContext) -> dict[str, Any]:
         timeout = await job.timeout()
         log_path = job.dir.with_name(job.dir.name + ".log")
+        if self.user is not None:
+            self.user.owns(job.dir)
         try:
-            with log_path.open("wb") as log:
+            with _private_log(log_path) as log:
                 process = await asyncio.create_subprocess_exec(
-                    *self.argv, cwd=job.dir, env=_environment(job), stdin=asyncio.subprocess.DEVNULL,
+                    *self.argv, cwd=job.dir, env=self._environment(job), stdin=asyncio.subprocess.DEVNULL,
                     stdout=log, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=functools.partial(_in_child, self.user),
                 )  # fmt: skip
             code = await _run(process, timeout)
             output = _tail_of(log_path, MAX_TRACEBACK)
@@ -86,13 +138,42 @@ class Executor:
             )
         return {"exit_code": 0, "output_tail": tail(output, OUTPUT_TAIL)}
 
+    def _environment(self, job: JobContext) -> dict[str, str]:
+        """The command's environment: the allow-list's part of the worker's, and the job's variables."""
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name in PASSED or name.startswith("LC_") or name in self.env_names
+        }
+        env.setdefault("PATH", os.defpath)
+        if self.user is not None:
+            env["HOME"] = self.user.home
+        return {
+            **env,
+            "JOBLEDGER_JOB_ID": str(job.id),
+            "JOBLEDGER_JOB_ATTEMPT": str(job.attempt),
+            "JOBLEDGER_QUEUE": job.queue,
+            "JOBLEDGER_JOB_INPUT": json.dumps(job.input),
+        }
+
+
+@contextlib.contextmanager
+def _private_log(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened to write, new or emptied, 0600, never through a symlink."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o600), "wb") as log:
+        os.fchmod(log.fileno(), 0o600)
+        yield log
+
 
 async def _run(process: asyncio.subprocess.Process, timeout: float) -> int | None:
     """The command's exit code, or None when it ran past ``timeout`` seconds (0: none) and was
     killed; killed too when the waiting is cancelled."""
     try:
         async with asyncio.timeout(timeout or None):
-            return await process.wait()
+            code = await process.wait()
+        _signal_group(process.pid, signal.SIGKILL)  # what it left behind, before its files are read
+        return code
     except TimeoutError:
         await kill_group(process)
         return None
@@ -118,18 +199,13 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def _environment(job: JobContext) -> dict[str, str]:
-    return {
-        **os.environ,
-        "JOBLEDGER_JOB_ID": str(job.id),
-        "JOBLEDGER_JOB_ATTEMPT": str(job.attempt),
-        "JOBLEDGER_QUEUE": job.queue,
-        "JOBLEDGER_JOB_INPUT": json.dumps(job.input),
-    }
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: on Linux, be killed when the worker dies."""
+def _in_child(user: RunAs | None) -> None:
+    """In the child, before exec: become ``user`` (the event loop's subprocesses may not take
+    ``user=``), then, on Linux, be killed when the worker dies (a change of user clears that)."""
+    if user is not None:
+        os.setgroups(list(user.groups))
+        os.setgid(user.gid)
+        os.setuid(user.uid)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

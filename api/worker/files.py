@@ -13,6 +13,13 @@ and modification time, after the download.  A file in a subdirectory is a result
 with ``__`` for each ``/`` (``out/a.txt`` -> ``out__a.txt``).  The results go up once the handler
 has returned, one by one, fenced by the attempt, and only then is the job completed; the directory
 is removed after (``keep_files`` keeps it).
+
+The directory is the worker's user's alone (0700, its files 0600).  A name the server gives an input
+file that would land outside it fails the job (kind ``file_download``).  Only regular files are
+results: the walk passes over symlinks, FIFOs and the like, and a result that is not a regular file
+when it is opened to be sent (:func:`jobledger.worker.result_files.open_result`: never through a
+symlink, never blocking) fails the job, as do two results whose names differ only in case or
+normalisation.
 """
 
 from __future__ import annotations
@@ -24,16 +31,16 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobledger.client.destinations import UnsafeName, inside
 from jobledger.client.errors import ClientError, Conflict, DigestMismatch, NotFound
-from jobledger.ledger.files import MAX_FILES, file_name_problem
+from jobledger.ledger.files import MAX_FILES, checked_name, duplicate_name
+from jobledger.worker.result_files import ResultRefused, open_result
 from jobledger.worker.transports import Assignment, Failure, Transport
+
+__all__ = ["JobFiles", "ResultRefused"]
 
 #: How a subdirectory's ``/`` reads in the name of a result.
 SUBDIR_MARK = "__"
-
-
-class ResultRefused(Exception):
-    """A result cannot be stored: the job fails with this message (kind ``result_upload``)."""
 
 
 @dataclass(frozen=True)
@@ -60,17 +67,21 @@ class JobFiles:
             base = self.base or Path(tempfile.gettempdir())
             base.mkdir(parents=True, exist_ok=True)
             self._dir = base / f"jobledger-{self.job.id}-{self.job.attempt}-{uuid.uuid4().hex[:8]}"
-            self._dir.mkdir()
+            self._dir.mkdir(mode=0o700)
+            self._dir.chmod(0o700)  # whatever the umask
         return self._dir
 
     async def download(self, transport: Transport) -> Failure | None:
         """Every input file into the directory, checked; the failure of the job when one cannot be had."""
         for ref in self.job.files:
-            dest = self.dir / ref.name
             try:
+                dest = inside(self.dir, ref.name)
                 await transport.download(self.job, ref, dest)
+                dest.chmod(0o600)
             except DigestMismatch as exc:
                 return Failure("file_digest", exc.message)
+            except UnsafeName as exc:
+                return Failure("file_download", exc.message)
             except ClientError as exc:
                 return Failure("file_download", f"input file {ref.name!r}: {exc.message}")
             self._inputs[ref.name] = _stamp(dest)
@@ -82,12 +93,11 @@ class JobFiles:
         where = Path(path)
         if not where.is_absolute():
             where = self.dir / where
+        if where.is_symlink():
+            raise ValueError(f"{where} is a symlink: a result is a regular file")
         if not where.is_file():
             raise FileNotFoundError(f"no file {where} to add as a result")
-        name = name or where.name
-        problem = file_name_problem(name)
-        if problem:
-            raise ValueError(problem)
+        name = checked_name(name or where.name)
         self._named[name] = (where, media_type)
         return name
 
@@ -100,12 +110,15 @@ class JobFiles:
                 relative = path.relative_to(self._dir).as_posix()
                 if self._inputs.get(relative) == _stamp(path):
                     continue  # an input left as it came
-                found.setdefault(relative.replace("/", SUBDIR_MARK), (path, None))
+                try:
+                    name = checked_name(relative.replace("/", SUBDIR_MARK))
+                except ValueError as exc:
+                    raise ResultRefused(f"result {relative!r}: {exc}") from None
+                found.setdefault(name, (path, None))
         if len(found) > MAX_FILES:
             raise ResultRefused(f"{len(found)} results, more than the {MAX_FILES} a job may hold")
-        for name in found:
-            if problem := file_name_problem(name):
-                raise ResultRefused(f"result {name!r}: {problem}")
+        if clash := duplicate_name(found):
+            raise ResultRefused(clash.replace("file names", "result names"))
         return found
 
     async def upload(self, transport: Transport) -> list[str]:
@@ -114,7 +127,8 @@ class JobFiles:
         results = self.results()
         for name, (path, media_type) in results.items():
             try:
-                await transport.add_result(self.job, name, path, media_type)
+                with open_result(name, path, self._dir) as source:
+                    await transport.add_result(self.job, name, source, media_type)
             except (Conflict, NotFound):
                 raise
             except ClientError as exc:

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import IO, Any, Protocol, TypeVar, cast
 
 import httpx
 
@@ -50,6 +50,7 @@ from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
 from jobledger.projections import readers
 from jobledger.worker import blob_files
 from jobledger.worker.commit import ClientBatches, GroupCommit, LedgerBatches, translated
+from jobledger.worker.result_files import ResultFile
 from jobledger.worker.watch import JobWatch, QueueFeeds, Watching
 
 __all__ = ["Assignment", "Failure", "GroupCommit", "HttpTransport", "RedisTransport", "Transport"]
@@ -162,8 +163,9 @@ class Transport(Protocol):
         """The job's input file ``ref`` into ``dest``, checked (:class:`DigestMismatch` when wrong)."""
         ...
 
-    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
-        """Store the file at ``path`` as the job's result ``name``, for its attempt."""
+    async def add_result(self, job: Assignment, name: str, file: ResultFile, media_type: str | None) -> None:
+        """Store ``file`` (a result opened safely, :mod:`jobledger.worker.result_files`) as the job's
+        result ``name``, for its attempt."""
         ...
 
     def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
@@ -326,8 +328,8 @@ class HttpTransport(Finishing):
     async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
         await self.client.download_file(job.id, ref.name, dest)
 
-    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
-        await self.client.add_result(job.id, name, path, job.attempt, media_type=media_type)
+    async def add_result(self, job: Assignment, name: str, file: ResultFile, media_type: str | None) -> None:
+        await self.client.add_result(job.id, name, cast(IO[bytes], file), job.attempt, media_type=media_type)
 
     def watch(self, job: Assignment, on_over: Callable[[str], None]) -> Watching:
         return self._feeds.watch(job, on_over)
@@ -452,13 +454,13 @@ class RedisTransport(Finishing):
     async def download(self, job: Assignment, ref: StoredFile, dest: Path) -> None:
         await blob_files.download(self._store(), ref, dest)
 
-    async def add_result(self, job: Assignment, name: str, path: Path, media_type: str | None) -> None:
+    async def add_result(self, job: Assignment, name: str, file: ResultFile, media_type: str | None) -> None:
         try:
             settings = await translated(self.ledger.read(readers.queue(job.queue)))
             limit = settings.max_file_size
         except NotFound:  # the queue was deleted under its running job: its default limit
             limit = QueueSettings().max_file_size
-        ref = await blob_files.store(self._store(), name, path, media_type, limit)
+        ref = await blob_files.store(self._store(), name, file, media_type, limit)
         await translated(self.ledger.run(commands.add_result(job.id, ref, job.attempt)))
 
     def _store(self) -> BlobStore:

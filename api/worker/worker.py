@@ -62,9 +62,23 @@ FINISH_TIMEOUT = 5.0
 #: Pause (s) before resending a completion or failure the ledger could not take, doubling up to the
 #: second figure.
 RESEND_PAUSE = (0.2, 5.0)
+#: How long (s) before the attempt's deadline the last resend of a completion or failure goes out,
+#: whatever the doubling says (after it, resends go out at the first pause until the deadline).
+LAST_RESEND = 0.5
 #: How long (s) a completion or failure is resent when the job has heartbeats off (the worker then
 #: does not know when the attempt is timed out).
 RESEND_LIMIT = 120.0
+
+
+def _resend_pause(pause: float, left: float) -> float:
+    """How long to wait before the next resend, ``left`` seconds before the attempt's deadline:
+    ``pause``, cut so that a try goes out :data:`LAST_RESEND` before the deadline (the ledger may
+    be back by then, and a try at the deadline itself lands too late); within that last stretch,
+    the first pause, until the deadline."""
+    before_last = left - LAST_RESEND
+    if before_last > 0:
+        return min(pause, before_last)
+    return min(RESEND_PAUSE[0], left)
 
 
 class Ended(Enum):
@@ -383,7 +397,9 @@ class Worker:
         """Send a completion or failure, and send it again, with backoff, while the ledger cannot be
         reached (the server or Redis down or stalled), until the attempt's deadline has passed: then
         the ledger times the attempt out and the worker gives up (the last error is raised, logged).
-        A resend after the first took effect unseen answers as the first did (no event appended)."""
+        The pauses are timed so that one try goes out :data:`LAST_RESEND` before the deadline (see
+        :func:`_resend_pause`).  A resend after the first took effect unseen answers as the first did
+        (no event appended)."""
         deadline = run.deadline(RESEND_LIMIT)
         pause, tries = RESEND_PAUSE[0], 1
         while True:
@@ -403,7 +419,7 @@ class Worker:
                 if tries == 1:
                     log.warning("%s: not recorded yet, sending again for up to %.1fs: %s",
                                 _named(run.job), left, exc)  # fmt: skip
-                await asyncio.sleep(min(pause, left))
+                await asyncio.sleep(_resend_pause(pause, left))
                 pause, tries = min(pause * 2, RESEND_PAUSE[1]), tries + 1
 
     async def _heartbeats(self, run: Run) -> None:

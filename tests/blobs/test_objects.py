@@ -38,6 +38,14 @@ def test_an_s3_url_opens_an_object_store_that_names_no_credential() -> None:
     assert store.description == "object store at s3://bucket/some/prefix/jobs", "the namespace's own part"
 
 
+def test_a_bucket_without_the_s3_extra_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "obstore", None)  # as where `jobledger[s3]` was not installed
+    monkeypatch.delitem(sys.modules, "jobledger.blobs.objects")
+    with pytest.raises(ValueError, match=r"pip install 'jobledger\[s3\]'"):
+        open_store(BlobsConfig(url="s3://bucket/p"), Path("/nonexistent"), "ns")
+    assert isinstance(open_store(BlobsConfig(), Path("/nonexistent"), "ns"), LocalBlobStore)
+
+
 @pytest.mark.parametrize(
     ("options", "said"),
     [

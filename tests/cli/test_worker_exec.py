@@ -6,87 +6,14 @@ groups are checked gone by PID."""
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
-from jobledger.client import Client, Job
-from jobledger.ledger.runner import Ledger
-from tests.cli.process_support import Command, jobledger, wait_for, wait_serving
-from tests.files_support import blob_path, create_with_files
-from tests.private_redis import free_port
-
-DATA = b"b,2\na,1\nc,3\n"
-
-
-@dataclass
-class Flow:
-    base: str
-    blobs: Path
-    tmp: Path
-    api: Client
-    ledger: Ledger
-
-    def job(self, run_sh: str, queue: str = "q", **options: object) -> int:
-        files = {"run.sh": run_sh.encode(), "data.csv": DATA}
-        job_id, _ = create_with_files(self.ledger, self.blobs, queue, files, **options)
-        return job_id
-
-    def worker(self, name: str, *more: str) -> Command:
-        args = [
-            "worker",
-            "--exec",
-            "-q",
-            "q",
-            "--url",
-            self.base,
-            "--exec-dir",
-            str(self.tmp / "work"),
-            *more,
-        ]
-        return Command(args, self.tmp / f"{name}.log")
-
-    def pid_file(self, name: str) -> Path:
-        return self.tmp / f"{name}.pid"
-
-    def wait_pid(self, name: str) -> int:
-        path = self.pid_file(name)
-        wait_for(lambda: path.exists() and path.read_text().strip(), f"{name} to start")
-        return int(path.read_text())
-
-    def ended(self, job_id: int, timeout: float = 20) -> Job:
-        return self.api.wait(job_id, timeout=timeout)
-
-
-@pytest.fixture
-def flow(redis_url: str, namespace: str, ledger: Ledger, tmp_path: Path) -> Iterator[Flow]:
-    port = free_port()
-    data = tmp_path / "data"
-    args = ["serve", "--redis-url", redis_url, "--namespace", namespace, "--data-dir", str(data),
-            "--host", "127.0.0.1", "--port", str(port), "--timeout-check-interval", "0.2s"]  # fmt: skip
-    with jobledger(args, tmp_path / "serve.log") as serve, Client(f"http://127.0.0.1:{port}") as api:
-        wait_serving(serve, api.url)
-        api.put_queue("q", timeout="30s", retries=0)
-        yield Flow(api.url, data / "blobs" / namespace, tmp_path, api, ledger)
-
-
-def group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def stopped(worker: Command) -> None:
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(15) == 0, worker.output()
-    worker.close()
+from tests.cli.exec_support import Flow, group_gone, stopped
+from tests.cli.process_support import wait_for
+from tests.files_support import blob_path
 
 
 @pytest.mark.parametrize("transport", ["http", "redis"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import redis
 
 from jobledger.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
@@ -73,6 +75,13 @@ def test_an_error_block_may_name_its_status_and_unknown_blocks_are_skipped() -> 
     assert len(got) == 3 and isinstance(got[0], ServerError)
 
 
+def _feeds_open(url: str) -> int:
+    """The live feeds the server at ``url`` says it serves."""
+    found = re.search(r"^jobledger_feeds_open (\S+)$", httpx.get(f"{url}/metrics").text, re.MULTILINE)
+    assert found is not None
+    return int(float(found.group(1)))
+
+
 def _xreading(client: redis.Redis) -> int:
     return sum(1 for c in client.client_list() if c.get("cmd") == "xread")
 
@@ -97,7 +106,8 @@ def test_followers_and_waits_raise_unavailable_when_the_servers_redis_goes(priva
                 return await api.wait(job_id, timeout=30)
 
         futures = [pool.submit(follow), pool.submit(wait), pool.submit(asyncio.run, async_wait())]
-        eventually(lambda: _xreading(ledger.client) >= 3, timeout=10)  # every feed is connected
+        eventually(lambda: _feeds_open(url) == 3, timeout=10)  # every feed is connected
+        eventually(lambda: _xreading(ledger.client) == 1, timeout=10)  # the server's one reader, for all
         stopped = time.monotonic()
         private.kill()
         for future in futures:

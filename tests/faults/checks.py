@@ -1,6 +1,15 @@
 """What the fault suite checks once the work has settled, from what the run left behind: the stream
 (the ledger itself), the producers' records of their creates, the workers' records of their runs,
-their logs, and the harness's kill log.  :func:`figures` reduces it all to one :class:`Figures`."""
+their logs, and the harness's records of its faults (kills, outages, answers the proxy dropped).
+:func:`figures` reduces it all to one :class:`Figures`.
+
+Every job run more than once is explained, or not, by :func:`explain`: each run after a job's first
+is put down to something recorded about the attempt of the run before it (its window is read from
+the job's events in the ledger) -- its worker's PID killed after that run began and before the
+attempt ended; an outage longer than the job's timeout (the shorter of ``timeout`` and
+``heartbeat_timeout`` its ``job_created`` event records) overlapping the attempt; or an answer the
+proxy dropped during the attempt to a command naming the job.  A rerun none of these explains is
+listed with its job, attempts, times, events and the faults around it."""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ import itertools
 import json
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +60,30 @@ class Kill:
     at: float  # wall time, seconds
     pid: int
     what: str  # worker<n>, serve or valkey
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A time the ledger could not be reached: Valkey paused (SIGSTOP to SIGCONT) or killed (SIGKILL
+    until it answered again), or the server killed (SIGKILL until it answered its health check)."""
+
+    start: float  # wall time, seconds
+    end: float
+    what: str
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Drop:
+    """An answer the proxy lost: the scripted command it answered, passed on at ``sent``, took effect;
+    the connection was closed at ``at`` instead of passing the answer back."""
+
+    at: float  # wall time, seconds
+    sent: float
+    args: tuple[str, ...]  # the command's arguments (EVALSHA, the script's sha, numkeys, ...), cut short
 
 
 @dataclass(frozen=True)
@@ -116,6 +149,158 @@ def unended(entries: list[Entry]) -> list[int]:
     return [job for job, history in by_job(entries).items() if walk(history)[0] not in ENDED]
 
 
+# --- why a job ran again ---------------------------------------------------------------------------
+
+KILLED, OUTAGE, DROPPED = "worker killed", "outage longer than the timeout", "answer dropped"
+#: Events after which a job is no longer running the attempt it started.
+ATTEMPT_ENDS = {"job_completed", "job_failed", "job_timed_out", "job_cancelled", "job_returned",
+                "job_requeued", "job_expired", "job_deleted"}  # fmt: skip
+#: Seconds either side of an unexplained rerun's attempt in which faults are listed with it.
+AROUND = 10.0
+
+
+def appended(entry: Entry) -> float:
+    """When ``entry`` was appended, in wall-time seconds: its stream id is the server's clock."""
+    return int(entry.id.split("-")[0]) / 1000
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    worker: str  # the worker id its job_started records
+    started: float  # wall time, seconds, from the stream id of its job_started
+    ended: float | None = None  # ... of the event that ended it; None: never ended
+    end: str = ""  # that event's type
+
+
+def attempts(history: list[Entry]) -> dict[int, Attempt]:
+    """A job's attempts, by number, each from its ``job_started`` to the event that ended it."""
+    out: dict[int, Attempt] = {}
+    current: Attempt | None = None
+    for entry in history:
+        if current is not None and (entry.type in ATTEMPT_ENDS or entry.type == "job_started"):
+            out[current.number] = replace(current, ended=appended(entry), end=entry.type)
+            current = None
+        if entry.type == "job_started":
+            number = int(entry.data.get("attempt", len(out) + 1))
+            current = Attempt(number, str(entry.data.get("worker", "")), appended(entry))
+    if current is not None:
+        out[current.number] = current
+    return out
+
+
+def timeout_of(history: list[Entry]) -> float | None:
+    """The job's timeout in seconds: the shorter of ``timeout`` and ``heartbeat_timeout`` its
+    ``job_created`` event records (absent or 0: none); None when it has neither."""
+    created = next((e for e in history if e.type == "job_created"), None)
+    if created is None:
+        return None
+    given = [int(created.data.get(k) or 0) for k in ("timeout", "heartbeat_timeout")]
+    given = [ms for ms in given if ms > 0]
+    return min(given) / 1000 if given else None
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What the harness recorded doing."""
+
+    kills: list[Kill] = field(default_factory=list)
+    outages: list[Outage] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
+
+    def why(self, job: int, before: Run, attempt: Attempt, end: float, timeout: float | None) -> str:
+        """The recorded fault that made ``attempt`` (of the run ``before``, ended at ``end``) end
+        without its outcome, as ``"CAUSE: fact"``; "" when none did."""
+        start = attempt.started
+        for k in self.kills:
+            if k.what.startswith("worker") and k.pid == before.pid and before.at <= k.at <= end:
+                return f"{KILLED}: {k.what} (pid {k.pid}) killed at {k.at:.3f}"
+        for o in self.outages:
+            if timeout is not None and o.seconds > timeout and o.start < end and o.end > start:
+                return f"{OUTAGE}: {o.what} {o.start:.3f}-{o.end:.3f} ({o.seconds:.1f} s)"
+        for d in self.drops:
+            if start <= d.at <= end and str(job) in d.args[3:]:
+                return f"{DROPPED}: answer to {' '.join(d.args[:5])} dropped at {d.at:.3f}"
+        return ""
+
+    def around(self, start: float, end: float) -> list[str]:
+        """Every fault recorded from ``AROUND`` seconds before ``start`` to as long after ``end``."""
+        lo, hi = start - AROUND, end + AROUND
+        near = [f"{k.what} pid {k.pid} killed at {k.at:.3f}" for k in self.kills if lo <= k.at <= hi]
+        near += [
+            f"{o.what} {o.start:.3f}-{o.end:.3f} ({o.seconds:.1f} s)"
+            for o in self.outages
+            if o.start <= hi and o.end >= lo
+        ]
+        near += [
+            f"answer dropped at {d.at:.3f} ({' '.join(d.args[:5])})" for d in self.drops if lo <= d.at <= hi
+        ]
+        return near
+
+
+@dataclass(frozen=True)
+class Rerun:
+    job: int
+    before: Run  # the run before
+    run: Run  # the run again
+    why: str  # "CAUSE: the fact", CAUSE one of KILLED, OUTAGE, DROPPED; "" unexplained
+    detail: str = ""  # when unexplained: what the ledger says of the attempt, and the faults around it
+    history: tuple[Entry, ...] = ()
+
+    @property
+    def cause(self) -> str:
+        return self.why.split(":", 1)[0]
+
+    def describe(self) -> str:
+        events = ", ".join(f"{e.type}@{e.id}" for e in self.history)
+        return (
+            f"job {self.job} ran again unexplained: attempt {self.before.attempt} by pid {self.before.pid} "
+            f"at {self.before.at:.3f}, then attempt {self.run.attempt} by pid {self.run.pid} at "
+            f"{self.run.at:.3f}; {self.detail}; events: {events}"
+        )
+
+
+def explain(jobs: dict[int, list[Entry]], runs: list[Run], faults: Faults) -> list[Rerun]:
+    """Each run after a job's first, with why it happened, from the recorded facts alone."""
+    per_job: dict[int, list[Run]] = defaultdict(list)
+    for run in runs:
+        per_job[run.job].append(run)
+    out = []
+    for job, job_runs in sorted(per_job.items()):
+        history = jobs.get(job, [])
+        tries, timeout = attempts(history), timeout_of(history)
+        for before, run in itertools.pairwise(sorted(job_runs, key=lambda r: r.at)):
+            attempt = tries.get(before.attempt)
+            if attempt is None:
+                out.append(
+                    Rerun(job, before, run, "", f"the ledger has no attempt {before.attempt}", tuple(history))
+                )
+                continue
+            if run.attempt <= before.attempt:
+                out.append(
+                    Rerun(job, before, run, "", f"attempt {before.attempt} handed out twice", tuple(history))
+                )
+                continue
+            # the attempt ran from its start until it ended (never ended: until the run again began)
+            end = attempt.ended if attempt.ended is not None else run.at
+            why = faults.why(job, before, attempt, end, timeout)
+            if why:
+                out.append(Rerun(job, before, run, why))
+                continue
+            ended = (
+                f"ended by {attempt.end} at {attempt.ended:.3f}"
+                if attempt.ended is not None
+                else "never ended"
+            )
+            near = "; ".join(faults.around(attempt.started, end)) or "none"
+            detail = (
+                f"attempt {attempt.number} (worker {attempt.worker}) started at {attempt.started:.3f}, "
+                f"{ended}, timeout {timeout} s; faults within {AROUND:g} s: {near}"
+            )
+            out.append(Rerun(job, before, run, "", detail, tuple(history)))
+    return out
+
+
 @dataclass
 class Figures:
     fault: str
@@ -133,7 +318,11 @@ class Figures:
     resent_refused: int = 0  # a worker's completion refused although that attempt did complete
     given_up: int = 0  # a worker gave up recording an outcome
     run_twice: int = 0  # jobs with more than one run on record
-    run_twice_after_kill: int = 0  # ... of which an earlier run's worker was killed
+    reruns: int = 0  # runs after a job's first
+    by_kill: int = 0  # ... explained by the earlier run's worker killed during its attempt
+    by_outage: int = 0  # ... by an outage longer than the job's timeout during that attempt
+    by_drop: int = 0  # ... by an answer dropped during that attempt to a command naming the job
+    unexplained: int = 0  # ... by none of these
     invalid_histories: int = 0
     misplaced: int = 0  # projection keys out of place (replay.placement)
     verify: int = -1  # exit code of `jobledger replay verify`
@@ -153,7 +342,11 @@ class Figures:
         ("completions resent and refused", "resent_refused"),
         ("outcomes given up by a worker", "given_up"),
         ("jobs run twice", "run_twice"),
-        ("  of which after a worker kill", "run_twice_after_kill"),
+        ("reruns", "reruns"),
+        ("  explained: worker killed", "by_kill"),
+        ("  explained: outage > timeout", "by_outage"),
+        ("  explained: answer dropped", "by_drop"),
+        ("  unexplained", "unexplained"),
         ("histories off the table", "invalid_histories"),
         ("projection keys misplaced", "misplaced"),
         ("answers dropped by the proxy", "dropped"),
@@ -184,10 +377,12 @@ def figures(
     runs: list[Run],
     kills: list[Kill],
     worker_logs: str,
+    outages: list[Outage],
+    drops: list[Drop],
     misplaced: list[str],
     verify: int,
-    dropped: int,
 ) -> Figures:
+    dropped = len(drops)
     out = Figures(fault, seconds, faults, features, verify=verify, dropped=dropped, misplaced=len(misplaced))
     out.problems += misplaced[:20]
     jobs = by_job(entries)
@@ -241,18 +436,17 @@ def figures(
             out.resent_refused += 1
     out.given_up = len(GIVEN_UP.findall(worker_logs))
 
-    # runs: twice only where a worker holding the job was killed
-    killed = [k for k in kills if k.what.startswith("worker")]
-    per_job: dict[int, list[Run]] = defaultdict(list)
-    for run in runs:
-        per_job[run.job].append(run)
-    for job, job_runs in per_job.items():
-        if len(job_runs) < 2:
-            continue
-        out.run_twice += 1
-        earlier = sorted(job_runs, key=lambda r: r.at)[:-1]
-        if any(k.pid == r.pid and k.at >= r.at for r in earlier for k in killed):
-            out.run_twice_after_kill += 1
+    # runs: every one after a job's first explained by a recorded fault, or listed
+    out.run_twice = sum(1 for n in Counter(run.job for run in runs).values() if n > 1)
+    for rerun in explain(jobs, runs, Faults(kills, outages, drops)):
+        out.reruns += 1
+        if rerun.cause == KILLED:
+            out.by_kill += 1
+        elif rerun.cause == OUTAGE:
+            out.by_outage += 1
+        elif rerun.cause == DROPPED:
+            out.by_drop += 1
         else:
-            out.problems.append(f"job {job} ran {len(job_runs)} times with no worker killed: {job_runs}")
+            out.unexplained += 1
+            out.problems.append(rerun.describe())
     return out

@@ -8,7 +8,10 @@ server and the Redis worker reach Valkey through a :class:`~tests.faults.proxy.D
 
 :meth:`Harness.run` starts everything, does the fault every one to three seconds for the time asked,
 stops the producers, waits for the work to settle, stops the rest, then reads the stream, the run
-records, the producers' records and the kill log into :class:`~tests.faults.checks.Figures`.
+records, the producers' records and its own records of the faults -- each kill (time, PID), each
+outage (Valkey paused or killed, the server killed: from the signal until it answered again), each
+answer the proxy dropped, also written to ``faults.json`` -- into
+:class:`~tests.faults.checks.Figures`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -130,6 +133,7 @@ class Harness:
     workers: list[Command | None] = field(init=False, default_factory=list)
     producers: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
     kills: list[checks.Kill] = field(init=False, default_factory=list)
+    outages: list[checks.Outage] = field(init=False, default_factory=list)
     faults_done: int = field(init=False, default=0)
     features: Features = field(init=False, default_factory=Features)
     _logs: int = field(init=False, default=0)
@@ -171,11 +175,18 @@ class Harness:
         self.features = self.probe()
         for n in range(3):
             self.workers.append(self.start_worker(n))
-        for name in ("p0", "p1"):
+        outs = [self.workdir / f"producer-{name}.jsonl" for name in ("p0", "p1")]
+        for name, out in zip(("p0", "p1"), outs, strict=True):
             args = ["--url", self.base, "--queue", QUEUE, "--name", name, "--rate", str(self.settings.rate),
-                    "--out", str(self.workdir / f"producer-{name}.jsonl")]  # fmt: skip
+                    "--out", str(out)]  # fmt: skip
             command = [sys.executable, "-m", "tests.faults.producer", *args]
             self.producers.append(subprocess.Popen(command, cwd=REPO, env=clean_env()))
+        # the faults start once every producer has made a create: on a loaded machine a producer can
+        # take seconds to start, and a short run could otherwise stop it before it made any
+        wait(
+            lambda: all(out.exists() and out.stat().st_size > 0 for out in outs),
+            "the producers' first creates",
+        )
 
     @property
     def redis_url(self) -> str:
@@ -220,28 +231,36 @@ class Harness:
             time.sleep(0.3)
             self.workers[n] = self.start_worker(n)
         elif kind == "kill-valkey":
-            self.kills.append(checks.Kill(time.time(), self.valkey.pid, "valkey"))
+            down = time.time()
+            self.kills.append(checks.Kill(down, self.valkey.pid, "valkey"))
             self.valkey.kill()
-            self.valkey.start()
+            self.valkey.start()  # returns once it answers
+            self.outages.append(checks.Outage(down, time.time(), "valkey killed"))
         elif kind == "kill-server":
             assert self.server is not None
-            self.kill(self.server.process, "serve")
+            down = self.kill(self.server.process, "serve")
             self.server.close()
-            self.start_server()
+            self.start_server()  # returns once it answers its health check
+            self.outages.append(checks.Outage(down, time.time(), "serve killed"))
         elif kind == "pause-valkey":
+            down = time.time()
             self.valkey.pause()
             time.sleep(self.random.uniform(0.5, self.settings.longest_pause))
             self.valkey.resume()
+            self.outages.append(checks.Outage(down, time.time(), "valkey paused"))
         elif kind == "drop-replies":
             assert self.proxy is not None
             self.proxy.drop(self.random.randint(1, 4))
         else:
             raise ValueError(f"unknown fault {kind!r}")
 
-    def kill(self, process: subprocess.Popen[bytes], what: str) -> None:
-        self.kills.append(checks.Kill(time.time(), process.pid, what))
+    def kill(self, process: subprocess.Popen[bytes], what: str) -> float:
+        """SIGKILL ``process`` and wait for it; the time of the kill, as recorded."""
+        at = time.time()
+        self.kills.append(checks.Kill(at, process.pid, what))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=DEADLINE)
+        return at
 
     # --- the end --------------------------------------------------------------------------------
 
@@ -285,6 +304,13 @@ class Harness:
         return result.returncode
 
     def figures(self, verified: int) -> checks.Figures:
+        drops = list(self.proxy.drops) if self.proxy else []
+        record = {
+            "kills": [asdict(k) for k in self.kills],
+            "outages": [asdict(o) for o in self.outages],
+            "drops": [asdict(d) for d in drops],
+        }
+        (self.workdir / "faults.json").write_text(json.dumps(record, indent=1))
         client = self.redis()
         try:
             entries = checks.read_stream(client, NAMESPACE)
@@ -305,9 +331,10 @@ class Harness:
             runs=checks.read_runs(self.runs),
             kills=self.kills,
             worker_logs=logs,
+            outages=self.outages,
+            drops=drops,
             misplaced=placed,
             verify=verified,
-            dropped=self.proxy.dropped if self.proxy else 0,
         )
 
     def close(self) -> None:

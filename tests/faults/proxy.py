@@ -1,19 +1,38 @@
 """A TCP proxy between Redis clients and Valkey that can lose answers: armed with :meth:`drop`, it
 forwards the next scripted commands (EVALSHA / EVAL) to Valkey as usual, and when Valkey answers,
 closes the client's connection instead of passing the answer on.  The command took effect; its
-client only knows that the connection broke.  Runs an asyncio loop in a thread of its own."""
+client only knows that the connection broke.  Each answer lost is recorded (:attr:`DropProxy.drops`):
+when, and the command it answered.  Runs an asyncio loop in a thread of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
+import time
 
+from tests.faults.checks import Drop
 from tests.private_redis import free_port
 
 CHUNK = 65536
 #: What a request carrying a script starts with, as redis-py writes it (RESP bulk strings).
 SCRIPTED = (b"$7\r\nEVALSHA\r\n", b"$4\r\nEVAL\r\n")
+#: How many of a dropped command's arguments are recorded, and how much of each.
+ARGS, ARG_CHARS = 16, 60
+
+
+def arguments(request: bytes) -> tuple[str, ...]:
+    """The first arguments of the scripted command in ``request`` (RESP: ``*n``, then ``$len`` and
+    the bytes of each argument), each cut short; JSON arguments carry no bare CR LF."""
+    lines = request.split(b"\r\n")
+    start = next((i for i, line in enumerate(lines) if line.upper() in (b"EVALSHA", b"EVAL")), len(lines))
+    out = []
+    for line in lines[start:]:
+        if not line.startswith(b"$") and not line.startswith(b"*"):
+            out.append(line[:ARG_CHARS].decode(errors="replace"))
+        if len(out) >= ARGS:
+            break
+    return tuple(out)
 
 
 class DropProxy:
@@ -21,7 +40,7 @@ class DropProxy:
         self.upstream_port = upstream_port
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}"
-        self.dropped = 0
+        self.drops: list[Drop] = []
         self._armed = 0
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
@@ -48,6 +67,10 @@ class DropProxy:
         for task in others:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
+
+    @property
+    def dropped(self) -> int:
+        return len(self.drops)
 
     def drop(self, count: int) -> None:
         """Lose the answers to the next ``count`` scripted commands."""
@@ -78,10 +101,12 @@ class DropProxy:
             client_w.close()
             return
         losing = asyncio.Event()
+        lost: list[tuple[float, bytes]] = []  # when the command whose answer is lost went on, and it
 
         async def requests() -> None:
             while data := await client_r.read(CHUNK):
                 if any(s in data.upper() for s in SCRIPTED) and self._take():
+                    lost.append((time.time(), data))
                     losing.set()
                 up_w.write(data)
                 await up_w.drain()
@@ -89,7 +114,8 @@ class DropProxy:
         async def answers() -> None:
             while data := await up_r.read(CHUNK):
                 if losing.is_set():
-                    self.dropped += 1
+                    sent, request = lost[0]
+                    self.drops.append(Drop(time.time(), sent, arguments(request)))
                     return
                 client_w.write(data)
                 await client_w.drain()

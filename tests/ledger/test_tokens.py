@@ -51,6 +51,13 @@ def test_name_taken_and_unknown_revoke_are_refused(ledger: Ledger) -> None:
     ledger.run(create_token("a", ["read"], digest(new_secret())))  # the name is free again
 
 
+@pytest.mark.parametrize("name", ["local", "scheduler", "Scheduler", "LOCAL"])
+def test_names_of_tokenless_actors_are_refused(ledger: Ledger, client: redis.Redis, name: str) -> None:
+    with pytest.raises(ScopeError, match="reserved"):
+        ledger.run(create_token(name, ["admin"], digest(new_secret())))
+    assert client.xlen(ledger.keys.events) == 0
+
+
 def test_token_with_a_job_queue_in_one_read(ledger: Ledger) -> None:
     secret = new_secret()
     ledger.run(create_token("w", ["work:q"], digest(secret)))

@@ -12,6 +12,7 @@ import redis
 from tests.ocypod.server import serve, wipe
 
 BODY = b'{"timeout": "10m", "timeot": "1m"}'  # a typo Ocypod would ignore
+JSON = {"content-type": "application/json"}  # as every Ocypod client sends it
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
@@ -20,7 +21,7 @@ def test_a_strict_server_refuses_unknown_keys(tmp_path: Path, redis_url: str, ho
     client = redis.Redis.from_url(redis_url)
     with serve(redis_url, tmp_path / "serve.log", *args, env=env) as server:
         try:
-            answer = httpx.put(f"{server.url}/queue/q", content=BODY, timeout=10)
+            answer = httpx.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
             assert answer.status_code == 400
             assert "unknown field(s) timeot" in answer.json()["error"]
             assert httpx.get(f"{server.url}/queue/q", timeout=10).status_code == 404
@@ -33,7 +34,7 @@ def test_a_lenient_server_names_them(tmp_path: Path, redis_url: str) -> None:
     client, log = redis.Redis.from_url(redis_url), tmp_path / "serve.log"
     with serve(redis_url, log) as server:
         try:
-            answer = httpx.put(f"{server.url}/queue/q", content=BODY, timeout=10)
+            answer = httpx.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
             assert (answer.status_code, answer.headers["x-jobledger-ignored-keys"]) == (201, "timeot")
         finally:
             wipe(client, server.namespace)

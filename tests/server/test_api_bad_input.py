@@ -16,6 +16,7 @@ from tests.http_support import app_client, create_job, error_of, fetch, put_queu
 from tests.support import nth_id
 
 LIMIT = 1024
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -39,6 +40,8 @@ def refused(api: TestClient, client: redis.Redis, namespace: str, method: str, u
     """Send the request (job 1's path naming the fixture's running job); assert it is refused with
     ``status`` and changes nothing; the message."""
     url = _JOB_1.sub(f"/job/{nth_id(namespace, 1)}", url)
+    if "content" in request:  # raw bytes, sent as a JSON client sends them
+        request["headers"] = {**JSON, **request.get("headers", {})}
     with unchanged(client, namespace):
         return error_of(api.request(method, url, **request), status)
 
@@ -82,7 +85,7 @@ def test_lone_surrogates_are_400(api: TestClient, client: redis.Redis, namespace
 
 
 def test_a_paired_surrogate_escape_is_fine(api: TestClient) -> None:
-    response = api.post("/queue/q/job", content=b'{"input": "\\ud83d\\ude00"}')
+    response = api.post("/queue/q/job", content=b'{"input": "\\ud83d\\ude00"}', headers=JSON)
     assert response.status_code == 201
     assert api.get(f"/job/{response.json()}").json()["input"] == "\U0001f600"
 
@@ -251,4 +254,4 @@ def test_a_streamed_body_over_the_limit_is_413(api: TestClient, client: redis.Re
 def test_a_body_just_under_the_limit_is_fine(api: TestClient) -> None:
     body = big(LIMIT - len(big(0)))
     assert len(body) == LIMIT
-    assert api.post("/queue/q/job", content=body).status_code == 201
+    assert api.post("/queue/q/job", content=body, headers=JSON).status_code == 201

@@ -27,6 +27,7 @@ from tests.http_support import (
 )
 
 QUEUES = ("q",)  # created on the app before each test (the api fixture)
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -203,8 +204,8 @@ def test_output_is_null_then_what_was_put(api: TestClient, running: int) -> None
 def test_put_output_that_is_not_json_is_400(api: TestClient, client: redis.Redis, namespace: str,
                                             running: int) -> None:  # fmt: skip
     with unchanged(client, namespace):
-        assert "json" in error_of(api.put(f"/job/{running}/output", content=b"{nope"), 400)
-        assert "empty" in error_of(api.put(f"/job/{running}/output", content=b""), 400)
+        assert "json" in error_of(api.put(f"/job/{running}/output", content=b"{nope", headers=JSON), 400)
+        assert "empty" in error_of(api.put(f"/job/{running}/output", content=b"", headers=JSON), 400)
 
 
 def test_output_of_missing_job_is_404(api: TestClient, client: redis.Redis, namespace: str) -> None:

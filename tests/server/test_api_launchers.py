@@ -114,7 +114,7 @@ def test_a_body_without_queue_or_not_an_object_is_400(
             api.post("/launcher", json={"type": "@cron", "arguments": "* * * * * *"}), 400
         )
         error_of(api.post("/launcher", json=[CRON]), 400)
-        error_of(api.post("/launcher", content=b"{"), 400)
+        error_of(api.post("/launcher", content=b"{", headers={"content-type": "application/json"}), 400)
 
 
 def test_a_launcher_on_a_missing_queue_is_404(api: TestClient, client: redis.Redis, namespace: str) -> None:

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from jobledger.server.app import create_app
 from tests.http_support import (
+    BASE_URL,
     app_client,
     create_job,
     error_of,
@@ -252,7 +253,7 @@ def test_scheduler_setting_decides_whether_the_server_runs_the_checks(
         fetch(setup)
     time.sleep(0.01)
     config = make_config(namespace, scheduler=scheduler)
-    with TestClient(create_app(config, redis_url)) as served:
+    with TestClient(create_app(config, redis_url), base_url=BASE_URL) as served:
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline and served.get(f"/job/{job_id}/status").json() == "running":
             time.sleep(0.05)

@@ -236,10 +236,10 @@ def test_cut_off_upload_over_a_socket(
         httpx2.put(f"{url}/queue/q", json={}).raise_for_status()
         host, port = url.removeprefix("http://").split(":")
         for head in (
-            b"POST /queue/q/job HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
-            b"Content-Length: 100000\r\n\r\n"
+            b"POST /queue/q/job HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 100000\r\n\r\n"
             b'--B\r\nContent-Disposition: form-data; name="f"; filename="f"\r\n\r\n',
-            b"PUT /blob HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+            b"PUT /blob HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n",
         ):
             with socket.create_connection((host, int(port))) as sock:
                 sock.sendall(head + b"x" * 30000)

@@ -23,7 +23,7 @@ from jobledger.server.app import ROUTES, create_app
 from jobledger.server.auth import REQUIRES
 from jobledger.server.openapi import openapi_path
 from jobledger.server.openapi_paths import OPERATIONS
-from tests.http_support import create_job, fetch, make_config, put_queue
+from tests.http_support import BASE_URL, create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]
 
@@ -105,7 +105,7 @@ def test_query_parameters_and_error_answers(doc: Doc) -> None:
     assert query("get", "/job/{job_id}") == {"fields"}
     assert query("patch", "/job/{job_id}") == {"attempt"}
     responses = doc["paths"]["/job/{job_id}"]["patch"]["responses"]
-    assert set(responses) == {"204", "400", "404", "409", "413", "503"}
+    assert set(responses) == {"204", "400", "404", "409", "413", "415", "503"}
     assert resolve(doc, responses["409"]["content"]["application/json"]["schema"])["required"] == ["error"]
     assert "503" not in doc["paths"]["/health"]["get"]["responses"]
 
@@ -131,7 +131,7 @@ async def _extra(request: Request) -> Response:
 def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str) -> None:
     app = create_app(make_config(namespace), redis_url, run_scheduler=False)
     app.router.routes.append(Route("/extra/{thing:int}", _extra, methods=["GET", "POST"]))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         doc = client.get("/openapi.json").json()
     validate(doc)
     for method in ("get", "post"):
@@ -144,7 +144,7 @@ def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str
 def test_with_auth_the_guarded_routes_want_the_bearer_token(redis_url: str, namespace: str) -> None:
     app = create_app(make_config(namespace, auth=True), redis_url, run_scheduler=False)
     admin = new_secret()
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         Ledger(redis.Redis.from_url(redis_url), namespace).run(create_token("doc", ["admin"], digest(admin)))
         response = client.get("/openapi.json", headers={"authorization": f"Bearer {admin}"})
     assert response.status_code == 200

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from jobledger.ledger.runner import Ledger
 from jobledger.server.app import create_app
 from tests.deadline_support import SCENARIOS, lateness_ms
-from tests.http_support import error_of, make_config
+from tests.http_support import BASE_URL, error_of, make_config
 from tests.private_redis import PrivateServer, wait_until
 
 
@@ -23,7 +23,7 @@ from tests.private_redis import PrivateServer, wait_until
 def serving(url: str, namespace: str, *, run_scheduler: bool = True, **server: Any) -> Iterator[TestClient]:
     """The app as ``serve`` runs it (its scheduler included) on ``url``, while the block runs."""
     app = create_app(make_config(namespace, **server), url, run_scheduler=run_scheduler)
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as client:
         yield client
 
 

@@ -14,6 +14,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.replay.archive.records import load_record
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
+from tests.http_support import BASE_URL
 from tests.server.test_api_unavailable import wait_until
 
 
@@ -25,7 +26,7 @@ def test_serve_archives_and_a_history_keeps_every_event(
         "ledger": {"archive_after": "0.05s", "archive_dir": str(tmp_path), "archive_check_interval": "0.1s"},
     })  # fmt: skip
     stream = Keys(namespace).events
-    with TestClient(create_app(config, redis_url), raise_server_exceptions=False) as api:
+    with TestClient(create_app(config, redis_url), base_url=BASE_URL, raise_server_exceptions=False) as api:
         assert api.put("/queue/q").status_code == 201
         job_id = api.post("/queue/q/job", json={"input": 1}).json()
         assert api.get("/queue/q/job").json()["id"] == job_id

@@ -1,19 +1,21 @@
 """The dashboard's live feeds: the ledger's events as HTML over Server-Sent Events, for htmx's SSE
 extension to put into the page.  They follow the ledger exactly as ``GET /events/stream`` does (the
-same followers of :mod:`jobledger.server.event_handlers`: archive first, then blocking reads, ended
-by a revoked token; on a ledger split into partitions the ledger page's feed merges them, a job's
-timeline reads its job's partition alone); only each event's block is HTML instead of JSON."""
+same followers of :mod:`jobledger.server.event_handlers`: archive first, then the process's one
+follower of the ledger, no Redis connection held while they wait, ended by a revoked token; on a
+ledger split into partitions the ledger page's feed merges them, a job's timeline reads its job's
+partition alone); only each event's block is HTML instead of JSON.  They count against the same
+caps as ``/events/stream`` (:mod:`jobledger.server.feeds`: one more is 429)."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.events import Event
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import EventFilter, id_key
-from jobledger.ledger.stream_merge import parse_cursor
+from jobledger.ledger.stream_merge import parse_cursor, valid_event_id
 from jobledger.projections import readers
 from jobledger.server.auth import READ, READ_JOB
 from jobledger.server.event_handlers import (
@@ -22,15 +24,14 @@ from jobledger.server.event_handlers import (
     Render,
     event_filter,
     feed_ledger,
+    feed_response,
     follower,
     live_cursor,
     live_end,
 )
-from jobledger.server.inputs import job_id
+from jobledger.server.inputs import in_range, job_id
 from jobledger.server.ui.render import answered, fragment
 from jobledger.server.ui.session import admit
-
-HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 def sse_block(position: str, html: str) -> str:
@@ -59,13 +60,13 @@ def ledger_item(event: Event, position: str) -> str:
 def _position(request: Request, name: str) -> str | None:
     """An event id from the query's ``after``, or the ``Last-Event-ID`` header; None without."""
     raw = (request.headers.get(name) if name == "last-event-id" else request.query_params.get(name)) or None
-    if raw is not None and not all(part.isdigit() for part in raw.split("-", 1)):
-        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw!r}")
+    if raw is not None and not valid_event_id(raw):
+        raise BadRequest(f"{name} must be an event id such as 1795322898701-0, not {raw[:100]!r}")
     return raw
 
 
 def _streamed(feed: Feed, request: Request) -> Response:
-    return StreamingResponse(feed.events(request), media_type="text/event-stream", headers=HEADERS)
+    return feed_response(request, feed)
 
 
 async def _resumed_at(ledger: AsyncLedger, jid: int, position: str) -> int | None:
@@ -83,16 +84,18 @@ async def job_timeline(request: Request) -> Response:
     partition, so its positions are that partition's event ids."""
     jid = job_id(request)
     await admit(request, READ_JOB, job=jid)
-    ledger = (await feed_ledger(request)).for_id(jid)
+    router = await feed_ledger(request)
+    ledger, partition = router.for_id(jid), router.partitioning.of_id(jid)
     prev = request.query_params.get("prev")
-    if prev is not None and not prev.isdigit():
-        raise BadRequest(f"prev must be a time in milliseconds, not {prev!r}")
+    if prev is not None and not (prev.isascii() and prev.isdigit() and in_range(prev)):
+        raise BadRequest(f"prev must be a time in milliseconds, not {prev[:30]!r}")
     previous_at = int(prev) if prev is not None else None
     position = _position(request, "last-event-id")
     if position is not None:
         previous_at = await _resumed_at(ledger, jid, position)
     position = position or _position(request, "after") or await live_end(ledger)
-    return _streamed(Follower(ledger, EventFilter(job=jid), position, timeline_item(previous_at)), request)
+    feed = Follower(ledger, EventFilter(job=jid), position, timeline_item(previous_at), partition)
+    return _streamed(feed, request)
 
 
 @answered

@@ -6,9 +6,9 @@ ledger's token projection again, exactly as the API's bearer check does, so a re
 session ends at once and the server keeps no session state.  With auth off, everyone is ``local``.
 
 A form post is refused when the browser says it comes from another site (``Sec-Fetch-Site``, or an
-``Origin`` that is not this server's: :func:`check_origin`), and, with auth on, when its ``csrf``
-field is not the one
-derived from the session's secret (compared in constant time).  A cross-site page can neither read
+``Origin`` that is not this server's: :mod:`jobledger.server.front_door`, for the API and the
+dashboard alike), and, with auth on, when its ``csrf`` field is not the one derived from the
+session's secret (compared in constant time).  A cross-site page can neither read
 the cookie nor the field, so it cannot forge the pair.
 """
 
@@ -30,7 +30,6 @@ from jobledger.server.inputs import read_body
 COOKIE = "jobledger_session"
 CSRF_LABEL = b"jobledger dashboard form:"
 LOCAL = "local"
-SAME_SITE = ("same-origin", "none")  # Sec-Fetch-Site values of a request this site made (or typed)
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,12 @@ async def admit(
         raise SignInNeeded
     on = queue if queue is not None else job_queue
     if not needs.allows(token, None) and not (on is not None and needs.allows(token, on)):
-        where = f" on queue '{on}'" if on is not None else ""
+        # a job's queue is never named: a job elsewhere reads as one that does not exist
+        where = (
+            f" on queue '{queue}'"
+            if queue is not None
+            else " on a job of no queue it covers (or no such job)"
+        )
         raise Refused(403, f"token '{token.name}' may not do this{where}: it needs {needs.describe()}")
     ledger: OpeningLedger = request.state.ledger
     request.state.ledger = ledger.as_actor(token.name)
@@ -102,30 +106,11 @@ async def admit(
     return Viewer(token.name, csrf_for(secret), token)
 
 
-def same_site(request: Request) -> bool:
-    """Whether the browser says this request comes from this site (a request that says nothing,
-    such as curl's, passes: it carries no victim's cookie unless someone put it there)."""
-    fetch_site = request.headers.get("sec-fetch-site")
-    if fetch_site is not None and fetch_site not in SAME_SITE:
-        return False
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    own = f"{request.url.scheme}://{request.url.netloc}"
-    return origin == own
-
-
 async def form_of(request: Request) -> dict[str, str]:
     """An urlencoded form body (within the server's body limit), each field's first value."""
     raw = await read_body(request)
     fields = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
     return {name: values[0] for name, values in fields.items()}
-
-
-def check_origin(request: Request) -> None:
-    """Refuse (403) a form post from another site, before anything else is looked at."""
-    if not same_site(request):
-        raise Refused(403, "refused: this form was posted from another site")
 
 
 def check_csrf(viewer: Viewer, form: dict[str, str]) -> None:

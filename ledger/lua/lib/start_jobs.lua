@@ -6,8 +6,10 @@
 -- Appends to `started` (a list, returned) five values per job started: id, attempt, input JSON text
 -- or false, heartbeat_timeout in ms, files JSON text or false; one flat list, not a list per job,
 -- because each list in a script's answer costs the server a reply of its own (~5k instructions).
--- Refuses NOT_FOUND, before it starts any job, when there is no such queue.
+-- Refuses NOT_FOUND, before it starts any job, when there is no such queue.  The jobs start at
+-- start_time(now): a fetch held up in a stalled Redis starts them when it runs, not when it was sent.
 --- @include "ledger/lua/lib/emit.lua"
+--- @include "ledger/lua/lib/start_time.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "ledger/lua/lib/refuse.lua"
 
@@ -36,6 +38,7 @@ local function start_jobs(now, name, count, worker, started)
     count = math.min(count, max_running - redis.call('ZCARD', K.queue_status(name, 'running')))
   end
   if count < 1 then return started end
+  now = start_time(now)
   if redis.call('EXISTS', K.queue_heads(name)) == 0 then
     -- no quota key under its limit has a job waiting: the queue's own order is the whole order, and
     -- starting a job without a quota_key changes no lane, so one read gives every job to start

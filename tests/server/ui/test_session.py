@@ -104,10 +104,14 @@ def test_a_queue_scoped_token_sees_its_queue_and_its_jobs_only(secured: Secured)
     assert secured.client.get(f"/ui/job/{job_id}").status_code == 200
     assert secured.client.get("/ui").status_code == 403  # every queue: read only
     secured.sign_in("stranger")
-    for path in ("/ui/queue/q", f"/ui/job/{job_id}"):
-        response = secured.client.get(path)
-        assert response.status_code == 403
-        assert "on queue 'q'" in parse(response.text).one(id="flash").text()
+    response = secured.client.get("/ui/queue/q")  # the queue it asked for is named back
+    assert response.status_code == 403
+    assert "on queue 'q'" in parse(response.text).one(id="flash").text()
+    response = secured.client.get(f"/ui/job/{job_id}")  # a job's queue is not: it reads as no job
+    missing = secured.client.get(f"/ui/job/{job_id + 1000}")
+    assert response.status_code == missing.status_code == 403
+    said = parse(response.text).one(id="flash").text()
+    assert said == parse(missing.text).one(id="flash").text() and "'q'" not in said
 
 
 def test_an_action_in_scope_is_recorded_with_the_tokens_name(
