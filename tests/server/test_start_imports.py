@@ -1,5 +1,6 @@
-"""What a server's start leaves unloaded until a request or a launcher needs it: the OpenAPI
-document's modules (until ``GET /openapi.json``) and croniter (until a cron expression)."""
+"""What a server's start leaves undone until a request or a launcher needs it: the OpenAPI
+document's modules (until ``GET /openapi.json``), croniter (until a cron expression), and the
+validators of the requests' and the events' models (until the first of each is validated)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ def test_a_start_loads_neither_the_openapi_document_nor_croniter() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_a_start_builds_no_request_or_event_model() -> None:
+    code = (
+        "import json\n"
+        "from jobledger.server.app import create_app\n"
+        "from jobledger.runtime.config import load_config\n"
+        "from jobledger.ledger import events, files, requests\n"
+        "create_app(load_config(None, environ={}), 'redis://127.0.0.1:1/0')\n"
+        "models = [requests.JobOptions, requests.QueueSettings, events.JobCreated, files.FileRef]\n"
+        "print(json.dumps([m.__name__ for m in models if m.__pydantic_complete__]))\n"
+        "print(requests.JobOptions.model_validate({'input': 1}).input)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    built, validated = done.stdout.splitlines()
+    assert json.loads(built) == []
+    assert validated == "1"
 
 
 def test_the_openapi_document_is_served_on_first_ask(api: TestClient) -> None:
