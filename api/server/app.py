@@ -47,8 +47,8 @@ from jobledger.server import result_handlers as results
 from jobledger.server import upload_handlers as upload
 from jobledger.server.auth import REQUIRES, guarded
 from jobledger.server.errors import HANDLERS, error_response
-from jobledger.server.front_door import FrontDoor
 from jobledger.server.feeds import FeedSlots
+from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
