@@ -11,8 +11,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from jobledger.runtime.version import __version__
-
 if TYPE_CHECKING:
     from jobledger.client import AsyncClient, Client
     from jobledger.worker import Worker
@@ -26,4 +24,6 @@ __all__ = ["AsyncClient", "Client", "Worker", "__version__"]
 def __getattr__(name: str) -> Any:
     if name in _FACE:
         return getattr(import_module(_FACE[name]), name)
+    if name == "__version__":  # found on first use: it walks the installed distributions
+        return import_module("jobledger.runtime.version").version()
     raise AttributeError(f"module 'jobledger' has no attribute {name!r}")

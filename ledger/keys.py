@@ -286,6 +286,9 @@ def lua_inline_keys(code: str) -> str:
     in place, the keys cost no closure and no call."""
     out: list[str] = []
     for line in code.split("\n"):
+        if "K." not in line:  # most lines: no call to write out
+            out.append(line)
+            continue
         comment = _comment_start(line)
         body, rest = line[:comment], line[comment:]
         pos, pieces = 0, []
@@ -301,6 +304,8 @@ def lua_inline_keys(code: str) -> str:
 
 def _comment_start(line: str) -> int:
     """Where a Lua line's ``--`` comment begins (len(line) when it has none), strings stepped over."""
+    if "--" not in line:
+        return len(line)
     i, quote = 0, None
     while i < len(line):
         c = line[i]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from jobledger.bench import figures as F
 from jobledger.bench import report
 from jobledger.bench.figures import Figure
 
@@ -76,3 +77,20 @@ def test_only_names_the_peers_it_was_given() -> None:
         parts("saq")
     with pytest.raises(ValueError, match="unknown part 'peers'"):
         parts("peers")
+
+
+def test_the_start_part_times_serve_beside_a_bare_app() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "JOBLEDGER_TEST_REDIS_URL"}
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks", "--quick", "--only", "start", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+    ours = json.loads(out.stdout)["systems"]["ours"]
+    starts = [F.START_OURS, F.START_EMBEDDED, F.START_BARE]
+    for key in starts:
+        assert ours[key]["unit"] == "ms" and len(ours[key]["detail"]["runs_ms"]) == 3, ours[key]
+        assert 0 < ours[key]["value"] < 60_000
+        assert 0 < ours[key]["detail"]["cpu_ms_median"] < 60_000
+    for key, start in ((F.START_RATIO, F.START_OURS), (F.START_EMBEDDED_RATIO, F.START_EMBEDDED)):
+        assert ours[key]["value"] == pytest.approx(ours[start]["value"] / ours[F.START_BARE]["value"])

@@ -15,7 +15,7 @@ from typing import Any
 
 #: The parts of ours a run can measure, the raw-server calibration, and the peers (``--only``
 #: names; "ours" and "peers" name each group whole).
-OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard")
+OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
 NAMED_PARTS = ("files",)
 CALIBRATION = "raw"
@@ -62,6 +62,11 @@ DASH_LEDGER = "dash_ledger_ms"
 DASH_EVENTS = "dash_events_ms"
 DASH_RATIO = "dash_worst_ratio"
 DASH_RSS = "dash_app_rss_mib"
+START_OURS = "start_ready_ms"
+START_EMBEDDED = "start_ready_embedded_ms"
+START_BARE = "start_bare_ms"
+START_RATIO = "start_ratio"
+START_EMBEDDED_RATIO = "start_embedded_ratio"
 FILES_CP = "files_cp_mbps"
 FILES_STORE_PUT = "files_store_put_mbps"
 FILES_STORE_READ = "files_store_read_mbps"

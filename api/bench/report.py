@@ -55,6 +55,11 @@ ROWS: list[tuple[str, str, str]] = [
     (F.DASH_EVENTS, "dashboard: the live ledger page, median (ms)", "lower"),
     (F.DASH_RATIO, "dashboard: worst page time ratio, large / small ledger", "lower"),
     (F.DASH_RSS, "dashboard: app resident memory, large ledger (MiB)", ""),
+    (F.START_OURS, "start: serve, spawn to /ready 200, Redis running (ms)", "lower"),
+    (F.START_EMBEDDED, "start: serve, spawn to /ready 200, embedded Redis (ms)", "lower"),
+    (F.START_BARE, "start: bare Starlette under uvicorn, spawn to 200 (ms)", ""),
+    (F.START_RATIO, "start: ratio, serve (Redis running) / bare", "lower"),
+    (F.START_EMBEDDED_RATIO, "start: ratio, serve (embedded Redis) / bare", "lower"),
 ]
 #: Rows of the parts only ``--only`` names; shown when measured.
 NAMED_ROWS: list[tuple[str, str, str]] = [
@@ -145,6 +150,10 @@ def targets(systems: dict[str, Results]) -> list[Target]:
                "commands per second an idle Worker costs the server"),
         Target("HTTP lifecycle within 2x bare Starlette", ours(F.HTTP_RATIO), 2, False,
                "time per job over HTTP / time per 3 bare requests"),
+        Target("serve's cold start to /ready within 2x bare Starlette", ours(F.START_RATIO), 2, False,
+               "spawn to the first 200 from /ready, Redis running / bare Starlette under uvicorn"),
+        Target("  (the same, the embedded server started)", ours(F.START_EMBEDDED_RATIO), 2, False,
+               "spawn to the first 200 from /ready, embedded Redis / bare Starlette under uvicorn"),
         Target("replay >= 100,000 events/s", _ratio(ours(F.REPLAY), 100_000), 1, True, "ours / 100,000"),
         Target("scheduler check, 100k running within 2x of 10", ours(F.SCHED_RATIO), 2, False, "100k / 10"),
         Target("memory per ended job <= 1.5x BullMQ's", vs(F.MEMORY, "bullmq"), 1.5, False,

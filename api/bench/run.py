@@ -4,7 +4,8 @@ machine they ran on.
 Parts of ours: ``process`` (lifecycle throughput with the Worker class, server CPU and commands per
 job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost), ``http``,
 ``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
-large ledger and a small one).  ``raw``: the raw server's EVALSHA rate
+large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
+Starlette app's).  ``raw``: the raw server's EVALSHA rate
 (:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
 down over HTTP) runs only when named.
 A part that fails is recorded (and makes the run fail).
@@ -36,6 +37,7 @@ from . import (
     ours_http,
     ours_process,
     ours_scale,
+    ours_start,
     worker_latency,
 )
 from .figures import CALIBRATION, NAMED_PARTS, Results, Settings
@@ -142,6 +144,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     steps += [(name, functools.partial(ours_scale.measure, servers, settings, {name}, log))
               for name in ("memory", "scheduler", "quotas", "replay")]  # fmt: skip
     steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
+    steps.append(("start", lambda: ours_start.measure(servers, settings, log)))
     steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:

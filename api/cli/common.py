@@ -79,6 +79,9 @@ PartitionsOption = Annotated[
         "1 otherwise); a ledger keeps the count it was made with.",
     ),
 ]
+LogLevelOption = Annotated[
+    str | None, typer.Option(help="error, warning, info, debug or trace (env JOBLEDGER_LOG_LEVEL).")
+]
 LogFormatOption = Annotated[
     str | None,
     typer.Option(help="Log lines as text (default) or json, one object per line (env JOBLEDGER_LOG_FORMAT)."),

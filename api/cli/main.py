@@ -9,19 +9,16 @@ import sys
 
 import typer
 
-from jobledger.bench import cli as bench_cli
-from jobledger.cli import (
-    event_commands,
-    job_commands,
-    replay_commands,
-    server_commands,
-    token_commands,
-    worker_command,
-)
+from jobledger.cli import server_commands
+
+#: The commands of :mod:`jobledger.cli.server_commands`: run one of them, and the command line is
+#: built without the other modules (the client, the worker, the benchmark...), which it never uses.
+SERVER_COMMANDS = ("serve", "scheduler", "version")
 
 
-def build_app() -> typer.Typer:
-    """The ``jobledger`` typer app: its commands, and later its command groups as sub-apps."""
+def build_app(command: str | None = None) -> typer.Typer:
+    """The ``jobledger`` typer app: its commands, and later its command groups as sub-apps; only the
+    :data:`SERVER_COMMANDS` when ``command`` (the one about to run) is one of them."""
     app = typer.Typer(
         name="jobledger",
         help="A job queue server whose source of truth is an event ledger (Ocypod's HTTP API).",
@@ -31,6 +28,11 @@ def build_app() -> typer.Typer:
     app.command()(server_commands.serve)
     app.command()(server_commands.scheduler)
     app.command()(server_commands.version)
+    if command in SERVER_COMMANDS:
+        return app
+    from jobledger.bench import cli as bench_cli
+    from jobledger.cli import event_commands, job_commands, replay_commands, token_commands, worker_command
+
     app.add_typer(job_commands.app)
     app.add_typer(worker_command.app)
     app.add_typer(replay_commands.app, name="replay")
@@ -49,7 +51,7 @@ def main() -> None:
     (SIGABRT) after the command succeeded, so a script would read a failed exit.  Everything the
     command opened is closed by then; only the interpreter's own teardown is skipped."""
     try:
-        build_app()(standalone_mode=True)
+        build_app(sys.argv[1] if len(sys.argv) > 1 else None)(standalone_mode=True)
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)

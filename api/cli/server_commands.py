@@ -15,6 +15,7 @@ from jobledger.cli.common import (
     ExpiryCheckOption,
     LedgerOptions,
     LogFormatOption,
+    LogLevelOption,
     PartitionsOption,
     RetryCheckOption,
     SignalStop,
@@ -26,7 +27,7 @@ from jobledger.cli.common import (
     setup_logging,
 )
 from jobledger.runtime.config import Config
-from jobledger.runtime.version import __version__
+from jobledger.runtime.version import version as installed_version
 
 
 async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> None:
@@ -119,7 +120,7 @@ def serve(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
-    log_level: Annotated[str | None, typer.Option(help="error, warning, info, debug or trace.")] = None,
+    log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
 ) -> None:
@@ -178,6 +179,7 @@ def scheduler(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
 ) -> None:
@@ -185,8 +187,8 @@ def scheduler(
     config = ledger.config({
         "server.timeout_check_interval": timeout_check_interval,
         "server.retry_check_interval": retry_check_interval,
-        "server.expiry_check_interval": expiry_check_interval, "server.log_format": log_format,
-        "redis.partitions": partitions,
+        "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
+        "server.log_format": log_format, "redis.partitions": partitions,
     })  # fmt: skip
     setup_logging(config)
     with SignalStop() as stop, open_redis(config, stop) as url:
@@ -196,4 +198,4 @@ def scheduler(
 
 def version() -> None:
     """Print jobledger's version."""
-    typer.echo(__version__)
+    typer.echo(installed_version())

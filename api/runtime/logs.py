@@ -9,7 +9,10 @@
 - A secret in a query string (``?token=``) is never written (:class:`HideSecrets`).
 - A warning (or error) logged again and again is written once per minute, the next time it comes
   after the minute, with how many times it came meanwhile (:class:`RepeatFilter`): a warning that
-  stops repeating within the minute is not written again.
+  stops repeating within the minute is not written again.  A job's line (a record carrying
+  :data:`JOB_FIELDS`, as the worker's line for each job does) is never held back: each says what
+  happened to another job.  With ``json`` its fields are the object's own (``job``, ``queue``,
+  ``attempt``, ``outcome``, ``duration_ms``, ...), beside the ``message``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ LEVELS = {"critical": logging.CRITICAL, "error": logging.ERROR, "warning": loggi
 HANDLER_NAME = "jobledger"
 #: How long (s) a repeated warning stays quiet after it was written.
 REPEAT_WINDOW = 60.0
+#: The attribute of a log record that makes it a job's line: a dict of the fields that say what
+#: happened to the job (given as ``extra={JOB_FIELDS: {...}}``).
+JOB_FIELDS = "job_fields"
 _FETCH = re.compile(r"^/queue/[^/?]+/job(\?|$)")
 #: A secret in a query string (``?token=...``, ``&access_token=...``): its value is never written.
 _QUERY_SECRET = re.compile(r"([?&](?:access_)?token=)[^&#\s\"']+", re.IGNORECASE)
@@ -64,15 +70,19 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ``time``, ``level``, ``logger``, ``message`` [, ``exception``]."""
+    """One JSON object per line: ``time``, ``level``, ``logger``, a job's line's own fields (see
+    :data:`JOB_FIELDS`), ``message`` [, ``exception``]."""
 
     def format(self, record: logging.LogRecord) -> str:
         item: dict[str, Any] = {
             "time": _timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
         }
+        fields = getattr(record, JOB_FIELDS, None)
+        if isinstance(fields, dict):
+            item.update(fields)
+        item["message"] = record.getMessage()
         if record.exc_info:
             item["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:
@@ -84,7 +94,8 @@ class RepeatFilter(logging.Filter):
     """Writes a warning (or worse) at most once per ``window`` seconds, keyed by logger, level and
     message template (so the same warning with another detail counts as a repeat).  The first
     write after the window carries the count of those held back: ``… (repeated 57 times in the
-    last minute)``.  ``clock`` gives seconds (injectable for tests)."""
+    last minute)``.  A job's line (:data:`JOB_FIELDS`) always passes.  ``clock`` gives seconds
+    (injectable for tests)."""
 
     MAX_KEYS = 1000
 
@@ -96,7 +107,7 @@ class RepeatFilter(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
+        if record.levelno < logging.WARNING or hasattr(record, JOB_FIELDS):
             return True
         key = (record.name, record.levelno, str(record.msg))
         now = self.clock()

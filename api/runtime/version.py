@@ -1,13 +1,21 @@
-"""The installed distribution's version (the source tree's when not installed)."""
+"""The installed distribution's version (the source tree's when not installed), read on first use:
+finding it walks the installed distributions, which a server starting has no need to wait for."""
 
-from importlib import metadata
+from functools import cache
+from typing import Any
 
 
-def _version() -> str:
+@cache
+def version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("jobledger")
     except metadata.PackageNotFoundError:
         return "0.1.0"
 
 
-__version__ = _version()
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return version()
+    raise AttributeError(f"module 'jobledger.runtime.version' has no attribute {name!r}")

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.projections import readers
-from jobledger.runtime.version import __version__
+from jobledger.runtime.version import version as installed_version
 from jobledger.scheduler.loop import SchedulerState
 from jobledger.server.errors import error_response
 
@@ -35,7 +35,7 @@ async def info(request: Request) -> Response:
 
 
 async def version(request: Request) -> Response:
-    return JSONResponse(__version__)
+    return JSONResponse(installed_version())
 
 
 async def _ping(ledger: OpeningLedger) -> None:

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from jobledger.ledger import requests
 from jobledger.ledger.durations import MAX_MS
 from jobledger.projections.views import JOB_FIELDS
-from jobledger.runtime.version import __version__
+from jobledger.runtime.version import version as installed_version
 from jobledger.server.auth import REQUIRES
 from jobledger.server.openapi_paths import (
     JSON,
@@ -245,7 +245,7 @@ def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
         "openapi": "3.1.0",
         "info": {
             "title": "jobledger",
-            "version": __version__,
+            "version": installed_version(),
             "description": "A job queue whose source of truth is an event ledger; Ocypod's HTTP API.",
         },
         "paths": paths,

@@ -113,13 +113,16 @@ async def zip_response(request: Request, results: list[dict[str, Any]], filename
 
 class _Sink:
     """Where the zip writer puts its bytes until the response takes them: it has no ``tell`` or
-    ``seek``, so the writer streams; and no ``close``, so a zip cut off (a client gone, a blob
-    that failed its check) is simply dropped with it."""
+    ``seek``, so the writer streams; closing it does nothing, so a zip cut off (a client gone, a
+    blob that failed its check) is simply dropped with it."""
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []
 
     def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
     def write(self, data: bytes) -> int:
@@ -144,7 +147,7 @@ async def zipped(
     store: BlobStore, entries: list[tuple[FileRef, datetime]], what: str
 ) -> AsyncIterator[bytes]:
     sink = _Sink()
-    archive = zipfile.ZipFile(sink, "w", compresslevel=ZIP_LEVEL)  # type: ignore[arg-type]
+    archive = zipfile.ZipFile(sink, "w", compresslevel=ZIP_LEVEL)
     for ref, at in entries:
         chunks = verified(store.read(ref.sha256), ref.sha256, f"{what}, {ref.name!r} in a zip")
         with archive.open(_entry(ref, at), "w") as member:

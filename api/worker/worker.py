@@ -42,6 +42,7 @@ from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
 from jobledger.ledger.requests import MAX_WORKER_ID, checked_worker_id
+from jobledger.runtime.logs import JOB_FIELDS
 from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
@@ -54,6 +55,8 @@ log = logging.getLogger("jobledger.worker")
 #: Seconds a handler runs before the worker watches its job for a cancellation (short jobs never
 #: pay for it; a cancellation before then is learned at this point).
 WATCH_AFTER = 0.5
+#: How the attempt of a job timed out elsewhere reaches the worker: the job's status, or the event.
+_TIMED_OUT = frozenset({"timed_out", "job_timed_out"})
 #: Seconds to wait for the updates of the jobs handed back or finished after the grace period.
 FINISH_TIMEOUT = 5.0
 #: Pause (s) before resending a completion or failure the ledger could not take, doubling up to the
@@ -358,40 +361,37 @@ class Worker:
         """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
         means the attempt is no longer this worker's."""
         job, took = run.job, run.seconds()
+        line = _JobLine(job, took, self.worker_id)
         if outcome is Ended.CANCELLED:
             self.counts["cancelled"] += 1
-            _job_line(
-                logging.INFO, job, "cancelled after %.3fs (%s), not completed", took, run.ctx.cancel_reason
-            )
+            reason = run.ctx.cancel_reason
+            ended = "timed_out" if reason in _TIMED_OUT else "cancelled"
+            line.log(logging.INFO, ended, "%s after %.3fs (%s), not completed", ended.replace("_", " "),
+                     took, reason, error=reason)  # fmt: skip
             return
         try:
             if outcome is Ended.RETURNED:
                 await self.transport.hand_back(job)
                 self.counts["returned"] += 1
-                _job_line(logging.INFO, job, "handed back after %.3fs (the worker is stopping)", took)
+                line.log(logging.INFO, "returned", "handed back after %.3fs (the worker is stopping)", took)
             elif isinstance(outcome, Failure):
                 await self._until_recorded(run, lambda: self.transport.fail(job, outcome))
                 self.counts["failed"] += 1
-                _job_line(
-                    logging.WARNING,
-                    job,
-                    "failed after %.3fs: %s: %s",
-                    took,
-                    outcome.kind,
-                    _short(outcome.message),
-                )
+                error = f"{outcome.kind}: {_short(outcome.message)}"
+                line.log(logging.WARNING, "failed", "failed after %.3fs: %s", took, error, error=error)
                 log.debug("%s: %s", _named(job), outcome.traceback)
             else:
                 output = run.ctx._output if outcome is None else outcome
                 await self._until_recorded(run, lambda: self.transport.complete(job, output))
                 self.counts["completed"] += 1
-                _job_line(logging.INFO, job, "completed in %.3fs", took)
+                line.log(logging.INFO, "completed", "completed in %.3fs", took)
         except (Conflict, NotFound) as exc:
             self.counts["cancelled"] += 1
-            _job_line(logging.INFO, job, "not recorded after %.3fs, the attempt is no longer this "
-                      "worker's: %s", took, exc)  # fmt: skip
+            line.log(logging.INFO, "not_recorded", "not recorded after %.3fs, the attempt is no longer "
+                     "this worker's: %s", took, exc, error=str(exc))  # fmt: skip
         except ClientError as exc:
-            _job_line(logging.ERROR, job, "not recorded (%s); its timeout will recover it", exc)
+            line.log(logging.ERROR, "not_recorded", "not recorded (%s); its timeout will recover it", exc,
+                     error=str(exc))  # fmt: skip
 
     async def _until_recorded(self, run: Run, send: Callable[[], Awaitable[None]]) -> None:
         """Send a completion or failure, and send it again, with backoff, while the ledger cannot be
@@ -503,12 +503,34 @@ def _named(job: Assignment) -> str:
     return f"job {job.id} ({job.queue}, attempt {job.attempt})"
 
 
-def _job_line(level: int, job: Assignment, what: str, *args: Any) -> None:
-    """Log ``what`` % ``args`` about ``job`` (after its :func:`_named`) as ``log.log`` would, but
-    without looking up the caller's file and line, which no line of a job shows: that walk up the
-    stack was a quarter of the cost of the line each job logs."""
-    if log.isEnabledFor(level):
-        log.handle(log.makeRecord(log.name, level, __file__, 0, "%s: " + what, (_named(job), *args), None))
+class _JobLine:
+    """The one line logged for a job: its message after the job's :func:`_named`, and its fields
+    (:data:`~jobledger.runtime.logs.JOB_FIELDS`: never held back as a repeat, the object's own
+    fields in JSON)."""
+
+    __slots__ = ("actor", "job", "took")
+
+    def __init__(self, job: Assignment, took: float, actor: str) -> None:
+        self.job, self.took, self.actor = job, took, actor
+
+    def log(self, level: int, outcome: str, what: str, *args: Any, error: str | None = None) -> None:
+        """Log ``what`` % ``args`` as ``log.log`` would, but without looking up the caller's file and
+        line, which no line of a job shows: that walk up the stack was a quarter of the cost of the
+        line each job logs."""
+        if not log.isEnabledFor(level):
+            return
+        job = self.job
+        fields: dict[str, Any] = {
+            "job": job.id, "queue": job.queue, "attempt": job.attempt, "outcome": outcome,
+            "duration_ms": round(self.took * 1000, 3), "actor": self.actor,
+        }  # fmt: skip
+        if error is not None:
+            fields["error"] = error
+        record = log.makeRecord(
+            log.name, level, __file__, 0, "%s: " + what, (_named(job), *args), None,
+            extra={JOB_FIELDS: fields},
+        )  # fmt: skip
+        log.handle(record)
 
 
 def _transport(

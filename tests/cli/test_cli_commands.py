@@ -202,6 +202,20 @@ def test_worker_refuses_a_handler_it_cannot_load(handler: str, message: str) -> 
     assert message in result.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "scheduler", "worker"])
+def test_every_command_that_logs_takes_the_log_format_and_level(command: str) -> None:
+    result = CliRunner().invoke(build_app(), [command, "--help"], env={**PIPED, "COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "--log-format" in result.stdout and "--log-level" in result.stdout
+
+
+def test_the_worker_refuses_a_log_format_it_does_not_know() -> None:
+    args = ["worker", "--exec", "--queue", "q", "--log-format", "xml"]
+    result = CliRunner().invoke(build_app(), args, env=PIPED)
+    assert result.exit_code == 2
+    assert "--log-format: 'xml' is not a log format" in result.stderr
+
+
 # A real terminal
 
 

@@ -71,7 +71,8 @@ def test_an_async_handler_is_cancelled_within_a_second(
     assert worker.counts["completed"] == 0
     if how != "delete":
         assert types(api, job_id)[-1] == {"cancel": "job_cancelled", "timeout": "job_timed_out"}[how]
-    assert f"job {job_id} (q, attempt 1): cancelled after" in caplog.text
+    ended_as = "timed out" if how == "timeout" else "cancelled"
+    assert f"job {job_id} (q, attempt 1): {ended_as} after" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert misplaced(ledger.client, namespace) == []
 

@@ -7,9 +7,8 @@ import json
 from collections.abc import Awaitable, Callable
 from functools import cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -17,6 +16,9 @@ from jobledger.ledger.durations import format_time, parse_time
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.server.ui import flash
 from jobledger.server.ui.session import Refused, SignInNeeded, sign_in_redirect
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -111,6 +113,10 @@ def per_hour(count: int) -> str:
 
 @cache
 def environment() -> Environment:
+    """The templates' environment, made (and Jinja2 imported) when the first page is rendered: a
+    server that no one opens the dashboard of never loads it."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(default=True, default_for_string=True),

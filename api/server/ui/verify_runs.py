@@ -14,12 +14,15 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import redis
 
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.tasks import cancel_and_wait
-from jobledger.replay.verify import Verification, verify
+
+if TYPE_CHECKING:
+    from jobledger.replay.verify import Verification
 
 log = logging.getLogger("jobledger.api")
 
@@ -49,6 +52,8 @@ class VerifyRun:
             return None
         if len(self.results) == 1:
             return self.results[0]
+        from jobledger.replay.verify import Verification  # loaded by the run that made the results
+
         return Verification(
             events=sum(r.events for r in self.results),
             keys=sum(r.keys for r in self.results),
@@ -102,6 +107,8 @@ class VerifyRuns:
         return [self._verify_one(namespace) for namespace in namespaces]
 
     def _verify_one(self, namespace: str) -> Verification:
+        from jobledger.replay.verify import verify  # loaded by the first run, not by every server
+
         client = sync_client(self.redis_url, namespace)
         try:
             return verify(client, namespace)

@@ -1,0 +1,178 @@
+"""Ours from a cold start: ``jobledger serve`` as a new process, timed from its spawn to the first
+200 from ``/ready`` (the server answering, the scheduler running), beside a bare Starlette app under
+uvicorn, timed from its spawn to its first 200.
+
+``serve`` is started against the measurement's server (already running: a restart's case), and on
+an embedded server of its own in a new data directory (the server started too).  Each figure is the
+median of several starts, after one start not counted; the processes run with their bytecode cache
+written and read, as an installed package's is, whatever ``PYTHONDONTWRITEBYTECODE`` says here.
+The three kinds of start are taken in turns, so that the machine's load falls on each alike.  The
+ratio is ours / bare: how much more a start of ours costs than Python, Starlette and uvicorn's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+
+from jobledger.ledger.keys import Keys
+
+from . import figures as F
+from .figures import Figure, Results, Settings
+from .ours_process import drop
+from .server import Servers
+
+#: Starts timed per figure (after one not counted).
+RUNS = 11
+QUICK_RUNS = 3
+#: Seconds a start may take before the part fails.
+START_TIMEOUT = 60.0
+#: Seconds between two probes of a starting process.
+PROBE_EVERY = 0.005
+NAMESPACE = "bench-start"
+#: The bare app: Starlette and uvicorn only, run as a script (no package of ours imported).
+BARE_APP = """
+import sys
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+async def ready(request):
+    return JSONResponse({"ready": True})
+
+app = Starlette(routes=[Route("/ready", ready)])
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", loop="asyncio")
+"""
+
+Spawn = Callable[[int], list[str]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    """The environment of a started process: ours, without a setting of jobledger's (the command
+    line says where the ledger is) and with the bytecode cache on."""
+    drop_names = ("PYTHONDONTWRITEBYTECODE",)
+    return {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_") and k not in drop_names}
+
+
+def _ready(port: int) -> bool:
+    """Whether ``GET /ready`` on ``port`` answers 200 now."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            return s.recv(16).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process ``pid`` has used so far; None where /proc has no say."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def time_start(command: list[str], port: int) -> tuple[float, float | None]:
+    """Seconds from spawning ``command`` to the first 200 from ``/ready`` on ``port``, and the CPU
+    seconds the process used by then (on a busy machine the first counts the waits for a core too);
+    the process is stopped after (SIGTERM, then SIGKILL)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, env=_env(), stdin=subprocess.DEVNULL)
+    try:
+        while not _ready(port):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{command[2:4]} exited with {proc.returncode} before it was ready")
+            if time.perf_counter() - started > START_TIMEOUT:
+                raise RuntimeError(f"{command[2:4]} not ready within {START_TIMEOUT:g}s")
+            time.sleep(PROBE_EVERY)
+        return time.perf_counter() - started, _cpu_seconds(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+Start = tuple[float, float | None]
+
+
+def interleaved_starts(spawns: list[Spawn], runs: int) -> list[list[Start]]:
+    """``runs`` starts of each command, taken in turns (one of each per round, after a round not
+    counted), so that a load that comes and goes on the machine falls on all of them alike; each
+    command's starts, as (seconds, CPU seconds)."""
+    times: list[list[Start]] = [[] for _ in spawns]
+    for round_ in range(runs + 1):
+        for spawn, kept in zip(spawns, times, strict=True):
+            measured = time_start(spawn(port := _free_port()), port)
+            if round_:
+                kept.append(measured)
+    return times
+
+
+def _median(starts: list[Start]) -> float:
+    return statistics.median(t for t, _ in starts)
+
+
+def serve_command(port: int, *where: str) -> list[str]:
+    return [sys.executable, "-m", "jobledger.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--log-level", "warning", *where]  # fmt: skip
+
+
+def _figure(label: str, seconds: float, times: list[Start]) -> Figure:
+    detail: dict[str, object] = {"runs_ms": [round(t * 1000, 1) for t, _ in times]}
+    cpu = [c for _, c in times if c is not None]
+    if cpu:
+        detail["cpu_ms_median"] = round(statistics.median(cpu) * 1000, 1)
+    return Figure(seconds * 1000, "ms", label, detail)
+
+
+def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = print) -> Results:
+    """The start figures: ``serve`` on a running server and on an embedded one, the bare app, and
+    the ratios."""
+    runs = QUICK_RUNS if settings.quick else RUNS
+    with tempfile.TemporaryDirectory(prefix="jobledger-start-") as tmp, servers.fresh() as url:
+        bare_script = Path(tmp) / "bare_start.py"
+        bare_script.write_text(BARE_APP)
+        where = ("--redis-url", url, "--namespace", NAMESPACE)
+        dirs = iter(range(runs + 1))
+        spawns: list[Spawn] = [
+            lambda port: [sys.executable, str(bare_script), str(port)],
+            lambda port: serve_command(port, *where),
+            lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")),
+        ]
+        try:
+            bare_times, ours_times, embedded_times = interleaved_starts(spawns, runs)
+        finally:
+            with redis.Redis.from_url(url) as client:
+                drop(client, Keys(NAMESPACE))
+    bare, ours, embedded = _median(bare_times), _median(ours_times), _median(embedded_times)
+    log(f"  bare Starlette {bare * 1000:.0f} ms, serve {ours * 1000:.0f} ms (Redis running), "
+        f"{embedded * 1000:.0f} ms (embedded)")  # fmt: skip
+    note = f"median of {runs} starts, spawn to the first 200 from /ready"
+    new_dir = f"{note}; the embedded server started in a new data directory"
+    return {
+        F.START_OURS: _figure(f"{note}; Redis already running", ours, ours_times),
+        F.START_EMBEDDED: _figure(new_dir, embedded, embedded_times),
+        F.START_BARE: _figure(f"{note}; Starlette + uvicorn, one route", bare, bare_times),
+        F.START_RATIO: Figure(ours / bare, "x", "serve (Redis running) / bare Starlette"),
+        F.START_EMBEDDED_RATIO: Figure(embedded / bare, "x", "serve (embedded Redis) / bare Starlette"),
+    }
