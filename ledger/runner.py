@@ -22,7 +22,7 @@ import redis
 import redis.asyncio
 
 from jobledger.ledger import errors
-from jobledger.ledger.clock import Clock, now_ms
+from jobledger.ledger.clock import Clock, now_ms, wall_ms
 from jobledger.ledger.commands import Call
 from jobledger.ledger.events import LOCAL, valid_actor
 from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
@@ -136,9 +136,8 @@ class _Base:
         started = time.perf_counter()
         try:
             script = self._script(call.script)
-            return call.parse(
-                (yield script(keys=[self.keys.ledger_prefix], args=[self.clock(), self.actor, *call.args]))
-            )
+            args = [self.clock(), self.actor, wall_ms(), *call.args]
+            return call.parse((yield script(keys=[self.keys.ledger_prefix], args=args)))
         finally:
             if self.observe is not None:
                 self.observe(call.script, time.perf_counter() - started)
@@ -146,11 +145,11 @@ class _Base:
     def _running_many(self, calls: Iterable[Call[Any]]) -> Generator[Any, Any, list[Any]]:
         calls = list(calls)
         pipe = self.client.pipeline(transaction=False)
-        now = self.clock()
+        now, sent = self.clock(), wall_ms()
         for call in calls:  # queued by hand: the async Script's call is a coroutine even on a pipeline
             script = self._script(call.script)
             pipe.scripts.add(script)  # the pipeline loads the scripts Redis lacks before it runs
-            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, *call.args)
+            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, sent, *call.args)
         replies = yield pipe.execute(raise_on_error=False)
         return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
 

@@ -30,14 +30,19 @@ in the same MGET as the generation pointer, and raises ``ARGV[1]`` to it, as ``N
 script computes from ``now`` (due scores, deadlines, the events' ``at``) uses the raised value, and
 ``emit`` moves the clock to each event's ``at``.  Hence ``at`` never decreases along the stream,
 whatever the callers' clocks do.  Appliers never read it: they take ``at`` from the event.  A
-fetch held up far behind the server's time starts its jobs at that time instead (see
+fetch held up in a stalled Redis starts its jobs that much later than its ``now`` (see
 ``ledger/lua/lib/start_time.lua``), so that no job is handed out already past its deadline.
 
+Sent.  ``ARGV[3]`` is when the command was sent by the sender's real time
+(:func:`jobledger.ledger.clock.wall_ms`), never the injectable clock's: with the server's ``TIME``
+it measures how long the command waited in Redis, and nothing else.  The prelude takes it off as
+``SENT``.
+
 The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, see
-:mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR``, so the command's own
-arguments keep their indices from ``ARGV[2]`` on, and ``emit`` records it in each event's ``actor``
-field (a launcher's firing records ``launcher:ID`` instead).  Replay steps have no actor: import
-carries each event's own.
+:mod:`jobledger.ledger.runner`); the prelude takes it off as ``ACTOR`` (and ``SENT`` after it), so
+the command's own arguments keep their indices from ``ARGV[2]`` on, and ``emit`` records it in
+each event's ``actor`` field (a launcher's firing records ``launcher:ID`` instead).  Replay steps
+have no actor: import carries each event's own.
 
 Scripts are composed once per process, each when it is first asked for (:func:`source`).
 """
@@ -59,12 +64,14 @@ ENTRY_DIRS = ("ledger/lua", "replay/lua")
 APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
 COMMANDS = "ledger/lua/"
-#: The start of every command's body: the actor taken off ``ARGV[2]``, and ``now`` (``ARGV[1]``)
+#: The start of every command's body: the actor and the time it was sent taken off ``ARGV[2]`` and
+#: ``ARGV[3]``, and ``now`` (``ARGV[1]``)
 #: raised to the ledger's clock, once (the clock's own text then, as no number is made text again).
 #: ``CLOCK_AT`` is where the clock stands: ``emit`` moves it, and writes it only when it moves.
 #: (``+ 0`` makes the numbers: tonumber reads a string twice, once to check and once to convert.)
 PRELUDE = (
     "local ACTOR = table.remove(ARGV, 2)\n"
+    "local SENT = table.remove(ARGV, 2) + 0\n"
     "local NOW, CLOCK_AT = ARGV[1] + 0, (CLOCK or 0) + 0\n"
     "if CLOCK_AT > NOW then NOW = CLOCK_AT; ARGV[1] = CLOCK end\n"
 )
