@@ -53,7 +53,8 @@ class EventData(BaseModel):
     """The type's own fields.  ``version`` is the current schema version of the type; ``upcasters``
     maps an old version to the function that turns its data into the next version's."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: validators built by the first validation, not by every process's start
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: ClassVar[str]
     version: ClassVar[int] = 1
@@ -64,7 +65,7 @@ class EventData(BaseModel):
 class ErrorData(BaseModel):
     """An error as a job records it; ``kind`` decides retry (retry_on / no_retry_on)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     kind: str
     message: str = ""
@@ -318,7 +319,7 @@ class LauncherEventData(EventData):
 class EventFilterData(BaseModel):
     """What an @event launcher matches: events of this type (and of this queue, if named)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: str
     queue: str | None = None
@@ -329,7 +330,9 @@ class LauncherCreated(LauncherEventData, IdempotencyData):
     interval, a time, or an event filter), ``template`` (job options JSON text, durations in ms) and
     ``input`` (JSON text) what it creates.  ``next_at``: its first due time, null for @event."""
 
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        validate_by_name=True, validate_by_alias=True, serialize_by_alias=True, defer_build=True
+    )
     type = "launcher_created"
     json_text_fields = ("template", "input")
 

@@ -117,7 +117,8 @@ class FileRef(BaseModel):
     """One file of a job, as its events and its record hold it (a new one's name was checked as a
     :data:`FileName` on its way in)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: validators built by the first validation, not by every process's start
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: RecordedName
     sha256: Sha256
@@ -129,7 +130,7 @@ class FileSpec(BaseModel):
     """A file a job body names by the SHA-256 of a blob already stored (``PUT /blob``); the server
     looks up its size (and refuses a blob it does not hold) before the job is created."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: FileName
     sha256: Sha256

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from croniter import CroniterBadDateError, CroniterError, croniter
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -71,6 +70,8 @@ _PATTERNS = (
 
 def _cron_times(expr: str, after_ms: int) -> Iterator[int]:
     """The firing times of a (checked) expression strictly after ``after_ms``, in ms, UTC."""
+    from croniter import croniter  # loaded by the first cron expression, not by every start
+
     start = datetime.fromtimestamp(after_ms / 1000, tz=UTC)
     it = croniter(expr.replace("?", "*"), start, second_at_beginning=True)
     while True:
@@ -101,6 +102,8 @@ def parse_cron(value: Any) -> str:
                 f"{where}: the {name} field {field!r} is not valid: use numbers, names, * / , -{question}"
             )
     expr = " ".join(fields)
+    from croniter import CroniterBadDateError, CroniterError
+
     try:
         next(_cron_times(expr, 0))
     except CroniterBadDateError:
@@ -220,6 +223,8 @@ def catch_up(type_: str, arguments: str, due_at: int, now: int) -> tuple[int | N
         return due_at + (missed + 1) * step, missed
     if type_ != "@cron":
         return None, 0
+    from croniter import CroniterError
+
     try:
         times, missed = _cron_times(arguments, due_at), 0
         at = next(times)

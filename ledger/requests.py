@@ -115,7 +115,8 @@ MAX_TRACEBACK = 8192
 class Backoff(BaseModel):
     """Exponential backoff between retries: ``min(base * factor ** retries_attempted, max)``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: validators built by the first validation, not by every process's start
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     base: Duration
     factor: Annotated[float, Field(ge=1, le=100, strict=False)] = 2.0
@@ -125,7 +126,7 @@ class Backoff(BaseModel):
 class QueueSettings(BaseModel):
     """Ocypod's queue settings and jobledger's; a field left out takes its default (as on PUT)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     timeout: Duration = FIVE_MINUTES
     heartbeat_timeout: Duration = 0
@@ -162,7 +163,7 @@ class QueueSettings(BaseModel):
 class JobOptions(BaseModel):
     """A job's creation body.  Settings left out come from the queue, inside the create script."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input: Any = None
     tags: Tags | None = None
@@ -220,7 +221,7 @@ class ErrorReport(BaseModel):
     """An error a worker reports when it fails a job: its kind decides retry; ``traceback`` (UTF-8,
     at most 8 KiB) is kept with it in the job's errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: ErrorKind = "error"
     message: Annotated[StrictStr, Field(max_length=MAX_MESSAGE)] = ""
@@ -234,7 +235,7 @@ def _error(value: Any) -> Any:
 class JobUpdate(BaseModel):
     """PATCH /job/{id}: status, output, progress, message, error; only fields present change anything."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     #: any status parses; the transition table (in the update script) refuses those it does not allow
     status: Status | None = None

@@ -28,7 +28,7 @@ from jobledger.ledger.events import LOCAL, valid_actor
 from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class _Base:
         self.keys = Keys(namespace)
         self.clock = clock
         self.actor = checked_actor(actor)
-        self._scripts = {name: client.register_script(src) for name, src in sources().items()}
+        self._scripts: dict[str, Any] = {}  # registered on first use, shared with as_actor's views
 
     def as_actor(self, actor: str) -> Self:
         """This runner acting for ``actor``: the commands run through it record ``actor`` in every
@@ -125,10 +125,17 @@ class _Base:
         view.actor = checked_actor(actor)
         return view
 
+    def _script(self, name: str) -> Any:
+        """The registered script ``name``, composed and registered the first time it is run."""
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self.client.register_script(source(name))
+        return script
+
     def _running(self, call: Call[T]) -> Generator[Any, Any, T]:
         started = time.perf_counter()
         try:
-            script = self._scripts[call.script]
+            script = self._script(call.script)
             args = [self.clock(), self.actor, wall_ms(), *call.args]
             return call.parse((yield script(keys=[self.keys.ledger_prefix], args=args)))
         finally:
@@ -140,7 +147,7 @@ class _Base:
         pipe = self.client.pipeline(transaction=False)
         now, sent = self.clock(), wall_ms()
         for call in calls:  # queued by hand: the async Script's call is a coroutine even on a pipeline
-            script = self._scripts[call.script]
+            script = self._script(call.script)
             pipe.scripts.add(script)  # the pipeline loads the scripts Redis lacks before it runs
             pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, sent, *call.args)
         replies = yield pipe.execute(raise_on_error=False)

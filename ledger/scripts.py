@@ -44,7 +44,7 @@ the command's own arguments keep their indices from ``ARGV[2]`` on, and ``emit``
 each event's ``actor`` field (a launcher's firing records ``launcher:ID`` instead).  Replay steps
 have no actor: import carries each event's own.
 
-Scripts are composed once per process.
+Scripts are composed once per process, each when it is first asked for (:func:`source`).
 """
 
 from __future__ import annotations
@@ -220,6 +220,18 @@ def library() -> Library:
 
 
 @cache
+def entries() -> dict[str, str]:
+    """script name -> its entry file, for every command and replay step."""
+    return library().entries()
+
+
+@cache
+def source(name: str) -> str:
+    """The complete script text of ``name`` (KeyError for a name no entry file has)."""
+    return library().compose(entries()[name])
+
+
+@cache
 def sources() -> dict[str, str]:
     """name -> complete script text, for every command and replay entry."""
-    return {name: library().compose(path) for name, path in library().entries().items()}
+    return {name: source(name) for name in entries()}

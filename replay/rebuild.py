@@ -26,7 +26,7 @@ import redis
 
 from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source as script_source
 from jobledger.replay.archive.records import archive_key
 from jobledger.replay.ledger_file import RawEntry
 from jobledger.replay.progress import Callback
@@ -136,8 +136,8 @@ class Applier:
     def __init__(self, client: redis.Redis, target: str | Keys) -> None:
         self.client = client
         self.prefix = (target if isinstance(target, Keys) else Keys(target)).prefix
-        self.script = client.register_script(sources()["apply_events"])
-        self.stream_script = client.register_script(sources()["fold_stream"])
+        self.script = client.register_script(script_source("apply_events"))
+        self.stream_script = client.register_script(script_source("fold_stream"))
 
     def apply(self, args: list[bytes]) -> None:
         """Apply flattened events (see :func:`flatten`), in order, in one script call."""

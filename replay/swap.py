@@ -26,7 +26,7 @@ import redis
 
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import live_keys
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 from jobledger.replay.rebuild import Applier, fold
 
 #: Catch-up rounds before giving up: writes that outpace replay would never let the tail shrink.
@@ -90,7 +90,7 @@ def swap(
     try:
         folded = fold(client, namespace, applier, None, None, batch, report)
         done, position = folded.count, folded.last_id
-        script = client.register_script(sources()["swap_generation"])
+        script = client.register_script(source("swap_generation"))
         for rounds in range(MAX_ROUNDS):
             args: list[str | int] = [position or "", live.generation, target.generation, tail]
             status, value = (_text(v) for v in script(keys=[target.prefix, live.ledger_prefix], args=args))

@@ -25,7 +25,7 @@ from pathlib import Path
 import redis
 
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 from jobledger.ledger.stream import id_key
 from jobledger.replay.ledger_file import (
     LedgerFileError,
@@ -114,7 +114,7 @@ def import_parts(parts: list[Part], path: Path, batch: int = 1000, progress: Cal
     """Append and apply every event of the file to the empty ledger whose partitions are ``parts``,
     each event into its partition's; how many.  The file must be of as many partitions."""
     ensure_empty_ledger(parts)
-    scripts = [part.client.register_script(sources()["import_events"]) for part in parts]
+    scripts = [part.client.register_script(source("import_events")) for part in parts]
 
     def batches() -> Iterable[tuple[int, list[bytes], int]]:
         previous: dict[int, str | None] = {}

@@ -27,7 +27,7 @@ import redis
 
 from jobledger.ledger.keys import Keys, former_key
 from jobledger.ledger.runner import generation_of, live_keys
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 from jobledger.ledger.slot_routing import in_slot_of
 from jobledger.ledger.stream import id_key
 from jobledger.replay.archive.records import archive_key
@@ -261,7 +261,7 @@ class _Run:
         self.client, self.namespace, self.scratch, self.batch = client, namespace, scratch, batch
         self.live = live_keys(client, namespace)  # the generation verified, fixed for the run
         self.applier = Applier(client, scratch)
-        self.reader = client.register_script(sources()["read_keys"])
+        self.reader = client.register_script(source("read_keys"))
         self.position: str | None = None
         self.result = Verification()
 

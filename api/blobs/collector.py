@@ -53,7 +53,7 @@ from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.reads import Read
 from jobledger.ledger.runner import AsyncLedger
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 
 if TYPE_CHECKING:
     from jobledger.runtime.config import BlobsConfig
@@ -125,7 +125,7 @@ class Collector:
     ) -> None:
         self.ledger, self.store, self.grace_ms, self.others = ledger, store, grace_ms, list(others)
         self.keys = ledger.keys
-        self.claim = ledger.client.register_script(sources()["claim_blob"])
+        self.claim = ledger.client.register_script(source("claim_blob"))
 
     async def sweep(self) -> SweepRound | None:
         """One round; None without doing anything while another collector holds the lock."""
@@ -227,7 +227,7 @@ async def touched(ledger: AsyncLedger, sha256: str, *, claim_ms: int = CLAIM_MS)
     """A blob was just stored (new or already held), or a job is about to name it: the collector
     forgets that it saw it unmarked, so it is not a candidate again before a full grace.  While a
     collector is deleting it, waits until the delete is done (then the store no longer holds it)."""
-    script = ledger.client.register_script(sources()["touch_blob"])
+    script = ledger.client.register_script(source("touch_blob"))
     while not await script(keys=[ledger.keys.ledger_prefix], args=[sha256, ledger.clock(), claim_ms]):
         await asyncio.sleep(TOUCH_POLL)
 

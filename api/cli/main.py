@@ -6,19 +6,27 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import typer
+from jobledger.runtime.startup import pause_collection, started
 
-from jobledger.cli import server_commands
+if TYPE_CHECKING:
+    import typer
 
 #: The commands of :mod:`jobledger.cli.server_commands`: run one of them, and the command line is
 #: built without the other modules (the client, the worker, the benchmark...), which it never uses.
 SERVER_COMMANDS = ("serve", "scheduler", "version")
+#: The commands that say themselves when their start is over (``jobledger.runtime.startup.started``).
+LONG_STARTS = ("serve", "scheduler")
 
 
 def build_app(command: str | None = None) -> typer.Typer:
     """The ``jobledger`` typer app: its commands, and later its command groups as sub-apps; only the
     :data:`SERVER_COMMANDS` when ``command`` (the one about to run) is one of them."""
+    import typer
+
+    from jobledger.cli import server_commands
+
     app = typer.Typer(
         name="jobledger",
         help="A job queue server whose source of truth is an event ledger (Ocypod's HTTP API).",
@@ -50,8 +58,13 @@ def main() -> None:
     interpreter is finalizing, and one still running as it tears down makes the process abort
     (SIGABRT) after the command succeeded, so a script would read a failed exit.  Everything the
     command opened is closed by then; only the interpreter's own teardown is skipped."""
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    pause_collection()  # until the command has built what it keeps (see jobledger.runtime.startup)
     try:
-        build_app(sys.argv[1] if len(sys.argv) > 1 else None)(standalone_mode=True)
+        app = build_app(command)
+        if command not in LONG_STARTS:
+            started()
+        app(standalone_mode=True)
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)

@@ -27,6 +27,7 @@ from jobledger.cli.common import (
     setup_logging,
 )
 from jobledger.runtime.config import Config
+from jobledger.runtime.startup import started
 from jobledger.runtime.version import version as installed_version
 
 
@@ -35,6 +36,7 @@ async def run_scheduler(config: Config, redis_url: str, stop: SignalStop) -> Non
     from jobledger.ledger.tasks import cancel_and_wait
     from jobledger.scheduler.loop import run_forever
 
+    started()
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(run_forever(config, redis_url))
     stopping = asyncio.Event()
@@ -167,9 +169,11 @@ def serve(
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:
             if not config.redis.url:
                 check_partitions(config, url)
-            started = run_http(create_app(config, url), config, sockets)
+            app = create_app(config, url)
+            started()
+            served = run_http(app, config, sockets)
             stop.fired = True  # the server has stopped: a late signal must not cut short the rest
-            if not started:
+            if not served:
                 fail("the HTTP server did not start (see the messages above)", code=3)
 
 

@@ -40,7 +40,7 @@ from jobledger.server import info_handlers as info
 from jobledger.server import job_file_handlers as job_files
 from jobledger.server import job_handlers as job
 from jobledger.server import launcher_handlers as launcher
-from jobledger.server import metrics, openapi
+from jobledger.server import metrics
 from jobledger.server import orchestrator_handlers as orchestrator
 from jobledger.server import queue_handlers as queue
 from jobledger.server import result_handlers as results
@@ -56,6 +56,14 @@ from jobledger.server.ui.verify_runs import VerifyRuns
 log = logging.getLogger("jobledger.api")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+async def openapi_document(request: Request) -> Response:
+    """``GET /openapi.json`` (:mod:`jobledger.server.openapi`, loaded when first asked for)."""
+    from jobledger.server import openapi
+
+    return await openapi.openapi(request)
+
 
 #: (path, method, endpoint, writes): a write is refused by a read-only server.
 ROUTES: list[tuple[str, str, Endpoint, bool]] = [
@@ -100,7 +108,7 @@ ROUTES: list[tuple[str, str, Endpoint, bool]] = [
     ("/launcher/{launcher_id}", "GET", launcher.get_launcher, False),
     ("/launcher/{launcher_id}", "DELETE", launcher.delete_launcher, True),
     ("/metrics", "GET", metrics.metrics, False),
-    ("/openapi.json", "GET", openapi.openapi, False),
+    ("/openapi.json", "GET", openapi_document, False),
 ]
 
 

@@ -31,7 +31,7 @@ import redis.asyncio
 from jobledger.ledger.durations import format_ms
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.scripts import sources
+from jobledger.ledger.scripts import source
 from jobledger.ledger.stream import id_key
 from jobledger.replay.archive.records import (
     MANIFEST,
@@ -143,7 +143,7 @@ class Archiver:
                  segment_events: int = SEGMENT_EVENTS) -> None:  # fmt: skip
         self.client, self.keys, self.directory = client, keys, directory.resolve()
         self.segment_events = segment_events
-        self.trim_script = client.register_script(sources()["archive_trim"])
+        self.trim_script = client.register_script(source("archive_trim"))
 
     async def _old_entries(self, after: str | None, cutoff_ms: int) -> list[RawEntry]:
         """The oldest stream entries after ``after`` whose ``at`` is before the cut-off (at most a

@@ -11,7 +11,9 @@ import redis
 
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.keys import TEMPLATES, Keys, lua_inline_keys, lua_prelude
-from jobledger.ledger.scripts import APPLIER_DIR, CompositionError, Library, library, sources
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.scripts import APPLIER_DIR, CompositionError, Library, library, source, sources
+from tests.support import put_queue
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -79,9 +81,20 @@ def test_every_event_type_has_exactly_one_applier() -> None:
 
 
 def test_every_script_loads_on_the_server(client: redis.Redis) -> None:
-    for name, source in sources().items():
-        sha = client.script_load(source)
+    for name, text in sources().items():
+        sha = client.script_load(text)
         assert client.script_exists(sha) == [True], name
+
+
+def test_a_runner_composes_a_script_when_it_first_runs_it(client: redis.Redis, namespace: str) -> None:
+    runner = Ledger(client, namespace)
+    assert runner._scripts == {}  # a start composes none of the scripts its first requests do not run
+    put_queue(runner)
+    put_queue(runner.as_actor("ci-bot"), "r")
+    assert set(runner._scripts) == {"put_queue"}
+    assert runner._scripts["put_queue"].script == source("put_queue") == sources()["put_queue"]
+    with pytest.raises(KeyError):
+        source("no_such_script")
 
 
 def test_a_script_carries_the_appliers_of_the_events_it_emits() -> None:
