@@ -28,6 +28,7 @@ from jobledger.ledger.keys import Keys
 
 from . import figures as F
 from .figures import Figure, Results, Settings
+from .ours_http import stop
 from .ours_process import drop
 from .server import Servers
 
@@ -104,12 +105,7 @@ def time_start(command: list[str], port: int) -> tuple[float, float | None]:
             time.sleep(PROBE_EVERY)
         return time.perf_counter() - started, _cpu_seconds(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 Start = tuple[float, float | None]
