@@ -6,7 +6,9 @@ same way for the API and the dashboard.
   a name of ``[server] allowed_hosts``; else 400.  A web page that rebinds its own DNS name to
   127.0.0.1 still sends its own name, so it is refused.  ``/health`` and ``/ready`` answer any Host:
   an orchestrator's probe names the pod's address.
-- **Cross-site writes.**  A write (POST, PUT, PATCH, DELETE, and the fetch ``GET /queue/{q}/job``,
+- **Cross-site writes.**  Where the Host is checked (with auth off, and on ``/ui`` always: where a
+  browser's request carries its rights with it, by being sent from this machine or with a cookie),
+  a write (POST, PUT, PATCH, DELETE, and the fetch ``GET /queue/{q}/job``,
   which starts jobs) that a browser marks as coming from elsewhere — ``Sec-Fetch-Site:
   cross-site`` or ``same-site``, or an ``Origin`` that is not this server's own — is refused with
   403.  An origin is this server's own when its host is one the server answers to (the Host rule
@@ -123,6 +125,12 @@ class FrontDoor:
             return False
         return not self.auth or path == "/ui" or path.startswith("/ui/")
 
+    def browser_guarded(self, path: str, method: str) -> bool:
+        """Whether a request is a write whose rights a browser would send for any page: with auth
+        off, any; with auth on, the dashboard's (its session is a cookie; a bearer token is never
+        sent by a browser on its own)."""
+        return self.host_checked(path) and is_write(method, path)
+
     def answers(self, name: str, path: str) -> bool:
         """Whether a request for host ``name`` on ``path`` is answered at all."""
         return not self.host_checked(path) or self.hosts.allows(name)
@@ -172,7 +180,7 @@ class FrontDoor:
         refusal = self.host_refusal(scope, headers)
         if refusal is not None:
             await error_response(400, refusal)(scope, receive, send_marked)
-        elif is_write(scope["method"], scope["path"]) and self.cross_site(scope, headers):
+        elif self.browser_guarded(scope["path"], scope["method"]) and self.cross_site(scope, headers):
             message = "refused: this request was sent by a page of another site"
             await error_response(403, message)(scope, receive, send_marked)
         else:

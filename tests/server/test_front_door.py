@@ -90,6 +90,21 @@ def test_cross_site_writes_are_refused(
     assert "another site" in error_of(response, 403)
 
 
+def test_with_auth_on_a_cross_site_write_meets_the_token_check(
+    redis_url: str, namespace: str, ledger: Ledger
+) -> None:
+    """A bearer token is never sent by a browser of its own accord: with auth on, the API leaves
+    a page of another origin that holds one to the token check, as any other client."""
+    secret = new_secret()
+    ledger.run(create_token("app", ["admin"], digest(secret)))
+    cross = {"origin": "https://app.example", "sec-fetch-site": "cross-site"}
+    with app_client(redis_url, namespace, auth=True) as api:
+        assert api.put("/queue/q", json={}, headers=cross).status_code == 401
+        bearer = {**cross, "authorization": f"Bearer {secret}"}
+        assert api.put("/queue/q", json={}, headers=bearer).status_code in (200, 201, 204)
+        assert "another site" in error_of(api.post("/ui/signout", headers=cross), 403)
+
+
 @pytest.mark.parametrize(
     "headers",
     [{}, {"sec-fetch-site": "same-origin"}, {"sec-fetch-site": "none"}, {"origin": "http://localhost"},
