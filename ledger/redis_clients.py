@@ -15,7 +15,9 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
 - a pooled connection that Redis closed (a restart) is found before it is handed out, and opened
   again, on every supported version: the first command after Redis is back succeeds;
 - an async client packs its commands with hiredis, and writes one that cannot wait at once, in its
-  caller's task (:class:`LeanConnection`).
+  caller's task (:class:`LeanConnection`);
+- a connection dropped on an error (a write that timed out, say) throws away what it had not yet
+  sent: a command reported as failed never reaches a Redis that comes back later.
 """
 
 from __future__ import annotations
@@ -123,6 +125,15 @@ class LeanConnection(redis.asyncio.connection.AbstractConnection):
             await super().send_packed_command(command, check_health)
         finally:
             self.socket_timeout = timeout
+
+    async def disconnect(self, nowait: bool = False, *args: Any, **kwargs: Any) -> None:
+        """redis-py drops a connection on an error with ``nowait``, but closes its transport
+        gracefully, so the bytes it still holds (a command whose write timed out in a stalled Redis)
+        are sent once Redis reads again: a command reported as failed would run after all.  Such a
+        transport is aborted first, its buffer thrown away."""
+        if nowait and self._writer is not None:
+            self._writer.transport.abort()
+        await super().disconnect(nowait, *args, **kwargs)
 
     def _cannot_wait(self, command: Any) -> bool:
         writer = self._writer
