@@ -80,6 +80,9 @@ def test_a_page_of_another_origin_creates_and_starts_nothing(
             if len(sent) >= 3 and len(answered) >= 2:
                 break
             dash.page.wait_for_timeout(100)
+        # the form's submission navigates the tab to its answer: shot once that page is there
+        dash.page.wait_for_url(target)
+        dash.page.wait_for_load_state()
         dash.shot("after the form was sent")
     assert sorted(r.method for r in sent) == ["GET", "POST", "POST"], [(r.method, r.url) for r in sent]
     assert [r.status for r in answered if r.request.method == "POST"] == [403, 403]
