@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -30,6 +31,18 @@ def _completed(client: redis.Redis, namespace: str, job_id: int) -> list[str]:
     return [e["id"] for e in events(client, namespace, job_id) if e["type"] == "job_completed"]
 
 
+def _held(gate: threading.Event) -> tuple[threading.Event, Callable[[JobContext], str]]:
+    """A handler that says it started, then holds its job until ``gate`` opens."""
+    started = threading.Event()
+
+    def handler(job: JobContext) -> str:
+        started.set()
+        wait_for(gate)
+        return "done"
+
+    return started, handler
+
+
 def test_a_completion_outlasts_a_stalled_redis(tmp_path: Path, gate: threading.Event) -> None:
     private = PrivateServer(tmp_path / "valkey")
     private.start()
@@ -40,12 +53,7 @@ def test_a_completion_outlasts_a_stalled_redis(tmp_path: Path, gate: threading.E
         job_id = ledger.run(commands.create_job("q", JobOptions())).id
         # answers give up after 0.5 s, so the stall below outlasts several sends
         transport = RedisTransport(private.url + "?socket_timeout=0.5", "stall")
-        started = threading.Event()
-
-        def handler(job: JobContext) -> str:
-            started.set()
-            wait_for(gate)
-            return "done"
+        started, handler = _held(gate)
 
         worker = Worker(handler, "q", transport=transport)
         with working(worker):
@@ -68,12 +76,7 @@ def test_a_completion_waits_for_a_stopped_server(
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    started = threading.Event()
-
-    def handler(job: JobContext) -> str:
-        started.set()
-        wait_for(gate)
-        return "done"
+    started, handler = _held(gate)
 
     with ExitStack() as stack:
         first = live_server(redis_url, namespace, listen_port=port)
@@ -116,12 +119,7 @@ def test_a_completion_is_resent_in_time_for_a_deadline_it_can_meet(
     monkeypatch.setattr(worker_module, "WATCH_AFTER", 3600.0)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    started = threading.Event()
-
-    def handler(job: JobContext) -> str:
-        started.set()
-        wait_for(gate)
-        return "done"
+    started, handler = _held(gate)
 
     with ExitStack() as stack:
         first = live_server(redis_url, namespace, listen_port=port)
