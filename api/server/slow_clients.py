@@ -5,7 +5,9 @@ uvicorn's h11 protocol (the one ``serve`` runs) closes a connection idle between
 sends one byte now and then holds a connection, and a task, as long as it likes.  Here:
 
 - a request's line and headers must be complete within ``header_timeout`` of their first byte (or
-  of the connection's opening), else the connection gets 408 and is closed;
+  of the connection's opening, or of the previous response), else the connection is closed: with
+  408 when part of a request had come, silently when none had (an idle connection, which a client
+  may be reusing at that very moment and must not read a 408 as its answer);
 - a request's body must keep up with ``min_body_rate`` bytes per second on average, counted after
   a grace of ``header_timeout`` from its headers, else the connection is closed.  Time the server
   itself spends not reading (its app has not asked for more yet) is not held against the client.
@@ -97,7 +99,7 @@ class SlowClients(H11Protocol):
         self._headers_timer = None
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             log.warning("closed a connection whose request headers took over %gs", self.header_timeout)
-            if self.cycle is None or self.cycle.response_complete:
+            if self.conn.trailing_data[0]:  # part of a request came: say why it is cut off
                 self.transport.write(TIMED_OUT)
             self.transport.close()
 

@@ -88,12 +88,23 @@ def test_a_client_that_sends_half_a_header_is_cut_off(served: tuple[str, Command
         got, took = _until_closed(sock)
     assert got.startswith(b"HTTP/1.1 408"), got
     assert 0.8 <= took <= 4, took
-    with _connect(base) as sock:  # one that says nothing at all, the same
+    with _connect(base) as sock:  # one that says nothing at all is closed, without a word
         got, took = _until_closed(sock)
-    assert got.startswith(b"HTTP/1.1 408") and took <= 4, (got, took)
+    assert got == b"" and took <= 4, (got, took)
     with _connect(base) as sock:  # one that trickles its headers a byte at a time, the same
         got, took = _until_closed(sock, b"GET /queue HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 100)
     assert got.startswith(b"HTTP/1.1 408") and took <= 4, (got, took)
+
+
+def test_an_idle_kept_alive_connection_is_closed_without_a_408(served: tuple[str, Command]) -> None:
+    """After its answer, a connection that says nothing more is closed silently: a client reusing
+    it at that moment must not read a 408 as the answer to its next request."""
+    base, _ = served
+    with _connect(base) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        got, took = _until_closed(sock)
+    assert got.startswith(b"HTTP/1.1 200") and got.count(b"HTTP/1.1 ") == 1, got
+    assert took <= 4, took
 
 
 def test_a_trickled_body_is_cut_off_and_creates_nothing(served: tuple[str, Command]) -> None:
