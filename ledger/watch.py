@@ -161,6 +161,7 @@ class LedgerWatch:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._opening: asyncio.Task[None] | None = None
         self._idle: asyncio.TimerHandle | None = None
+        self._stopping: set[asyncio.Task[Any]] = set()  # followers stopped for idleness, ending
 
     def _router(self) -> AsyncPartitioned | None:
         """The router of the ledger (None: one runner, or a ledger opened on first use not open yet)."""
@@ -252,11 +253,17 @@ class LedgerWatch:
 
     def _stop_if_idle(self) -> None:
         """Stop the followers if still nobody is subscribed (the connection of a cancelled read is
-        closed; a cancellation lost mid-read leaves a follower to stop after its read)."""
+        closed).  They leave ``_tasks`` at once, so a subscription that comes while they are ending
+        starts followers of its own rather than wait on ones that will never read again; they are
+        cancelled until they have ended (a cancellation can be lost mid-read)."""
         self._idle = None
-        if not self._subscribers:
-            for task in self._tasks.values():
-                task.cancel()
+        if self._subscribers or not self._tasks:
+            return
+        stopping = list(self._tasks.values())
+        self._tasks.clear()
+        task = asyncio.ensure_future(cancel_and_wait(stopping))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     def _wake(self, topics: Iterable[Topic] | None = None) -> None:
         """Wake the subscriptions of ``topics`` (of every topic when None)."""
@@ -329,6 +336,7 @@ class LedgerWatch:
             self._idle.cancel()
         opening = [] if self._opening is None else [self._opening]
         await cancel_and_wait([*opening, *self._tasks.values()])
+        await asyncio.gather(*self._stopping)  # those stopped for idleness: their stop runs to its end
 
 
 def _text(value: Any) -> str:
