@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from annotated_types import Ge, Le
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -80,6 +81,15 @@ def nested(field: FieldInfo) -> type[BaseModel]:
     model = _bare(field.annotation)[0]
     assert isinstance(model, type) and issubclass(model, BaseModel), f"{field} holds no model"
     return model
+
+
+def bounds(field: FieldInfo) -> tuple[Any, Any]:
+    """The least and the most a numeric field may hold, as declared (None where it sets none)."""
+    found = [*field.metadata, *_bare(field.annotation)[1]]
+    flat = [inner for m in found for inner in (m.metadata if isinstance(m, FieldInfo) else [m])]
+    low = next((m.ge for m in flat if isinstance(m, Ge)), None)
+    high = next((m.le for m in flat if isinstance(m, Le)), None)
+    return low, high
 
 
 def named(model: type[BaseModel], *kinds: Kind) -> tuple[str, ...]:
