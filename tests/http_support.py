@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
+import httpx2
 import redis
 from freezegun import freeze_time
 from starlette.testclient import TestClient
@@ -70,7 +70,7 @@ def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = N
         yield stack.enter_context(TestClient(app, base_url=BASE_URL, raise_server_exceptions=False))
 
 
-def error_of(response: httpx.Response, status: int) -> str:
+def error_of(response: httpx2.Response, status: int) -> str:
     """Assert ``status`` and an Ocypod-style JSON error; the message, lower-cased."""
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json")
@@ -80,7 +80,7 @@ def error_of(response: httpx.Response, status: int) -> str:
     return body["error"].lower()
 
 
-def no_content(response: httpx.Response) -> None:
+def no_content(response: httpx2.Response) -> None:
     assert response.status_code == 204, (response.status_code, response.text)
     assert response.content == b""
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import redis
 from starlette.testclient import TestClient
@@ -233,7 +233,7 @@ def test_cut_off_upload_over_a_socket(
     """A client that hangs up half way through a multipart body and a PUT /blob: nothing appended,
     no staging left behind."""
     with live_server(redis_url, namespace, blobs=store) as url:
-        httpx.put(f"{url}/queue/q", json={}).raise_for_status()
+        httpx2.put(f"{url}/queue/q", json={}).raise_for_status()
         host, port = url.removeprefix("http://").split(":")
         for head in (
             b"POST /queue/q/job HTTP/1.1\r\nHost: localhost\r\n"
@@ -246,7 +246,7 @@ def test_cut_off_upload_over_a_socket(
                 eventually(lambda: staging(store))  # the upload is under way ...
             eventually(lambda: not staging(store))  # ... and its staging gone once the client left
         assert listed(store) == {}
-        assert httpx.get(f"{url}/queue/q/size").json() == 0
+        assert httpx2.get(f"{url}/queue/q/size").json() == 0
 
 
 def test_scopes(

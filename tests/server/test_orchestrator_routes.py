@@ -11,7 +11,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import redis
 from starlette.testclient import TestClient
@@ -119,7 +119,7 @@ def test_curl_against_a_live_server(
         pytest.skip("curl is not installed")
     (tmp_path / "run.sh").write_text("#!/bin/bash\necho done > output.txt\n")
     with live_server(redis_url, namespace, blobs=store) as url:
-        httpx.put(f"{url}/queue/example", json={}).raise_for_status()
+        httpx2.put(f"{url}/queue/example", json={}).raise_for_status()
         out = subprocess.run(
             [curl, "-s", "-X", "POST", f"{url}/upload", "-F", f"file=@{tmp_path / 'run.sh'}",
              "-F", "user_id=1", "-F", "service=example"],
@@ -127,7 +127,7 @@ def test_curl_against_a_live_server(
         )  # fmt: skip
         body = json.loads(out.stdout)
         assert body["status"] == "Queued"
-        files = httpx.get(f"{url}/job/{body['id']}").json()["files"]
+        files = httpx2.get(f"{url}/job/{body['id']}").json()["files"]
         assert [(f["name"], f["size"]) for f in files] == [("run.sh", 35)]
         poll = [curl, "-s", f"{url}/download/{body['id']}"]
         state = subprocess.run(poll, capture_output=True, text=True, check=True)
