@@ -4,8 +4,8 @@ The layers, bottom up: the contract (what the client and the server agree on: th
 names and digests); the ledger (stream, keys, commands, runner); the projections (appliers and
 readers); replay, the runtime (configuration, embedded server) and the blob store; the scheduler; then
 the server, the client, the worker and the command line.  The client, besides, imports nothing but the
-contract: it talks to the server over HTTP only.  Within a layer a package may
-use another of the same layer, but never in a circle.  Imports inside functions and under
+contract: it talks to the server over HTTP only.  Within a layer a package may use another of the same
+layer, but never in a circle.  Imports inside functions and under
 ``TYPE_CHECKING`` count: deferring an import does not change what a module depends on.
 """
 
@@ -33,7 +33,6 @@ LAYERS = {
     "jobledger.client": 5,
     "jobledger.worker": 5,
     "jobledger.cli": 5,
-    "jobledger.bench": 5,
 }
 #: The package's own face (``from jobledger import Client, Worker``) sits above everything.
 FACE = "jobledger"
