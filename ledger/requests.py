@@ -26,8 +26,9 @@ from pydantic import (
     model_validator,
 )
 
+from jobledger.contract.files import MAX_FILES, MAX_SIZE, duplicate_name
 from jobledger.ledger.durations import format_ms, parse_ms, parse_time
-from jobledger.ledger.files import MAX_FILES, MAX_SIZE, FileRef, FileSpec, duplicate_name
+from jobledger.ledger.files import FileRef, FileSpec
 from jobledger.ledger.keys import valid_queue_name
 
 #: How the ledger's events hold durations; :func:`jobledger.ledger.events.decode_entry` validates
