@@ -26,8 +26,9 @@ from pydantic import (
     model_validator,
 )
 
+from jobledger.contract.files import MAX_FILES, MAX_SIZE, duplicate_name
 from jobledger.ledger.durations import parse_ms, parse_time
-from jobledger.ledger.files import MAX_FILES, MAX_SIZE, FileRef, FileSpec, duplicate_name
+from jobledger.ledger.files import FileRef, FileSpec
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.option_kinds import DURATION, TIME, shown
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import redis
 
+from jobledger.ledger.event_lines import LedgerFileError, count_lines
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.stream import EventFilter, scan
 from jobledger.replay.compare import compare
-from jobledger.replay.ledger_file import LedgerFileError, count_lines
 from jobledger.replay.rebuild import NamespaceNotEmpty
 from jobledger.replay.transfer import export_ledger, import_ledger
 from tests.replay_support import stream_entries, stream_ids, workload

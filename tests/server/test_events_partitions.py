@@ -23,7 +23,7 @@ from jobledger.ledger.partitioned import Partitioned, open_ledger, open_ledger_a
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.stream import EventFilter, id_key
 from jobledger.ledger.stream_merge import START, Cursor, parse_cursor
-from jobledger.replay.archive.feed import merged_page
+from jobledger.projections.history import merged_page
 from jobledger.replay.source import xrange
 from tests.http_support import app_client, error_of
 from tests.live_server import eventually, live_server

@@ -17,7 +17,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.blobs import Blob, LocalBlobStore
-from jobledger.ledger.files import repr_digest
+from jobledger.contract.files import repr_digest
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
 from tests.http_support import app_client, error_of, job_field, put_queue, unchanged

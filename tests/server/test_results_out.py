@@ -13,8 +13,8 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
+from jobledger.contract.files import sha256_of_digest as parse_digest
 from jobledger.ledger import commands
-from jobledger.ledger.files import sha256_of_digest as parse_digest
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest

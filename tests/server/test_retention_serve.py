@@ -11,7 +11,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
-from jobledger.replay.archive.records import load_record
+from jobledger.projections.archive import load_record
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
 from tests.http_support import BASE_URL

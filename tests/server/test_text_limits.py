@@ -13,8 +13,8 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.contract.files import MAX_FILES, MAX_NAME
 from jobledger.ledger import requests
-from jobledger.ledger.files import MAX_FILES, MAX_NAME
 from jobledger.ledger.launchers import MAX_CRON
 from jobledger.ledger.tokens import MAX_SCOPES, ScopeError, create_token
 from jobledger.server.upload_form import MAX_FIELD, MAX_FIELDS

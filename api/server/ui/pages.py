@@ -25,9 +25,9 @@ from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
 from jobledger.ledger.stream import EventFilter, Extent, extent, id_key, recent
 from jobledger.ledger.stream_merge import Cursor, concerned, newest_first
 from jobledger.projections import job_pages, readers, throughput
+from jobledger.projections.archive import ArchiveRecord, record
+from jobledger.projections.history import job_history
 from jobledger.projections.launchers import launchers as all_launchers
-from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import ArchiveRecord, record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter, live_end

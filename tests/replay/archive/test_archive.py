@@ -15,14 +15,14 @@ from starlette.testclient import TestClient
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import AsyncLedger, Ledger
-from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import (
+from jobledger.projections.archive import (
     ArchiveError,
     ArchiveRecord,
     events_by_id,
     load_record,
     read_manifest,
 )
+from jobledger.projections.history import job_history
 from jobledger.replay.archive.writer import SEGMENT_EVENTS, ArchiveSettings, write_segment
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild

@@ -21,7 +21,7 @@ from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.stream import id_key
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.projections import job_pages
-from jobledger.replay.archive.records import load_record
+from jobledger.projections.archive import load_record
 from jobledger.server.ui import pages
 from jobledger.server.ui.session import csrf_for
 from tests.http_support import app_client, create_job, put_queue
