@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from jobledger.cli.main import build_app
 from jobledger.client import Client
-from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import tick
 from tests.http_support import DEFAULT_SETTINGS
@@ -177,6 +178,22 @@ def test_submit(world: World) -> None:
     assert data == {"id": created + 2, "queue": "emails"}
     assert "--input is not valid JSON" in run(world, "submit", "emails", "--input", "{nope", code=2)
     assert run(world, "submit", "no such", code=1).startswith("jobledger: bad request: invalid queue name")
+
+
+def test_submit_has_an_option_for_every_job_option_described_as_declared() -> None:
+    """``--name`` (a list's in the singular, ``--tag``: repeatable), its help the option's description;
+    but ``--input`` (JSON text) and ``--file`` (a path streamed up, not a stored blob's name)."""
+    submit = typer.main.get_command(build_app()).commands["submit"]  # type: ignore[attr-defined]
+    helps = {
+        flag.removeprefix("--").replace("-", "_"): param.help
+        for param in submit.params
+        for flag in param.opts
+    }
+    for name, field in JobOptions.model_fields.items():
+        option = name if name in helps else name.removesuffix("s")
+        assert option in helps, f"submit has no option for {name}"
+        if name not in ("input", "files"):
+            assert helps[option].startswith(str(field.description).rstrip(".")), name
 
 
 def test_an_unreachable_server_is_reported() -> None:
