@@ -23,8 +23,8 @@ from jobledger.client import Client
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import tick
-from tests.http_support import DEFAULT_SETTINGS
-from tests.live_server import live_server
+from tests.support.http import DEFAULT_SETTINGS
+from tests.support.live_server import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 ANSI = "\x1b["
@@ -209,7 +209,7 @@ def test_an_unreachable_server_is_reported() -> None:
     ("handler", "message"),
     [
         ("no_module_here:run", "cannot import 'no_module_here'"),
-        ("tests.worker_handlers:nope", "has no 'nope'"),
+        ("tests.support.worker_handlers:nope", "has no 'nope'"),
         ("justaname", "module:function"),
     ],
 )  # fmt: skip

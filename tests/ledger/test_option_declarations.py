@@ -18,7 +18,7 @@ from jobledger.ledger.requests import Backoff, Count, Duration, JobOptions, Queu
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import CompositionError, Library
 from jobledger.projections import readers
-from tests.support import create, job
+from tests.support.ledger import create, job
 
 
 class Sample(BaseModel):

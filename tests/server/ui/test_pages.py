@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.requests import QueueSettings
 from jobledger.projections import job_pages
-from tests.http_support import create_job, fetch, put_queue
 from tests.server.ui.html import Element, parse
+from tests.support.http import create_job, fetch, put_queue
 
 NAV = {"/ui", "/ui/events", "/ui/failed", "/ui/launchers", "/ui/ledger"}
 
