@@ -39,12 +39,20 @@ def build_app(command: str | None = None) -> typer.Typer:
     if command in SERVER_COMMANDS:
         return app
     from jobledger.bench import cli as bench_cli
-    from jobledger.cli import event_commands, job_commands, replay_commands, token_commands, worker_command
+    from jobledger.cli import (
+        event_commands,
+        job_commands,
+        ledger_commands,
+        replay_commands,
+        token_commands,
+        worker_command,
+    )
 
     app.add_typer(job_commands.app)
     app.add_typer(worker_command.app)
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
+    app.add_typer(ledger_commands.app, name="ledger")
     app.add_typer(token_commands.app, name="token")
     app.add_typer(bench_cli.app)
     return app
