@@ -50,7 +50,7 @@ log = logging.getLogger("jobledger.sealer")
 
 KEY_FILE = "ledger.key"
 BATCH = 2000
-LOCK_MS = 60_000
+LOCK_MS = 15_000  # a sealer that died holding it delays the next one by as much
 #: Pause (s) after a round failed, doubling up to RETRY_MAX.
 RETRY_FIRST, RETRY_MAX = 0.5, 30.0
 
