@@ -135,10 +135,11 @@ def test_a_changed_stream_under_a_published_tile_stops_the_sealer(
     assert latest is not None
     (tmp_path / namespace / "ledger" / "checkpoint").unlink()  # the latest gone: start over
     events = Keys(namespace).events
-    entries = client.xrange(events)
+    entries = stream_entries(client, namespace)
     client.delete(events)
     for n, (entry_id, fields) in enumerate(entries):  # rewritten with its ids, leaf 0 changed
-        client.xadd(events, {**fields, b"actor": b"mallory"} if n == 0 else fields, id=entry_id)
+        changed = {**dict(fields), b"actor": b"mallory"} if n == 0 else dict(fields)
+        client.xadd(events, changed, id=entry_id)  # type: ignore[arg-type]
     with pytest.raises(Conflict):
         seal(redis_url, namespace, config)
     assert log.latest() is None or log.latest() == latest
