@@ -15,25 +15,18 @@ that exists, no key); 3 the check could not be done.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
-import redis
 import typer
 
-from jobledger.blobs.log_files import log_part, open_log_files
+from jobledger.blobs.log_files import log_part
 from jobledger.cli.common import LEDGER_DEFAULTS, LedgerOptions, SignalStop, fail, ledger_options
+from jobledger.cli.ledger_checks import audit_parts, configured_keys, published_logs
 from jobledger.cli.replay_commands import ledger_parts
-from jobledger.ledger.keys import Keys
-from jobledger.ledger.seal.checkpoints import origin, parse_body
-from jobledger.ledger.seal.errors import Malformed, ReceiptFailed, SealError
+from jobledger.ledger.seal.errors import Malformed, ReceiptFailed
 from jobledger.ledger.seal.keys import VerifierKey, parse_verifier, read_key_file
 from jobledger.ledger.seal.receipts import verify_receipt
-from jobledger.replay.archive.records import ArchiveError
-from jobledger.replay.ledger_audit import LogAudit, audit_log
-from jobledger.replay.sealed_log import SealedLog
 from jobledger.runtime.config import Config
 from jobledger.scheduler.sealer import key_path, make_key_file
 
@@ -53,12 +46,10 @@ KeyOption = Annotated[
 def verifier_keys(given: list[str] | None, config: Config | None) -> list[VerifierKey]:
     """The verifier keys given (text, or files holding it), else the configured signing key's."""
     if not given:
-        if config is None:
-            fail("--key is required", code=2)
-        try:
-            return [read_key_file(key_path(config)).verifier]
-        except (OSError, Malformed) as exc:
-            fail(f"no verifier key: give --key, or a readable signing key ({exc})", code=2)
+        keys = configured_keys(config) if config is not None else None
+        if keys is None:
+            fail("no verifier key: give --key, or configure a readable signing key", code=2)
+        return keys
     keys = []
     for text in given:
         path = Path(text)
@@ -96,61 +87,12 @@ def key(ledger: LedgerOptions = LEDGER_DEFAULTS) -> None:
         fail(str(exc), code=2)
 
 
-def _logs(config: Config, count: int, keys: list[VerifierKey]) -> list[tuple[int | None, SealedLog]]:
-    """Each partition (None on a ledger of one) and its published log."""
-    ns = config.redis.key_namespace
-    partitions: list[int | None] = [None] if count == 1 else list(range(count))
-    files = config.blobs, config.embedded.data_dir, ns
-    return [(p, SealedLog(open_log_files(*files, p), origin(ns, p), keys)) for p in partitions]
-
-
-Audited = tuple[redis.Redis, Keys, SealedLog]
-
-
-@contextmanager
-def _ledger_logs(config: Config, stop: SignalStop, keys: list[VerifierKey]) -> Iterator[list[Audited]]:
-    """Each partition's client, keys and published log."""
-    with ledger_parts(config, stop) as found:
-        logs = _logs(config, found.partitioning.count, keys)
-        parts = zip(found.parts, logs, strict=True)
-        yield [(part.client, Keys(part.namespace), log) for part, (_, log) in parts]
-
-
-def _since_origin(note: bytes) -> str:
-    """The origin a checkpoint file names (its signature is checked later, by its log)."""
-    try:
-        return parse_body(note.decode("utf-8").split("\n\n", 1)[0] + "\n").origin
-    except (UnicodeDecodeError, Malformed) as exc:
-        fail(f"--since: not a checkpoint: {exc}", code=2)
-
-
 def audit_ledger(
     config: Config, stop: SignalStop, keys: list[VerifierKey], since: bytes | None = None
 ) -> bool:
     """Audit every log of the configured ledger, printing each; whether all hold."""
-    wanted = _since_origin(since) if since is not None else None
-    ok = True
-    with _ledger_logs(config, stop, keys) as logs:
-        if wanted is not None and wanted not in {log.origin for _, _, log in logs}:
-            fail(f"--since is a checkpoint of {wanted}, not of this ledger", code=2)
-        for client, ledger_keys, log in logs:
-            try:
-                audit = audit_log(client, ledger_keys, log, since if log.origin == wanted else None)
-            except (ArchiveError, SealError, OSError, redis.RedisError) as exc:
-                fail(f"ledger verify of {log.origin} could not be done: {exc}", code=3)
-            _print(audit)
-            ok = ok and audit.ok
-    return ok
-
-
-def _print(audit: LogAudit) -> None:
-    if audit.finding is not None:
-        typer.echo(f"{audit.origin}: {audit.finding}")
-    elif audit.notes:
-        typer.echo(f"{audit.origin}: {'; '.join(audit.notes)}")
-    else:
-        typer.echo(f"{audit.origin}: verified {audit.events:,} events against checkpoint {audit.size} "
-                   f"({audit.checkpoints} checkpoints signed and consistent)")  # fmt: skip
+    with ledger_parts(config, stop) as found:
+        return audit_parts(config, found.parts, keys, since)
 
 
 @app.command("verify")
@@ -183,7 +125,7 @@ def checkpoints(
     """Copy every checkpoint kept (``<log>/<size>``, and ``<log>/latest``) into DIR."""
     config = ledger.config()
     with SignalStop() as stop, ledger_parts(config, stop) as found:
-        logs = _logs(config, found.partitioning.count, [])
+        logs = published_logs(config, found.partitioning.count, [])
     saved = 0
     for partition, log in logs:
         where = save / log_part(partition)

@@ -226,3 +226,17 @@ def test_a_receipt_is_checked_offline_with_the_key_alone(ledger_sealed: Sealed, 
     path.write_text(json.dumps(receipt))
     done = subprocess.run(offline, capture_output=True, text=True, env=clean_env(), timeout=60, check=False)
     assert done.returncode == 1 and "proof" in done.stdout, done.stdout
+
+
+def test_replay_verify_includes_the_ledger_check(ledger_sealed: Sealed) -> None:
+    """The projections rebuilt from a tampered stream match it (the issue's blind spot); the ledger
+    check does not."""
+    replay = ("replay", "verify")
+    clean = run(ledger_sealed.data_dir, ledger_sealed.redis_url, ledger_sealed.namespace, *replay)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "verified" in clean.stdout and "events against checkpoint" in clean.stdout
+    ids = ledger_sealed.ids
+    ledger_sealed.rewrite(lambda e: _changed(e, 3))  # the actor of a queue's event: no projection holds it
+    done = run(ledger_sealed.data_dir, ledger_sealed.redis_url, ledger_sealed.namespace, *replay)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f": altered: {ids[3]}:" in done.stdout
