@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from jobledger.blobs import namespace_part
 from jobledger.runtime.config import BlobsConfig
-from jobledger.runtime.private import private_dir, private_opener
+from jobledger.runtime.private import fsync_dir, private_dir, private_opener
 
 
 class Conflict(Exception):
@@ -100,7 +100,7 @@ class LocalLogFiles(LogFiles):
             return self._same(target, data, path)
         finally:
             staging.unlink(missing_ok=True)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return True
 
     @staticmethod
@@ -112,7 +112,7 @@ class LocalLogFiles(LogFiles):
     def replace(self, path: str, data: bytes) -> None:
         target = self._path(path)
         os.replace(self._staged(target, data), target)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
     def remove_tree(self, path: str) -> None:
         shutil.rmtree(self._path(path), ignore_errors=True)
@@ -122,14 +122,6 @@ class LocalLogFiles(LogFiles):
             return sorted(e.name for e in os.scandir(self._path(path)) if e.is_file() and e.name[0] != ".")
         except (FileNotFoundError, NotADirectoryError):
             return []
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def log_part(partition: int | None) -> str:

@@ -46,7 +46,7 @@ from jobledger.replay.archive.records import (
     segment_name,
 )
 from jobledger.replay.ledger_file import RawEntry, entry_line
-from jobledger.runtime.private import private_dir, private_opener
+from jobledger.runtime.private import fsync_dir, private_dir, private_opener
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger
@@ -85,14 +85,6 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _append_manifest(directory: Path, segment: Segment) -> None:
     """Add a segment to the manifest, durably; a torn last line (a crash mid-write) is cut first."""
     path = directory / MANIFEST
@@ -107,7 +99,7 @@ def _append_manifest(directory: Path, segment: Segment) -> None:
         handle.write((segment.line() + "\n").encode())
         handle.flush()
         os.fsync(handle.fileno())
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
@@ -126,7 +118,7 @@ def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
         handle.flush()
         os.fsync(handle.fileno())
     partial.replace(directory / name)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     segment = Segment(name, first, last, len(entries), int(entries[0][1][b"at"]),
                       int(entries[-1][1][b"at"]), digest.hexdigest())  # fmt: skip
     _append_manifest(directory, segment)
