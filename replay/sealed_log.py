@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from jobledger.blobs.log_files import LogFiles
-from jobledger.ledger.seal.checkpoints import Checkpoint, SignedCheckpoint, open_checkpoint
+from jobledger.ledger.seal.checkpoints import Checkpoint, SignedCheckpoint, open_checkpoint, parse_body
 from jobledger.ledger.seal.errors import Malformed, TileMissing
+from jobledger.ledger.seal.hashes import from_base64
 from jobledger.ledger.seal.keys import VerifierKey
 from jobledger.ledger.seal.leaves import stream_order
+from jobledger.ledger.seal.notes import DASH
 from jobledger.ledger.seal.proofs import consistency_proof, inclusion_proof, root
 from jobledger.ledger.seal.receipts import build_receipt
 from jobledger.ledger.seal.tiles import WIDTH, Tile, TileNodes
@@ -64,6 +66,21 @@ class SealedLog:
         """The latest checkpoint, its signature checked; None before the first."""
         note = self.files.read(LATEST)
         return None if note is None else self.open(note)
+
+    def latest_by_another_key(self) -> Checkpoint | None:
+        """The latest checkpoint when no signature of it is by one of this log's keys (signed before a
+        rotation), its signatures unchecked; None otherwise."""
+        note = self.latest_note()
+        if note is None:
+            return None
+        text, _, lines = note.rpartition("\n\n")
+        ours = {f"{DASH}{key.name} " for key in self.keys}
+        ids = {key.id.to_bytes(4, "big") for key in self.keys}
+        for line in lines.splitlines():
+            name = next((prefix for prefix in ours if line.startswith(prefix)), None)
+            if name is not None and from_base64(line[len(name) :], "a signature")[:4] in ids:
+                return None
+        return parse_body(text + "\n")
 
     def history(self) -> list[tuple[int, str]]:
         """Every checkpoint kept, ``(size, note)``, smallest first (unchecked)."""

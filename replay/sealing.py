@@ -4,8 +4,9 @@
 entries, :mod:`jobledger.scheduler.sealer`):
 
 - :meth:`LogSealer.resume` rebuilds the tree from what was *published*: the latest checkpoint,
-  checked with the log's key, and the tiles up to its size, whose root must be the checkpoint's; the
-  last sealed event's id comes from the id files.  Nothing unpublished is trusted, so a sealer that
+  checked with the log's key (unchecked when it is signed only by another key: the key before a
+  rotation), and the tiles up to its size, whose root must be the checkpoint's; the last sealed
+  event's id comes from the id files.  Nothing unpublished is trusted, so a sealer that
   died anywhere resumes where the last checkpoint stands.
 - :meth:`LogSealer.add` hashes entries (leaf bytes, RFC 9162 leaf hash) into the frontier;
 - :meth:`LogSealer.publish` writes, in this order, every new tile and id file (write-once: a file
@@ -52,11 +53,13 @@ class LogSealer:
 
     def resume(self) -> None:
         """Start again from the latest published checkpoint (see the module)."""
-        latest = self.log.latest()
-        if latest is None:
-            self.__init__(self.log, self.signer)  # type: ignore[misc]
-            return
-        checkpoint = latest.checkpoint
+        checkpoint = self.log.latest_by_another_key()
+        if checkpoint is None:
+            latest = self.log.latest()
+            if latest is None:
+                self.__init__(self.log, self.signer)  # type: ignore[misc]
+                return
+            checkpoint = latest.checkpoint
         nodes = self.log.checked_nodes(checkpoint)
         size = checkpoint.size
         self.writer = TileWriter.resume(size, lambda tile: self.log.files.read(tile.path))

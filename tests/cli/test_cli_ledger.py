@@ -240,3 +240,20 @@ def test_replay_verify_includes_the_ledger_check(ledger_sealed: Sealed) -> None:
     done = run(ledger_sealed.data_dir, ledger_sealed.redis_url, ledger_sealed.namespace, *replay)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f": altered: {ids[3]}:" in done.stdout
+
+
+def test_after_a_key_rotation_old_checkpoints_verify_with_the_old_key(
+    ledger_sealed: Sealed, ledger: Ledger
+) -> None:
+    old = ledger_sealed.key
+    new = generate(origin(ledger_sealed.namespace))
+    (ledger_sealed.data_dir / KEY_FILE).unlink()
+    write_key_file(ledger_sealed.data_dir / KEY_FILE, new)
+    ledger_sealed.key, ledger_sealed.seal = new, settings(ledger_sealed.data_dir / "blobs", new)
+    workload(ledger, jobs=10)
+    assert ledger_sealed.sealed() > 0  # the new key takes up the log the old one signed
+    both = ledger_sealed.verify("--key", old.verifier.text, "--key", new.verifier.text)
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert f"verified {len(ledger_sealed.ids):,} events" in both.stdout
+    new_only = ledger_sealed.verify("--key", new.verifier.text)
+    assert new_only.returncode == 1 and "bad signature: checkpoint" in new_only.stdout, new_only.stdout
