@@ -206,7 +206,7 @@ class LedgerConfig(_Section):
     scheduler, every ``archive_check_interval``; replay, the feed and job history read them there.
     With ``seal`` on, the scheduler publishes a signed checkpoint of the ledger's Merkle tree at least
     every ``seal_interval`` while events come, signed with the key in ``signing_key`` (empty: the
-    data directory's ``ledger.key``, made on the first start of a scheduler)."""
+    data directory's ``<namespace>.ledger.key``, made on the first start of a scheduler)."""
 
     archive_after: Duration = 0
     archive_dir: Path = Path("./jobledger-archive")

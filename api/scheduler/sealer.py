@@ -14,7 +14,8 @@ publishing, the round records the checkpoint in ``{NS}:seal`` (size, last event 
 the archive trims no event after ``last``, and the seal lag is read there.
 
 The signing key (:func:`load_signer`) never enters Redis: ``[ledger] signing_key`` names its file,
-or the data directory's ``ledger.key`` is used, made on the first start (said in the log).
+or the data directory's ``<namespace>.ledger.key`` is used, made on the first start (said in the
+log): one per ledger, as two ledgers may share a data directory.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from jobledger.blobs import namespace_part
 from jobledger.blobs.log_files import Conflict, LogFiles, open_log_files
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import Keys
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jobledger.sealer")
 
-KEY_FILE = "ledger.key"
+KEY_SUFFIX = ".ledger.key"
 BATCH = 2000
 LOCK_MS = 15_000  # a sealer that died holding it delays the next one by as much
 #: Pause (s) after a round failed, doubling up to RETRY_MAX.
@@ -75,9 +77,15 @@ class SealSettings:
         )
 
 
+def default_key_file(data_dir: Path, namespace: str) -> Path:
+    """The data directory's key file of the ledger ``namespace``: ``<namespace>.ledger.key``."""
+    return data_dir / (namespace_part(namespace) + KEY_SUFFIX)
+
+
 def key_path(config: Config) -> Path:
-    """Where the signing key is: ``[ledger] signing_key``, else the data directory's ``ledger.key``."""
-    return config.ledger.signing_key or config.embedded.data_dir / KEY_FILE
+    """Where the signing key is: ``[ledger] signing_key``, else the data directory's key file of the
+    ledger (:func:`default_key_file`)."""
+    return config.ledger.signing_key or default_key_file(config.embedded.data_dir, config.redis.key_namespace)
 
 
 def make_key_file(path: Path, namespace: str) -> SignerKey:

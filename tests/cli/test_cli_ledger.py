@@ -20,7 +20,7 @@ from jobledger.ledger.seal.keys import generate, write_key_file
 from jobledger.ledger.seal.leaves import leaf_bytes
 from jobledger.ledger.seal.proofs import root
 from jobledger.ledger.stream import id_key
-from jobledger.scheduler.sealer import KEY_FILE, SealSettings
+from jobledger.scheduler.sealer import SealSettings, default_key_file
 from tests.cli.process_support import clean_env
 from tests.replay_support import stream_entries, workload
 from tests.seal_support import seal, sealed_log, settings
@@ -42,7 +42,7 @@ class Sealed:
         self.client, self.redis_url, self.namespace, self.data_dir = client, redis_url, namespace, data_dir
         self.key = generate(origin(namespace))
         data_dir.mkdir(mode=0o700)
-        write_key_file(data_dir / KEY_FILE, self.key)
+        write_key_file(default_key_file(data_dir, namespace), self.key)
         self.seal: SealSettings = settings(data_dir / "blobs", self.key)
 
     def sealed(self) -> int:
@@ -187,7 +187,7 @@ def test_keygen_writes_a_private_key_once_and_key_prints_its_verifier(
     data = tmp_path / "data"
     made = run(data, redis_url, namespace, "ledger", "keygen")
     assert made.returncode == 0, made.stderr
-    key_file = data / KEY_FILE
+    key_file = default_key_file(data, namespace)
     assert key_file.stat().st_mode & 0o777 == 0o600
     again = run(data, redis_url, namespace, "ledger", "keygen")
     assert again.returncode == 2 and "never overwritten" in again.stderr
@@ -247,8 +247,9 @@ def test_after_a_key_rotation_old_checkpoints_verify_with_the_old_key(
 ) -> None:
     old = ledger_sealed.key
     new = generate(origin(ledger_sealed.namespace))
-    (ledger_sealed.data_dir / KEY_FILE).unlink()
-    write_key_file(ledger_sealed.data_dir / KEY_FILE, new)
+    key_file = default_key_file(ledger_sealed.data_dir, ledger_sealed.namespace)
+    key_file.unlink()
+    write_key_file(key_file, new)
     ledger_sealed.key, ledger_sealed.seal = new, settings(ledger_sealed.data_dir / "blobs", new)
     workload(ledger, jobs=10)
     assert ledger_sealed.sealed() > 0  # the new key takes up the log the old one signed

@@ -12,7 +12,7 @@ import httpx
 
 from jobledger.ledger.seal.checkpoints import parse_body
 from jobledger.runtime.embedded import free_port
-from jobledger.scheduler.sealer import KEY_FILE
+from jobledger.scheduler.sealer import default_key_file
 from tests.cli.process_support import clean_env, jobledger, no_server_left, serve_args, wait_for, wait_serving
 
 
@@ -22,7 +22,7 @@ def test_serve_makes_a_key_on_first_start_and_seals_what_it_appends(tmp_path: Pa
     checkpoint = data_dir / "blobs" / "jobledger" / "ledger" / "checkpoint"
     with no_server_left(data_dir), jobledger(serve_args(data_dir, port), tmp_path / "serve.log") as serve:
         wait_serving(serve, base)
-        assert (data_dir / KEY_FILE).stat().st_mode & 0o777 == 0o600
+        assert default_key_file(data_dir, "jobledger").stat().st_mode & 0o777 == 0o600
         assert "made the ledger's signing key" in serve.output()
         httpx.put(f"{base}/queue/q", json={}).raise_for_status()
         for n in range(5):
