@@ -30,6 +30,10 @@ TEMPLATES: dict[str, str] = {
     "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
     "archive": "archive",  # retention's record: where archived events are, up to which (hash)
     "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
+    # the sealer's bookkeeping: the size, last event id and root of the latest checkpoint it
+    # published outside Redis (hash; the archive trims no event after `last`); its lock (string)
+    "seal": "seal",
+    "seal_lock": "seal:lock",
     # the blob collector's bookkeeping: SHA-256 -> when (ms) it first saw that stored blob named by
     # no job, or ``deleting:<ms>`` while it deletes it (hash); its counters (hash); its lock (string)
     "blob_unmarked": "blobs:unmarked",
@@ -91,9 +95,9 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
-LEDGER = frozenset({"events", "generation", "clock", "archive", "archive_lock"}) | frozenset(
-    {"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"}
-)
+LEDGER = frozenset(
+    {"events", "generation", "clock", "archive", "archive_lock", "seal", "seal_lock"}
+) | frozenset({"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER if "{" not in TEMPLATES[name])
 _GENERATION_KEY = re.compile(r"^g\d+:")
 

@@ -9,7 +9,10 @@ cut-off, at most ``segment_events`` at a time, and for each such run of events:
    and trims those events from the stream (XTRIM MINID) in one atomic step.
 
 A crash between 1 and 2 leaves the events in both places; the next round finds the segment in the
-manifest beyond the recorded position and finishes its step 2.  Nothing is lost at any point.
+manifest beyond the recorded position and finishes its step 2.  On a sealed ledger (``sealed``) no
+event after the last one sealed (the sealer's record, ``{NS}:seal``) is archived, and the trim
+script refuses one: the sealer reads the stream, and the tiles it wrote serve the trimmed events'
+proofs.  Nothing is lost at any point.
 Rounds of several schedulers exclude each other with a lock (``{NS}:archive:lock``), and the trim
 script refuses to move a record another archiver moved meanwhile, or one kept in another directory.
 """
@@ -43,7 +46,7 @@ from jobledger.projections.archive import (
     read_manifest,
     segment_name,
 )
-from jobledger.runtime.private import private_dir, private_opener
+from jobledger.runtime.private import fsync_dir, private_dir, private_opener
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger
@@ -82,14 +85,6 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _append_manifest(directory: Path, segment: Segment) -> None:
     """Add a segment to the manifest, durably; a torn last line (a crash mid-write) is cut first."""
     path = directory / MANIFEST
@@ -104,7 +99,7 @@ def _append_manifest(directory: Path, segment: Segment) -> None:
         handle.write((segment.line() + "\n").encode())
         handle.flush()
         os.fsync(handle.fileno())
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
@@ -123,7 +118,7 @@ def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
         handle.flush()
         os.fsync(handle.fileno())
     partial.replace(directory / name)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     segment = Segment(name, first, last, len(entries), int(entries[0][1][b"at"]),
                       int(entries[-1][1][b"at"]), digest.hexdigest())  # fmt: skip
     _append_manifest(directory, segment)
@@ -140,20 +135,30 @@ class Archiver:
     """Archives one ledger's old events into ``directory`` (see the module docstring)."""
 
     def __init__(self, client: redis.asyncio.Redis, keys: Keys, directory: Path,
-                 segment_events: int = SEGMENT_EVENTS) -> None:  # fmt: skip
+                 segment_events: int = SEGMENT_EVENTS, sealed: bool = False) -> None:  # fmt: skip
         self.client, self.keys, self.directory = client, keys, directory.resolve()
         self.segment_events = segment_events
+        self.sealed = sealed
         self.trim_script = client.register_script(source("archive_trim"))
+
+    async def _sealed_up_to(self) -> str:
+        """XRANGE's end for what may be archived: the last sealed event on a sealed ledger."""
+        if not self.sealed:
+            return "+"
+        return _s(await self.client.hget(self.keys.build("seal"), "last") or b"") or "0-0"
 
     async def _old_entries(self, after: str | None, cutoff_ms: int) -> list[RawEntry]:
         """The oldest stream entries after ``after`` whose ``at`` is before the cut-off (at most a
-        segment's worth)."""
+        segment's worth), on a sealed ledger none after the last sealed one."""
         out: list[RawEntry] = []
         start = "-" if after is None else "(" + after
+        end = await self._sealed_up_to()
+        if end == "0-0":
+            return out
         while len(out) < self.segment_events:
             count = min(READ_BATCH, self.segment_events - len(out))
             entries = cast(
-                list[RawEntry], await self.client.xrange(self.keys.events, start, "+", count=count)
+                list[RawEntry], await self.client.xrange(self.keys.events, start, end, count=count)
             )
             for entry in entries:
                 if int(entry[1][b"at"]) >= cutoff_ms:
@@ -173,6 +178,7 @@ class Archiver:
             segment.last,
             segment.count,
             _after(segment.last),
+            "1" if self.sealed else "0",
         ]
         try:
             trimmed = await self.trim_script(keys=keys, args=args)
@@ -220,10 +226,11 @@ class Archiver:
                 await self.client.delete(lock)
 
 
-async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings) -> None:
-    """The scheduler's retention task: a round every ``interval_ms``, until cancelled."""
+async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings, sealed: bool = False) -> None:
+    """The scheduler's retention task: a round every ``interval_ms``, until cancelled; with
+    ``sealed``, archiving only what the sealer has sealed."""
     archiver = Archiver(ledger.client, ledger.keys, settings.directory_for(ledger.keys.namespace),
-                        settings.segment_events)  # fmt: skip
+                        settings.segment_events, sealed)  # fmt: skip
     log.info("archiving events older than %s into %s, every %s", format_ms(settings.after_ms),
              archiver.directory, format_ms(settings.interval_ms))  # fmt: skip
     while True:

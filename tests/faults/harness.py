@@ -203,6 +203,7 @@ class Harness:
              "--port", str(self.port), "--timeout-check-interval", "500ms", "--retry-check-interval", "500ms",
              "--log-level", "warning"],
             self.log("serve"),
+            JOBLEDGER_SEAL="false",  # a sealer would keep its key and tiles in the working directory
         )  # fmt: skip
         server = self.server
         wait(lambda: server.process.poll() is None and healthy(self.base), "jobledger serve to answer")

@@ -23,7 +23,9 @@ def test_serve_archives_and_a_history_keeps_every_event(
 ) -> None:
     config = Config.model_validate({
         "redis": {"key_namespace": namespace},
-        "ledger": {"archive_after": "0.05s", "archive_dir": str(tmp_path), "archive_check_interval": "0.1s"},
+        "ledger": {"archive_after": "0.05s", "archive_dir": str(tmp_path), "archive_check_interval": "0.1s",
+                   "seal_interval": "0.05s"},
+        "embedded": {"data_dir": str(tmp_path / "data")},  # sealed: its key and tiles there
     })  # fmt: skip
     stream = Keys(namespace).events
     with TestClient(create_app(config, redis_url), base_url=BASE_URL, raise_server_exceptions=False) as api:

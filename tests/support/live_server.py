@@ -54,7 +54,8 @@ def _serving(
     wrap: Callable[[ASGIApp], ASGIApp] | None,
     run_scheduler: bool = False,
 ) -> Iterator[str]:
-    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
+    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server,
+                                    "ledger": {"seal": False}})  # fmt: skip
     app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)
