@@ -58,9 +58,7 @@ class twin(Generic[P, T]):
     @overload
     def __get__(self, face: AsyncFace, owner: type) -> Callable[P, Coroutine[Any, Any, T]]: ...
     def __get__(self, face: object, owner: type) -> Any:
-        if face is None:
-            return self
-        raise TypeError(f"{owner.__name__} runs no steps: a client derives from SyncFace or AsyncFace")
+        return _unfaced(self, face, owner)
 
     def face(self, synchronous: bool) -> Callable[..., Any]:
         steps = self.steps
@@ -91,9 +89,7 @@ class feed(Generic[P]):
     @overload
     def __get__(self, face: AsyncFace, owner: type) -> Callable[P, AsyncGenerator[Event, None]]: ...
     def __get__(self, face: object, owner: type) -> Any:
-        if face is None:
-            return self
-        raise TypeError(f"{owner.__name__} runs no steps: a client derives from SyncFace or AsyncFace")
+        return _unfaced(self, face, owner)
 
     def face(self, synchronous: bool) -> Callable[..., Any]:
         steps = self.steps
@@ -109,6 +105,14 @@ class feed(Generic[P]):
                 yield event
 
         return _dressed(amethod, steps, "AsyncGenerator[Event, None]")
+
+
+def _unfaced(written: twin[Any, Any] | feed[Any], face: object, owner: type) -> Any:
+    """A twin or feed read from a class that is no face: itself from the class, else an error (a
+    face has a function of its own in its place)."""
+    if face is None:
+        return written
+    raise TypeError(f"{owner.__name__} runs no steps: a client derives from SyncFace or AsyncFace")
 
 
 def _make_faces(cls: type, synchronous: bool) -> None:
