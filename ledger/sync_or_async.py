@@ -24,11 +24,15 @@ Work = Generator[Any, Any, T]
 Mapping = Callable[[Exception], Exception]
 
 
+def _itself(exc: Exception) -> Exception:
+    return exc
+
+
 class AtOnce(list[Any]):
     """Several calls' replies-to-be, sent back as the list of their replies."""
 
 
-def done(work: Work[T], mapped: Mapping | None = None) -> T:
+def done(work: Work[T], mapped: Mapping = _itself) -> T:
     """The result of ``work`` on a sync client; an exception that ends it raised as ``mapped`` makes it."""
     try:
         reply = next(work)
@@ -37,12 +41,12 @@ def done(work: Work[T], mapped: Mapping | None = None) -> T:
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
     except Exception as exc:
-        if mapped is None or (instead := mapped(exc)) is exc:
+        if (instead := mapped(exc)) is exc:
             raise
         raise instead from exc
 
 
-async def awaited(work: Work[T], mapped: Mapping | None = None) -> T:
+async def awaited(work: Work[T], mapped: Mapping = _itself) -> T:
     """The result of ``work`` on an async client; an exception that ends it raised as ``mapped``
     makes it."""
     try:
@@ -57,7 +61,7 @@ async def awaited(work: Work[T], mapped: Mapping | None = None) -> T:
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
     except Exception as exc:
-        if mapped is None or (instead := mapped(exc)) is exc:
+        if (instead := mapped(exc)) is exc:
             raise
         raise instead from exc
     finally:
