@@ -1,16 +1,19 @@
 """``GET /metrics``: Prometheus text whose values match the ledger after a small workload — jobs by
 queue and status, each queue's lifetime counts, wait and run time histograms and oldest queued job
 (on one partition and on four), ledger length, archive position, command latency, scheduler lag —
-and a 200 with ``redis_up 0`` when Redis is unreachable."""
+and a 200 with ``redis_up 0`` when Redis is unreachable; every metric is in docs/operations.md."""
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import redis
 from freezegun import freeze_time
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
@@ -18,7 +21,8 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
 from jobledger.scheduler.loop import tick
-from jobledger.server.metrics import DEADLINE_SETS
+from jobledger.server.metrics import DEADLINE_SETS, Metrics
+from jobledger.worker.metrics import WorkerMetrics
 from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
 from tests.support import frozen_clock, one_queue_per_partition
 
@@ -265,3 +269,34 @@ def test_the_archive_position(api: TestClient, client: redis.Redis, namespace: s
     samples = scrape(api)
     assert value(samples, "jobledger_archived_events_total") == 7
     assert value(samples, "jobledger_archive_position_timestamp_seconds") == 1893456000.0
+
+
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+
+
+def documented_metrics() -> set[str]:
+    """The metric names the tables of docs/operations.md's Metrics section give (``_total`` off, as
+    the parser names counter families)."""
+    section = OPERATIONS.read_text().split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `jobledger_")]
+    return {name.removesuffix("_total") for row in rows for name in re.findall(r"`(jobledger_\w+)`", row)}
+
+
+def test_every_metric_is_documented(redis_url: str, namespace: str, client: redis.Redis) -> None:
+    a, _b = one_queue_per_partition(namespace, 2)
+    with app_client(redis_url, namespace, partitions=2) as api:
+        put_queue(api, a)
+        create_job(api, a)
+        archived = {"dir": "/archive", "last_id": "1-0", "count": 1}
+        for partition in Partitioning(namespace, 2).namespaces:
+            client.hset(Keys(partition).build("archive"), mapping=archived)  # type: ignore[arg-type]
+        page = api.get("/metrics").text
+    worker = WorkerMetrics()
+    worker.ended("q", "completed", 1.0)
+    worker.resent("q")
+    served = {f.name for f in text_string_to_metric_families(page)}
+    served |= {f.name for f in text_string_to_metric_families(generate_latest(worker.registry).decode())}
+    # what a process observes itself comes with prometheus_client's _created series
+    own = [*Metrics().registry.collect(), *worker.registry.collect()]
+    created = {f"{f.name}_created" for f in own if f.type in ("counter", "histogram")}
+    assert served - created == documented_metrics()
