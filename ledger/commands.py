@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from jobledger.contract.files import MAX_FILES
 from jobledger.ledger import errors
 from jobledger.ledger.errors import JobLedgerError
-from jobledger.ledger.files import MAX_FILES, FileRef
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitions import UNROUTED, Route, id_route, queue_route
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, checked_worker_id, json_text
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
-from jobledger.ledger.files import valid_sha256
+from jobledger.contract.files import valid_sha256
 from jobledger.runtime.private import private_dir, private_opener
 
 

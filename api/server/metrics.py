@@ -42,8 +42,8 @@ from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.stream import id_key
 from jobledger.projections import readers
+from jobledger.projections.archive import ArchiveRecord, archive_key, parse_record
 from jobledger.projections.queue_totals import QueueTotals, queue_totals
-from jobledger.replay.archive.records import ArchiveRecord, archive_key, parse_record
 from jobledger.server.queue_metrics import job_families
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.

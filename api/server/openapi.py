@@ -1,18 +1,18 @@
 """``GET /openapi.json``: an OpenAPI 3.1 description of every route the app serves.
 
-Built at request time from the app's routes (``jobledger.server.app.ROUTES``), so a route added later appears
-without editing a list: described by its entry in :data:`jobledger.server.openapi_paths.OPERATIONS`, or,
-without
-one, by its path parameters and a generic answer.  Request body schemas come from the pydantic
+Built at request time from the records of the routes the app serves (:data:`jobledger.server.routes.ROUTES`),
+each described by the operation its record names in :mod:`jobledger.server.openapi_paths`, with the
+Idempotency-Key where the record says the route takes one.  Request body schemas come from the pydantic
 models of ``jobledger.ledger.requests``; their nested models are collected into ``components.schemas``.
 ``components.securitySchemes`` names the bearer token; on a server with auth on, every route the
-token check guards (:data:`jobledger.server.auth.REQUIRES`) wants it and answers 401 and 403 too.
+token check guards (its record's ``needs``) wants it and answers 401 and 403 too.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,16 +21,16 @@ from pydantic_core import core_schema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from jobledger.ledger import requests
 from jobledger.ledger.durations import MAX_MS
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.runtime.version import version as installed_version
-from jobledger.server.auth import REQUIRES
+from jobledger.server.api_route import ApiPath, ApiRoute
 from jobledger.server.openapi_paths import (
+    IDEMPOTENT,
     JSON,
-    OPERATIONS,
+    MISMATCH,
     PATH_PARAMS,
     QUERY_PARAMS,
     REF,
@@ -160,11 +160,11 @@ AUTH_ERRORS = {
 }
 
 
-def _guard(method: str, path: str, out: JSON) -> None:
+def _guard(route: ApiRoute, out: JSON) -> None:
     """With auth on: what the route needs, its security requirement and its 401/403 answers (an
-    open route, or one the token check does not cover, says it needs none)."""
-    needs = REQUIRES.get((method, path))
-    if needs is None or needs.kind == "open":
+    open route says it needs none)."""
+    needs = route.needs
+    if needs.kind == "open":
         out["security"] = []
         return
     out["security"] = [{"bearer": []}]
@@ -195,8 +195,11 @@ def _operation_id(method: str, path: str) -> str:
     return "_".join([method.lower(), *words])
 
 
-def described(method: str, path: str, op: Operation, components: Components) -> JSON:
-    """The Operation Object of a route that has metadata."""
+def described(route: ApiRoute, components: Components) -> JSON:
+    """The Operation Object of ``route``."""
+    method, path, op = route.method, route.path, route.described
+    if route.idempotent:
+        op = replace(op, responses={**op.responses, **MISMATCH}, headers={**op.headers, **IDEMPOTENT})
     out: JSON = {"operationId": _operation_id(method, path), "summary": op.summary}
     if op.description:
         out["description"] = op.description
@@ -211,36 +214,21 @@ def described(method: str, path: str, op: Operation, components: Components) -> 
     return out
 
 
-def undescribed(method: str, path: str) -> JSON:
-    """A route with no metadata yet: still listed, with its path parameters and a generic answer."""
-    out: JSON = {
-        "operationId": _operation_id(method, path),
-        "summary": f"{method} {path}",
-        "description": "Not described yet: add an entry to jobledger.server.openapi_paths.OPERATIONS.",
-        "responses": {"default": {"description": "JSON; errors are {\"error\": ...}.",
-                                  "content": {"application/json": {"schema": {}}}}},
-    }  # fmt: skip
-    if params := path_params(path):
-        out["parameters"] = params
-    return out
-
-
 def openapi_path(path: str) -> str:
     """Starlette's ``{name:convertor}`` -> OpenAPI's ``{name}``."""
     return _PATH_PARAM.sub(r"{\1}", path)
 
 
-def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
-    """The OpenAPI 3.1 document of ``routes``, ``(METHOD, path)`` pairs; with ``auth``, each
-    guarded route wants the bearer token (``security``, 401 and 403 answers)."""
+def document(routes: Iterable[ApiRoute], auth: bool = False) -> JSON:
+    """The OpenAPI 3.1 document of ``routes``; with ``auth``, each guarded route wants the bearer
+    token (``security``, 401 and 403 answers)."""
     components = Components()
     paths: dict[str, JSON] = {}
-    for method, path in routes:
-        op = OPERATIONS.get((method, path))
-        item = described(method, path, op, components) if op else undescribed(method, path)
+    for route in routes:
+        item = described(route, components)
         if auth:
-            _guard(method, path, item)
-        paths.setdefault(openapi_path(path), {})[method.lower()] = item
+            _guard(route, item)
+        paths.setdefault(openapi_path(route.path), {})[route.method.lower()] = item
     out: JSON = {
         "openapi": "3.1.0",
         "info": {
@@ -256,15 +244,9 @@ def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
     return out
 
 
-def served_routes(app: Starlette) -> list[tuple[str, str]]:
-    """``(METHOD, path)`` of every route of the API the app serves, in order (HEAD, which Starlette
-    adds to every GET, left out; so are routes outside the schema, such as the dashboard's pages)."""
-    out = []
-    for route in app.routes:
-        if isinstance(route, Route) and route.methods and route.include_in_schema:
-            methods = route.methods - {"HEAD"} if "GET" in route.methods else route.methods
-            out += [(m, route.path) for m in sorted(methods)]
-    return out
+def served_routes(app: Starlette) -> list[ApiRoute]:
+    """Every route of the API the app serves, in order (the dashboard's pages are not the API's)."""
+    return [record for route in app.routes if isinstance(route, ApiPath) for record in route.records]
 
 
 async def openapi(request: Request) -> Response:

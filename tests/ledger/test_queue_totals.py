@@ -19,7 +19,7 @@ from jobledger.projections.queue_totals import DURATION_BUCKETS_MS, OUTCOMES, Qu
 from jobledger.replay.placement import misplaced
 from jobledger.replay.verify import verify
 from jobledger.scheduler.loop import tick
-from tests.support import START_MS, frozen_clock, one_queue_per_partition
+from tests.support.ledger import START_MS, frozen_clock, one_queue_per_partition
 
 
 @pytest.fixture(params=[1, 4], ids=["one partition", "four partitions"])

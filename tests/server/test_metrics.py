@@ -23,8 +23,8 @@ from jobledger.ledger.partitions import Partitioning
 from jobledger.scheduler.loop import tick
 from jobledger.server.metrics import DEADLINE_SETS, Metrics
 from jobledger.worker.metrics import WorkerMetrics
-from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
-from tests.support import frozen_clock, one_queue_per_partition
+from tests.support.http import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
+from tests.support.ledger import frozen_clock, one_queue_per_partition
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

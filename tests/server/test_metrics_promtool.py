@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import generate_latest
 
 from jobledger.worker.metrics import WorkerMetrics
-from tests.http_support import app_client, create_job, fetch, no_content, put_queue
-from tests.support import one_queue_per_partition
+from tests.support.http import app_client, create_job, fetch, no_content, put_queue
+from tests.support.ledger import one_queue_per_partition
 
 ALERTS = Path(__file__).resolve().parents[2] / "deploy" / "alerts.yaml"
 

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from jobledger.client import Client
 from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.worker import JobContext
-from tests.private_redis import free_port, wait_until
+from tests.support.private_redis import free_port, wait_until
 from tests.worker.worker_support import TRANSPORTS, cli_worker, make_worker, read_until, wait_for, working
 
 
