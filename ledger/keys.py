@@ -75,6 +75,14 @@ TEMPLATES: dict[str, str] = {
     # the last hour's throughput: minute % 60 -> "minute:completed:failed" (hash; a slot whose minute is
     # over an hour old is stale, and is reset by the next end counted in it)
     "queue_throughput": "queue:{name}:throughput",
+    # queued job ids by when they joined the queue (created, released, requeued, handed back): the
+    # oldest one's age is what a metric shows (zset, score ms; quota lanes included)
+    "queue_waiting": "queue:{name}:waiting",
+    # lifetime counts of the queue's job events (created, started, completed, failed, timed_out,
+    # cancelled, expired, returned) and the wait and run time histograms: "wait:<bound ms>" and
+    # "wait:inf" count the waits in each bucket (not cumulative), "wait:sum" adds them up in ms;
+    # "run:..." likewise (hash; kept when the queue is deleted, like its throughput)
+    "queue_totals": "queue:{name}:totals",
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
     # SHA-256 -> how many files and results of jobs still in the projections name that blob (hash); a
     # blob none names can be swept from the blob store
