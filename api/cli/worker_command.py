@@ -33,11 +33,13 @@ from jobledger.cli.common import (
     fail,
     ledger_options,
     open_redis,
+    start_tracing,
 )
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.requests import checked_worker_id
 from jobledger.runtime import logs
+from jobledger.runtime.config import Config
 from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
 from jobledger.worker.worker import Handler, Worker
@@ -194,11 +196,20 @@ def worker(
         if heartbeat_interval is None
         else seconds(heartbeat_interval, "--heartbeat-interval"),
     )
+    config = ledger.config()
+    flush_spans = start_tracing(config, "jobledger-worker")
+    try:
+        _run(make, transport, url, config)
+    finally:
+        flush_spans()
+
+
+def _run(make: functools.partial[Worker], transport: TransportKind, url: str | None, config: Config) -> None:
+    """Run the worker ``make`` makes, over HTTP to ``url`` or straight to the ledger's Redis."""
     with SignalStop() as stop:
         if transport is TransportKind.http:
             run_until_stopped(make(transport="http", url=url), stop)
             return
-        config = ledger.config()
         with open_redis(config, stop) as found:
             check_partitions(config, found)
             ns, blobs = (

@@ -30,13 +30,14 @@ import math
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
@@ -47,6 +48,9 @@ from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
+
+if TYPE_CHECKING:
+    from jobledger.worker.job_spans import JobSpans
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -101,6 +105,8 @@ class Worker:
     (else only those named by ``job.add_result``); ``keep_files`` leaves the directories behind;
     ``blobs`` is the blob store a worker over Redis reads and writes files through, and
     ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
+    ``tracing``: run each job in an OpenTelemetry span, the child of the producer's
+    (:mod:`jobledger.worker.job_spans`); left None, when the process has imported OpenTelemetry.
     """
 
     def __init__(
@@ -122,6 +128,7 @@ class Worker:
         keep_files: bool = False,
         blobs: BlobStore | None = None,
         partitions: int | None = None,
+        tracing: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -137,6 +144,7 @@ class Worker:
         self.files_dir = None if files_dir is None else Path(files_dir)
         self.upload_written = upload_written
         self.keep_files = keep_files
+        self._spans = _job_spans(tracing)
         self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
         #: Set once :meth:`run_async` is under way (so :meth:`stop` can reach it from another thread).
         self.started = threading.Event()
@@ -282,7 +290,7 @@ class Worker:
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
         try:
-            outcome = await self._with_files(run)
+            outcome = await self._traced(run)
         finally:
             run.done.set()
             if run.watching is not None:
@@ -297,6 +305,15 @@ class Worker:
                 run.files.remove()
         if beats is not None:
             await beats
+
+    async def _traced(self, run: Run) -> Any:
+        """:meth:`_with_files`, in the job's span when the worker traces."""
+        if self._spans is None:
+            return await self._with_files(run)
+        with self._spans.handling(run.job) as ended:
+            outcome = await self._with_files(run)
+            ended(_outcome_name(outcome), outcome if isinstance(outcome, Failure) else None)
+            return outcome
 
     async def _with_files(self, run: Run) -> Any:
         """The handler's outcome, its input files downloaded before it runs and its results
@@ -492,6 +509,26 @@ def _failure(exc: BaseException) -> Failure:
     if isinstance(exc, Exception | SystemExit):
         return Failure.of(exc)
     raise exc
+
+
+def _outcome_name(outcome: Any) -> str:
+    """What a run's outcome makes of its job: completed, failed, cancelled or returned."""
+    if isinstance(outcome, Ended):
+        return outcome.value
+    return "failed" if isinstance(outcome, Failure) else "completed"
+
+
+def _job_spans(tracing: bool | None) -> JobSpans | None:
+    """What makes the jobs' spans, or None when the worker does not trace: ``tracing``, or left
+    None, whether the process uses OpenTelemetry (has imported it: a worker never imports it itself
+    unless told to trace)."""
+    if tracing is None:
+        tracing = "opentelemetry.trace" in sys.modules
+    if not tracing:
+        return None
+    from jobledger.worker.job_spans import JobSpans
+
+    return JobSpans()
 
 
 def _is_async(handler: Handler) -> bool:
