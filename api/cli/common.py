@@ -29,7 +29,7 @@ from jobledger.ledger.partitions import CLUSTER_PARTITIONS, PartitionCountMismat
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.slot_routing import on_cluster
 from jobledger.runtime import logs, tracing
-from jobledger.runtime.config import Config, ConfigError, load_config
+from jobledger.runtime.config import Config, ConfigError, TracingConfig, load_config
 from jobledger.runtime.embedded import EmbeddedServerError
 from jobledger.runtime.locate import NoLedgerHere, redis_url_for
 
@@ -266,17 +266,20 @@ def setup_logging(config: Config) -> None:
     logs.configure(config.server.log_level, config.server.log_format)
 
 
-def start_tracing(config: Config, service: str) -> Callable[[], None]:
-    """Set up OpenTelemetry when tracing is on (:mod:`jobledger.runtime.tracing`); the function that
-    flushes its spans, to call as the command ends.  Asked for by ``[tracing] enabled`` but not to
-    be had (the extra or an exporter missing): exit 2.  Asked for by the environment alone (which
-    other programs share): a warning, and the command runs without."""
-    if not tracing.wanted(config.tracing.enabled):
-        return lambda: None
-    try:
-        return tracing.start(service)
-    except tracing.TracingUnavailable as exc:
-        if config.tracing.enabled:
-            fail(f"[tracing] enabled: {exc}", code=2)
-        log.warning("tracing is off: %s", exc)
-        return lambda: None
+def start_tracing(config: Config, service: str) -> tuple[Config, Callable[[], None]]:
+    """Set up OpenTelemetry when tracing is on (:mod:`jobledger.runtime.tracing`): the configuration
+    with ``[tracing] enabled`` settled (true: tracing, false: not), and the function that flushes the
+    spans, to call as the command ends.  Asked for by ``[tracing] enabled`` but not to be had (the
+    extra or an exporter missing): exit 2.  Asked for by the environment alone (which other programs
+    share): a warning, and the command runs without."""
+    wanted = tracing.wanted(config.tracing.enabled)
+    flush: Callable[[], None] = lambda: None  # noqa: E731
+    if wanted:
+        try:
+            flush = tracing.start(service)
+        except tracing.TracingUnavailable as exc:
+            if config.tracing.enabled:
+                fail(f"[tracing] enabled: {exc}", code=2)
+            log.warning("tracing is off: %s", exc)
+            wanted = False
+    return config.model_copy(update={"tracing": TracingConfig(enabled=wanted)}), flush

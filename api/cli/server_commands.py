@@ -150,7 +150,7 @@ def serve(
     if refusal:
         fail(refusal, code=2)
     setup_logging(config)
-    flush_spans = start_tracing(config, "jobledger")
+    config, flush_spans = start_tracing(config, "jobledger")
     from jobledger.server.app import create_app  # imported only when serving
     from jobledger.server.serving import ListenError, listen, run_http, tls_problem
 

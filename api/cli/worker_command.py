@@ -196,10 +196,9 @@ def worker(
         if heartbeat_interval is None
         else seconds(heartbeat_interval, "--heartbeat-interval"),
     )
-    config = ledger.config()
-    flush_spans = start_tracing(config, "jobledger-worker")
+    config, flush_spans = start_tracing(ledger.config(), "jobledger-worker")
     try:
-        _run(make, transport, url, config)
+        _run(functools.partial(make, tracing=config.tracing.enabled), transport, url, config)
     finally:
         flush_spans()
 

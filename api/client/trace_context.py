@@ -2,7 +2,7 @@
 which the server records in the job so that the handler's span is that span's child.
 
 OpenTelemetry is never imported here: a process that has made a span has imported it already, and
-one that has not has no span to send, so the client costs nothing where nobody traces.
+one that has not has no span to send.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class Worker:
     ``blobs`` is the blob store a worker over Redis reads and writes files through, and
     ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
     ``tracing``: run each job in an OpenTelemetry span, the child of the producer's
-    (:mod:`jobledger.worker.job_spans`); left None, when the process has imported OpenTelemetry.
+    (:mod:`jobledger.worker.job_spans`); left None, when the process has set up a tracer provider.
     """
 
     def __init__(
@@ -520,10 +520,11 @@ def _outcome_name(outcome: Any) -> str:
 
 def _job_spans(tracing: bool | None) -> JobSpans | None:
     """What makes the jobs' spans, or None when the worker does not trace: ``tracing``, or left
-    None, whether the process uses OpenTelemetry (has imported it: a worker never imports it itself
-    unless told to trace)."""
+    None, whether the process has set up OpenTelemetry (a tracer provider of its own: a worker never
+    imports OpenTelemetry itself unless told to trace, though a library may have imported it)."""
     if tracing is None:
-        tracing = "opentelemetry.trace" in sys.modules
+        trace = sys.modules.get("opentelemetry.trace")
+        tracing = trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     if not tracing:
         return None
     from jobledger.worker.job_spans import JobSpans
