@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobledger.contract.traceparent import PATTERN as TRACEPARENT
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
@@ -134,6 +135,9 @@ class JobCreated(IdempotencyData):
     no_retry_on: list[str] = []
     launcher: str | None = None
     files: list[FileRef] = []  # the job's input files: references to blobs, never bytes
+    # the W3C traceparent of the request that created it (absent: none was sent, or it was no
+    # traceparent); handed out with the job, so that the handler's span is a child of the producer's
+    traceparent: str | None = Field(default=None, pattern=TRACEPARENT)
 
 
 class JobReleased(EventData):

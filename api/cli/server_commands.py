@@ -25,6 +25,7 @@ from jobledger.cli.common import (
     ledger_options,
     open_redis,
     setup_logging,
+    start_tracing,
 )
 from jobledger.runtime.config import Config
 from jobledger.runtime.startup import started
@@ -149,6 +150,7 @@ def serve(
     if refusal:
         fail(refusal, code=2)
     setup_logging(config)
+    config, flush_spans = start_tracing(config, "jobledger")
     from jobledger.server.app import create_app  # imported only when serving
     from jobledger.server.serving import ListenError, listen, run_http, tls_problem
 
@@ -164,6 +166,7 @@ def serve(
     except ListenError as exc:
         fail(str(exc), code=3)
     with ExitStack() as stack:
+        stack.callback(flush_spans)
         for sock in sockets:
             stack.callback(sock.close)
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:

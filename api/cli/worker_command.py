@@ -37,11 +37,13 @@ from jobledger.cli.common import (
     fail,
     ledger_options,
     open_redis,
+    start_tracing,
 )
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.requests import checked_worker_id
 from jobledger.runtime import logs
+from jobledger.runtime.config import Config
 from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
 from jobledger.worker.metrics import WorkerMetrics
@@ -222,12 +224,35 @@ def worker(
         if heartbeat_interval is None
         else seconds(heartbeat_interval, "--heartbeat-interval"),
     )
+    config, flush_spans = start_tracing(ledger.config(), "jobledger-worker")
+    try:
+        _run(
+            functools.partial(make, tracing=config.tracing.enabled),
+            transport,
+            url,
+            config,
+            metrics_port,
+            metrics_host,
+        )
+    finally:
+        flush_spans()
+
+
+def _run(
+    make: functools.partial[Worker],
+    transport: TransportKind,
+    url: str | None,
+    config: Config,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    """Run the worker ``make`` makes, over HTTP to ``url`` or straight to the ledger's Redis, with its
+    metrics served on ``metrics_host:metrics_port`` when a port is given."""
     with SignalStop() as stop, served_metrics(metrics_port, metrics_host) as metrics:
         make = functools.partial(make, metrics=metrics)
         if transport is TransportKind.http:
             run_until_stopped(make(transport="http", url=url), stop)
             return
-        config = ledger.config()
         with open_redis(config, stop) as found:
             check_partitions(config, found)
             ns, blobs = (

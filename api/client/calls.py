@@ -32,7 +32,9 @@ from jobledger.client.models import (
     StoredResult,
     wire_value,
 )
+from jobledger.client.trace_context import current_traceparent
 from jobledger.client.transfers import HashedFile, Upload, form_body
+from jobledger.contract.traceparent import HEADER as TRACEPARENT_HEADER
 
 R = TypeVar("R")
 
@@ -173,12 +175,22 @@ def _idempotency(key: str | None) -> dict[str, str]:
     return {IDEMPOTENCY_HEADER: key if key is not None else str(uuid.uuid4())}
 
 
+def _create_headers(key: str | None) -> dict[str, str]:
+    """A create's headers: its Idempotency-Key, and the caller's traceparent when it is in a span
+    (the job records it: the handler's span is that span's child)."""
+    headers = _idempotency(key)
+    trace = current_traceparent()
+    if trace is not None:
+        headers[TRACEPARENT_HEADER] = trace
+    return headers
+
+
 def create_job(queue: str, spec: JobSpec, idempotency_key: str | None = None) -> ApiCall[int]:
     """Create a job; its id.  Sent with an Idempotency-Key (``idempotency_key``, else a new one),
     so it is safe to resend after a lost answer: the server answers the first job's id again."""
     return ApiCall(
         "POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(),
-        headers=_idempotency(idempotency_key),
+        headers=_create_headers(idempotency_key),
     )  # fmt: skip
 
 
@@ -189,7 +201,7 @@ def create_job_with_files(
     as :func:`create_job` (each try reads the files again from their start)."""
     job = json.dumps(spec.body(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return ApiCall(
-        "POST", _queue(queue, "/job"), lambda r: int(r.json()), headers=_idempotency(idempotency_key),
+        "POST", _queue(queue, "/job"), lambda r: int(r.json()), headers=_create_headers(idempotency_key),
         stream=lambda files, _: form_body(uploads, job, files),
     )  # fmt: skip
 
@@ -222,7 +234,7 @@ def create_jobs(queue: str, specs: list[JobSpec], idempotency_key: str | None = 
     body = [spec.body() for spec in specs]
     return ApiCall(
         "POST", _queue(queue, "/jobs"), lambda r: [int(i) for i in r.json()], body=body,
-        headers=_idempotency(idempotency_key),
+        headers=_create_headers(idempotency_key),
     )  # fmt: skip
 
 
@@ -254,7 +266,14 @@ def _fetched(response: httpx.Response) -> list[FetchedJob]:
 
 def _fetched_jobs(items: list[dict[str, Any]]) -> list[FetchedJob]:
     return [
-        FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j), j.get("heartbeat_timeout"))
+        FetchedJob(
+            int(j["id"]),
+            j.get("input"),
+            int(j["attempt"]),
+            _files(j),
+            j.get("heartbeat_timeout"),
+            j.get("traceparent"),
+        )
         for j in items
     ]
 

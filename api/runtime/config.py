@@ -64,6 +64,7 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_SEAL": "ledger.seal",
     "JOBLEDGER_SEAL_INTERVAL": "ledger.seal_interval",
     "JOBLEDGER_SIGNING_KEY": "ledger.signing_key",
+    "JOBLEDGER_TRACING": "tracing.enabled",
 }
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -236,6 +237,14 @@ class BlobsConfig(_Section):
     sweep_grace: Duration = 3_600_000
 
 
+class TracingConfig(_Section):
+    """``[tracing]``: OpenTelemetry spans (the ``otel`` extra, :mod:`jobledger.runtime.tracing`).
+    ``enabled`` unset follows the standard environment: on when ``OTEL_TRACES_EXPORTER`` names an
+    exporter (not ``none``); true or false decides whatever it says."""
+
+    enabled: bool | None = None
+
+
 class Config(_Section):
     """The whole configuration of one jobledger process."""
 
@@ -244,6 +253,7 @@ class Config(_Section):
     embedded: EmbeddedConfig = EmbeddedConfig()
     ledger: LedgerConfig = LedgerConfig()
     blobs: BlobsConfig = BlobsConfig()
+    tracing: TracingConfig = TracingConfig()
     queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -30,6 +30,7 @@ from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
 from jobledger.replay.archive.writer import archive_settings
+from jobledger.runtime import tracing
 from jobledger.runtime.config import Config
 from jobledger.scheduler import loop as scheduler
 from jobledger.server import info_handlers as info
@@ -76,6 +77,26 @@ def served_names(config: Config) -> list[str]:
     return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
 
 
+def request_spans(traced: bool) -> list[Middleware]:
+    """The middleware that makes a span of each request, outermost (so that what the front door
+    refuses is traced too): none, and OpenTelemetry not imported, when tracing is off."""
+    if not traced:
+        return []
+    from jobledger.server.request_spans import RequestSpans
+
+    return [Middleware(RequestSpans)]
+
+
+def command_observer(metrics: Callable[[str, float], None], traced: bool) -> Callable[[str, float], None]:
+    """What the runners call after each command: the metrics' observer, after a command's span when
+    tracing is on."""
+    if not traced:
+        return metrics
+    from jobledger.server.request_spans import CommandSpans
+
+    return CommandSpans(then=metrics).observe
+
+
 def create_app(
     config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
 ) -> Starlette:
@@ -97,7 +118,7 @@ def create_app(
         namespace, partitions, observe = (
             config.redis.key_namespace,
             config.redis.partitions,
-            app.state.metrics.observe,
+            command_observer(app.state.metrics.observe, traced),
         )
         ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
@@ -138,9 +159,11 @@ def create_app(
             if blobs is None:
                 await store.close()
 
+    traced = tracing.wanted(config.tracing.enabled)
     routes: list[BaseRoute] = [*api_paths(ROUTES, read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
-                    middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
+                    middleware=[*request_spans(traced),
+                                Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
                                            allowed_hosts=served_names(config)),
                                 Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = metrics.Metrics()

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from jobledger.contract.traceparent import PATTERN as TRACEPARENT
 from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.option_kinds import named
@@ -143,6 +144,15 @@ IDEMPOTENT = {
     )
 }
 MISMATCH = {422: Reply("The Idempotency-Key was first used with another request.")}
+TRACEPARENT_TEXT: JSON = {"type": "string", "pattern": TRACEPARENT}
+#: What a create takes to record the trace it was sent in.
+TRACED = {
+    "traceparent": Param(
+        {"type": "string"},
+        "W3C Trace Context: recorded in the job (a version-00 traceparent; any other value is "
+        "ignored) and handed out with it, so that the worker's span is a child of the sender's.",
+    )
+}
 
 NO_CONTENT = Reply("Done; no body.")
 BYTES: JSON = {"type": "string", "format": "binary"}
@@ -224,7 +234,8 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     next_event = {**EVENT_CURSOR, "type": ["string", "null"]}
     fetched = {"type": "object", "required": ["id", "input", "attempt"],
                "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
-                              "files": array(FILE_REF), "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
+                              "files": array(FILE_REF), "traceparent": TRACEPARENT_TEXT,
+                              "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     refused = {
         "type": "object",
@@ -349,6 +360,7 @@ CREATE_JOB = Operation(
         **NO_QUEUE,
     },
     body=Body(JobOptions, required=False, also={"multipart/form-data": JOB_FORM}),
+    headers=TRACED,
     description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
     "stored before the job is created; 413 when a file is over the queue's max_file_size or "
     "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob) "
@@ -402,6 +414,7 @@ CREATE_JOBS = Operation(
     "Create many jobs in one request",
     {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE},
     body=Body(JobOptions, many=(1, 10_000)),
+    headers=TRACED,
 )
 
 LIST_JOBS = Operation(

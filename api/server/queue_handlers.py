@@ -28,6 +28,7 @@ from jobledger.server.inputs import (
     read_model,
     read_model_and_body,
     replayed,
+    traceparent,
 )
 from jobledger.server.long_poll import long_poll
 from jobledger.server.upload_handlers import is_multipart, job_from_form, queue_settings, with_stored_files
@@ -83,7 +84,8 @@ async def create_job(request: Request) -> Response:
         options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
         [options] = await with_stored_files(request, name, [options])
     key = idempotency(request, name, body)
-    made = await _ledger(request).run(commands.create_job(name, options, idempotency=key))
+    call = commands.create_job(name, options, idempotency=key, traceparent=traceparent(request))
+    made = await _ledger(request).run(call)
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
     headers = {"location": f"/job/{made.id}", **replayed(made.again)}
     return JSONResponse(made.id, status_code=201 if made.created else 200, headers=headers)
@@ -137,11 +139,13 @@ FETCH_FIELDS: tuple[str, ...] = get_args(FetchField)
 
 def fetched_json(job: commands.Fetched, heartbeat_timeout: bool) -> str:
     """A job handed out, as JSON text: ``{"id", "input", "attempt"}``, its ``files`` when it has
-    some (references to fetch from /job/{id}/files/{name}), and its ``heartbeat_timeout`` when
-    asked.  The input is stored as JSON text: spliced in rather than decoded and encoded again."""
+    some (references to fetch from /job/{id}/files/{name}), the ``traceparent`` it was created
+    with, if any, and its ``heartbeat_timeout`` when asked.  The input is stored as JSON text:
+    spliced in rather than decoded and encoded again (and a traceparent is hex and dashes)."""
     files = f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
+    trace = f',"traceparent":"{job.traceparent}"' if job.traceparent else ""
     beat = f',"heartbeat_timeout":"{format_ms(job.heartbeat_timeout_ms)}"' if heartbeat_timeout else ""
-    return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{beat}}}'
+    return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{trace}{beat}}}'
 
 
 def _wait(request: Request) -> float:
@@ -189,7 +193,8 @@ async def create_jobs(request: Request) -> Response:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
     jobs = await with_stored_files(request, name, [_job_body(request, i, item) for i, item in enumerate(raw)])
     key = idempotency(request, name, raw)
-    made = await _ledger(request).run(commands.create_jobs(name, jobs, idempotency=key))
+    call = commands.create_jobs(name, jobs, idempotency=key, traceparent=traceparent(request))
+    made = await _ledger(request).run(call)
     return JSONResponse([m.id for m in made], status_code=201, headers=replayed(any(m.again for m in made)))
 
 

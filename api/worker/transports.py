@@ -77,7 +77,8 @@ ERROR_PAUSE = (0.5, 10.0)
 class Assignment:
     """A job this worker fetched: now running as ``attempt``.  ``heartbeat_timeout`` (seconds) is
     filled in when the transport could read it together with the fetch, else None.
-    ``fetched_at``: ``time.monotonic()`` when the fetch was sent.  ``files``: its input files."""
+    ``fetched_at``: ``time.monotonic()`` when the fetch was sent.  ``files``: its input files.
+    ``traceparent``: the W3C traceparent it was created with, if any (the handler's span is its child)."""
 
     queue: str
     id: int
@@ -86,6 +87,7 @@ class Assignment:
     heartbeat_timeout: float | None = None
     fetched_at: float = field(default=0.0, compare=False)
     files: tuple[StoredFile, ...] = ()
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,9 @@ class HttpTransport(Finishing):
         else:
             fetched = await self._finishing.fetch(queue, count, worker)
         return [
-            Assignment(queue, f.id, f.attempt, f.input, _seconds(f.heartbeat_timeout), sent, f.files)
+            Assignment(
+                queue, f.id, f.attempt, f.input, _seconds(f.heartbeat_timeout), sent, f.files, f.traceparent
+            )
             for f in fetched
         ]
 
@@ -403,6 +407,7 @@ class RedisTransport(Finishing):
                 f.heartbeat_timeout_ms / 1000,
                 sent,
                 _files(f.files_text),
+                f.traceparent,
             )
             for f in fetched
         ]

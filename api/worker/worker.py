@@ -30,13 +30,14 @@ import math
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
@@ -48,6 +49,9 @@ from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
 from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
+
+if TYPE_CHECKING:
+    from jobledger.worker.job_spans import JobSpans
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -104,6 +108,8 @@ class Worker:
     ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
     ``metrics``: where the worker records its jobs in hand, handler durations, outcomes and resends
     (:mod:`jobledger.worker.metrics`); none by default.
+    ``tracing``: run each job in an OpenTelemetry span, the child of the producer's
+    (:mod:`jobledger.worker.job_spans`); left None, when the process has set up a tracer provider.
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class Worker:
         blobs: BlobStore | None = None,
         partitions: int | None = None,
         metrics: WorkerMetrics | None = None,
+        tracing: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -141,6 +148,7 @@ class Worker:
         self.files_dir = None if files_dir is None else Path(files_dir)
         self.upload_written = upload_written
         self.keep_files = keep_files
+        self._spans = _job_spans(tracing)
         self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
         self.metrics = metrics
         if metrics is not None:
@@ -289,7 +297,7 @@ class Worker:
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
         try:
-            outcome = await self._with_files(run)
+            outcome = await self._traced(run)
         finally:
             run.done.set()
             if run.watching is not None:
@@ -304,6 +312,15 @@ class Worker:
                 run.files.remove()
         if beats is not None:
             await beats
+
+    async def _traced(self, run: Run) -> Any:
+        """:meth:`_with_files`, in the job's span when the worker traces."""
+        if self._spans is None:
+            return await self._with_files(run)
+        with self._spans.handling(run.job) as ended:
+            outcome = await self._with_files(run)
+            ended(_outcome_name(outcome), outcome if isinstance(outcome, Failure) else None)
+            return outcome
 
     async def _with_files(self, run: Run) -> Any:
         """The handler's outcome, its input files downloaded before it runs and its results
@@ -501,6 +518,27 @@ def _failure(exc: BaseException) -> Failure:
     if isinstance(exc, Exception | SystemExit):
         return Failure.of(exc)
     raise exc
+
+
+def _outcome_name(outcome: Any) -> str:
+    """What a run's outcome makes of its job: completed, failed, cancelled or returned."""
+    if isinstance(outcome, Ended):
+        return outcome.value
+    return "failed" if isinstance(outcome, Failure) else "completed"
+
+
+def _job_spans(tracing: bool | None) -> JobSpans | None:
+    """What makes the jobs' spans, or None when the worker does not trace: ``tracing``, or left
+    None, whether the process has set up OpenTelemetry (a tracer provider of its own: a worker never
+    imports OpenTelemetry itself unless told to trace, though a library may have imported it)."""
+    if tracing is None:
+        trace = sys.modules.get("opentelemetry.trace")
+        tracing = trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    if not tracing:
+        return None
+    from jobledger.worker.job_spans import JobSpans
+
+    return JobSpans()
 
 
 def _is_async(handler: Handler) -> bool:
