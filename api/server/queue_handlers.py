@@ -107,7 +107,7 @@ async def fetch_job(request: Request) -> Response:
     after ``next_job_delay`` (Ocypod's setting, default 0s) unless it waited."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
-    wait = _wait(request)
+    wait = wait_seconds(request)
     beat = field_names(request, FETCH_FIELDS, "fetch") is not None  # heartbeat_timeout, the one field it adds
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger = _ledger(request)
@@ -144,7 +144,7 @@ def fetched_json(job: commands.Fetched, heartbeat_timeout: bool) -> str:
     return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{beat}}}'
 
 
-def _wait(request: Request) -> float:
+def wait_seconds(request: Request) -> float:
     """``?wait=`` in seconds (a duration such as "30s", or seconds), at most MAX_WAIT."""
     raw = request.query_params.get("wait")
     if raw is None:
