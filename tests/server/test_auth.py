@@ -70,8 +70,8 @@ class Setup:
             form = {"user_id": "1", "service": queue}
             return self.api.post("/upload", files=[("file", ("f", b"x"))], data=form, headers=headers)
         if route == ("POST", "/bulk"):  # a requeue of the queue's failed jobs
-            body = {"action": "requeue", "queue": queue, "status": "failed"}
-            return self.api.post("/bulk", json=body, headers=headers)
+            bulk = {"action": "requeue", "queue": queue, "status": "failed"}
+            return self.api.post("/bulk", json=bulk, headers=headers)
         if route == ("PATCH", "/jobs"):  # a job of the queue, and a fetch from it
             body = {"updates": [{"id": self.job, "progress": 5}], "fetch": {"queue": queue}}
             return self.api.patch("/jobs", json=body, headers=headers)
