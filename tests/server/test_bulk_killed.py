@@ -55,12 +55,13 @@ def test_a_bulk_killed_half_way_leaves_each_job_whole_and_a_rerun_finishes_it(
     base = f"http://127.0.0.1:{port}"
     with _serve(redis_url, namespace, port, tmp_path / "first.log") as server:
         wait_serving(server, base)
-        answer = httpx.post(f"{base}/bulk?wait=0", json={"action": "requeue", "queue": "q", "status": "failed"})
+        body = {"action": "requeue", "queue": "q", "status": "failed"}
+        answer = httpx.post(f"{base}/bulk?wait=0", json=body)
         assert answer.status_code == 202, answer.text
         operation = answer.json()["operation"]
 
         def half_way() -> bool:
-            return 0 < httpx.get(f"{base}/bulk/{operation}").json()["done"]
+            return httpx.get(f"{base}/bulk/{operation}").json()["done"] > 0
 
         wait_for(half_way, "the operation to start on its jobs")
         server.signal(signal.SIGKILL)
