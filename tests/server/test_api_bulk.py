@@ -9,8 +9,12 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from tests.http_support import error_of, unchanged
-from tests.support import events
+from jobledger.ledger.bulk import BulkRequest, bulk_jobs, bulk_start
+from jobledger.ledger.partitioned import open_ledger
+from jobledger.ledger.runner import Ledger
+from jobledger.ledger.tokens import create_token, digest, new_secret
+from tests.http_support import app_client, error_of, put_queue, unchanged
+from tests.support import events, one_queue_per_partition
 
 QUEUES = ("q", "other")
 
@@ -136,11 +140,69 @@ def test_a_long_operation_answers_202_and_its_progress_is_readable(api: TestClie
     assert record["done"] == 1200 and record["matched"] == 1200 and not record["running"]
 
 
-def test_resume_runs_what_is_left_under_the_same_id(
-    api: TestClient, client: redis.Redis, namespace: str
-) -> None:
+def test_resume_runs_what_is_left_under_the_same_id(api: TestClient, ledger: Ledger) -> None:
     ids = _failed(api, 4)
-    operation = api.post("/bulk", json={"action": "requeue", "ids": ids[:2]}).json()["operation"]
+    cut_short = BulkRequest.model_validate({"action": "requeue", "queue": "q"})
+    operation = ledger.run(bulk_start(cut_short))  # a run that did one batch and stopped
+    assert ledger.run(bulk_jobs(0, "requeue", operation, cut_short, ids[:1])) == (1, 1)
+    assert api.get(f"/bulk/{operation}").json()["finished_at"] is None
+    answer = api.post(f"/bulk/{operation}")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"operation": operation, "matched": 3, "done": 3, "finished": True}
+    assert _statuses(api, ids) == ["queued"] * 4
+    assert api.get(f"/bulk/{operation}").json()["done"] == 4
     error_of(api.post(f"/bulk/{operation}"), 409)  # it finished
     error_of(api.post("/bulk/1-0"), 404)
     error_of(api.get("/bulk/1-0"), 404)
+
+
+def test_on_a_split_ledger_an_operation_fans_out_to_every_partition(redis_url: str, namespace: str) -> None:
+    router = open_ledger(redis_url, namespace, 3)  # split before the server opens it
+    try:
+        names = one_queue_per_partition(namespace, 3)
+    finally:
+        for runner in router.runners:
+            runner.client.close()
+    with app_client(redis_url, namespace) as api:
+        made: list[int] = []
+        for name in names:
+            put_queue(api, name)
+            made += _failed(api, 3, queue=name)
+        assert {i % 3 for i in made} == {0, 1, 2}
+        preview = api.post("/bulk", json={"action": "requeue", "status": "failed", "dry_run": True})
+        assert preview.json()["matched"] == 9
+        answer = api.post("/bulk", json={"action": "requeue", "status": "failed"}).json()
+        assert answer["matched"] == answer["done"] == 9
+        assert _statuses(api, made) == ["queued"] * 9
+        audit = api.get(f"/events?operation={answer['operation']}&limit=100").json()["events"]
+        assert sorted(e["job"] for e in audit if e["type"] == "job_requeued") == sorted(made)
+        assert api.get(f"/bulk/{answer['operation']}").json()["done"] == 9
+        by_ids = api.post("/bulk", json={"action": "cancel", "ids": made[::2]}).json()
+        assert by_ids["done"] == len(made[::2])
+
+
+def test_scopes_on_every_queue_touched_and_nothing_appended_when_refused(
+    redis_url: str, namespace: str, ledger: Ledger, client: redis.Redis
+) -> None:
+    secrets = {}
+    for name, scopes in {"admin": ["admin"], "q-worker": ["work:q"], "worker": ["work:*"]}.items():
+        secrets[name] = new_secret()
+        ledger.run(create_token(name, scopes, digest(secrets[name])))
+    with app_client(redis_url, namespace, auth=True) as api:
+        api.headers["authorization"] = f"Bearer {secrets['admin']}"
+        for name in QUEUES:
+            put_queue(api, name)
+        mine, theirs = _failed(api, 2), _failed(api, 2, queue="other")
+
+        def as_(name: str, body: dict[str, Any]) -> Any:
+            return api.post("/bulk", json=body, headers={"authorization": f"Bearer {secrets[name]}"})
+
+        with unchanged(client, namespace):
+            assert "'other'" in error_of(as_("q-worker", {"action": "requeue", "status": "failed"}), 403)
+            error_of(as_("q-worker", {"action": "requeue", "ids": [*mine, *theirs]}), 403)
+            error_of(as_("worker", {"action": "delete", "queue": "q"}), 403)  # a delete needs admin
+        assert as_("q-worker", {"action": "requeue", "queue": "q"}).json()["done"] == 2
+        answer = as_("worker", {"action": "cancel", "ids": theirs})
+        assert answer.json()["done"] == 2
+        started = api.get(f"/events?operation={answer.json()['operation']}").json()["events"][0]
+        assert started["type"] == "bulk_started" and started["actor"] == "worker"
