@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger import commands
-from jobledger.ledger.durations import format_ms, parse_ms
+from jobledger.ledger.durations import format_ms, parse_ms, parse_time
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.watch import queue_topic
-from jobledger.projections import listing, readers
+from jobledger.projections import job_search, listing, readers
 from jobledger.server.auth import revocation, revoked_response
 from jobledger.server.inputs import (
     checked_tag,
@@ -36,6 +37,7 @@ MAX_FETCH = 1000
 MAX_PAGE = 1000
 MAX_BATCH = 10_000
 MAX_WAIT_MS = 300_000
+MAX_SEARCH = 255
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -177,8 +179,30 @@ async def list_jobs(request: Request) -> Response:
     if not (cursor.isascii() and cursor.isdigit() and in_range(cursor)):
         raise BadRequest(f"cursor must be the next value of a previous page, not {cursor[:30]!r}")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
+    text = q.get("search")
+    if text is not None:
+        found = _searched(request, text, status, tag, limit, int(cursor))
+        return JSONResponse(await _ledger(request).read(found))
     page = listing.page(queue_name(request), status, tag, limit, int(cursor))
     return JSONResponse(await _ledger(request).read(page))
+
+
+def _searched(
+    request: Request, text: str, status: str | None, tag: str | None, limit: int, cursor: int
+) -> Read[dict[str, Any]]:
+    """``?search=`` (with ``since`` / ``until``): a bounded scan (:mod:`jobledger.projections.job_search`)."""
+    if not 1 <= len(text) <= MAX_SEARCH:
+        raise BadRequest(f"search must be 1 to {MAX_SEARCH} characters")
+    if tag is not None:
+        raise BadRequest("search and tag do not go together: a tag is searched as text")
+    window = []
+    for name in ("since", "until"):
+        raw = request.query_params.get(name)
+        try:
+            window.append(None if raw is None else parse_time(raw))
+        except ValueError:
+            raise BadRequest(f"{name} must be an RFC 3339 time, e.g. 2026-11-20T18:52:42Z") from None
+    return job_search.search(queue_name(request), text, status, limit, cursor, *window)
 
 
 async def create_jobs(request: Request) -> Response:

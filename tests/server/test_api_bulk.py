@@ -13,6 +13,7 @@ from jobledger.ledger.bulk import BulkRequest, bulk_jobs, bulk_start
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
+from jobledger.projections import job_search
 from tests.http_support import app_client, error_of, put_queue, unchanged
 from tests.support import events, one_queue_per_partition
 
@@ -206,3 +207,33 @@ def test_scopes_on_every_queue_touched_and_nothing_appended_when_refused(
         assert answer.json()["done"] == 2
         started = api.get(f"/events?operation={answer.json()['operation']}").json()["events"][0]
         assert started["type"] == "bulk_started" and started["actor"] == "worker"
+
+
+def test_search_finds_jobs_by_a_value_in_their_input_output_or_error_in_bounded_pages(
+    api: TestClient,
+) -> None:
+    failed = _failed(api, 2, kind="DiskFull")
+    inputs = [{"input": {"to": f"user{i}@example.com"}} for i in range(30)]
+    ids = api.post("/queue/q/jobs", json=inputs).json()
+    found = api.get("/queue/q/jobs?search=user7@").json()
+    assert [j["id"] for j in found["jobs"]] == [ids[7]] and found["next"] is None
+    assert [j["id"] for j in api.get("/queue/q/jobs?search=DiskFull&status=failed").json()["jobs"]] == failed
+    assert api.get("/queue/q/jobs?search=DiskFull&status=queued").json()["jobs"] == []
+    paged = api.get("/queue/q/jobs?search=example.com&limit=10").json()
+    assert [j["id"] for j in paged["jobs"]] == ids[:10] and paged["next"] == ids[9]
+    rest = api.get(f"/queue/q/jobs?search=example.com&limit=100&cursor={paged['next']}").json()
+    assert [j["id"] for j in rest["jobs"]] == ids[10:]
+    later = api.get("/queue/q/jobs?search=example.com&since=2999-01-01T00:00:00Z").json()
+    assert later["jobs"] == []
+    error_of(api.get("/queue/q/jobs?search="), 400)
+    error_of(api.get("/queue/q/jobs?search=x&since=soon"), 400)
+    error_of(api.get("/queue/nope/jobs?search=x"), 404)
+
+
+def test_a_search_page_reads_at_most_its_budget(api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(job_search, "SCAN_BUDGET", 5)
+    ids = _failed(api, 12)
+    first = api.get("/queue/q/jobs?search=nowhere").json()
+    assert first == {"jobs": [], "next": ids[4]}
+    hit = api.get(f"/queue/q/jobs?search={ids[11]}&cursor={ids[9]}").json()
+    assert [j["id"] for j in hit["jobs"]] == [ids[11]] and hit["next"] is None
