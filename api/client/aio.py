@@ -6,6 +6,7 @@ import asyncio
 import os
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import AsyncExitStack, ExitStack
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -253,6 +254,50 @@ class AsyncClient(ClientBase):
     async def delete(self, job_id: int) -> None:
         """Delete the job (its history stays in the ledger)."""
         await self.send(calls.delete_job(job_id))
+
+    async def jobs(
+        self,
+        queue: str,
+        status: str | None = None,
+        tag: str | None = None,
+        search: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+        cursor: int | None = None,
+    ) -> dict[str, Any]:
+        """A page of the queue's job summaries, ``{"jobs", "next"}`` (``next`` goes back as
+        ``cursor``); ``search`` finds a text in their id, tags, input, output or errors (a bounded
+        scan: a page may come back short, with a ``next``)."""
+        filters = {"status": status, "tag": tag, "search": search, "since": since, "until": until,
+                   "limit": limit, "cursor": cursor}  # fmt: skip
+        return await self.send(calls.list_jobs(queue, filters))
+
+    async def bulk(
+        self,
+        action: str,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        tag: str | None = None,
+        error_kind: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        ids: list[int] | None = None,
+        dry_run: bool = False,
+        wait: float | None = None,
+    ) -> dict[str, Any]:
+        """Requeue, cancel or delete (``action``) every job that matches all the filters given:
+        ``{"operation", "matched", "done", "finished"}``.  ``dry_run`` counts and changes nothing.
+        An operation still running after ``wait`` seconds (default: the server's 10) goes on in the
+        server; :meth:`bulk_operation` reads its progress."""
+        filters = {"queue": queue, "status": status, "tag": tag, "error_kind": error_kind, "since": since,
+                   "until": until, "ids": ids, "dry_run": dry_run or None}  # fmt: skip
+        return await self.send(calls.bulk(action, filters, wait))
+
+    async def bulk_operation(self, operation: str) -> dict[str, Any]:
+        """A bulk operation: its action, filter, start and end, and the jobs it has done."""
+        return await self.send(calls.bulk_operation(operation))
 
     async def heartbeat(self, job_id: int, attempt: int | None = None) -> None:
         """Tell the server the worker running ``attempt`` of the job is alive."""
