@@ -14,19 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobledger.client import AsyncClient, Client
-    from jobledger.client.errors import (
-        BadRequest,
-        ClientError,
-        Conflict,
-        DigestMismatch,
-        Forbidden,
-        NotFound,
-        ReadOnly,
-        ServerError,
-        Unauthorized,
-        Unavailable,
-        WaitTimeout,
-    )
     from jobledger.worker import Worker
 
 
