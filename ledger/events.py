@@ -217,7 +217,14 @@ class JobTimedOut(EventData):
     output: str | None = None
 
 
-class JobCancelled(EventData):
+class BulkJobData(EventData):
+    """A job event that a bulk operation may append: ``operation`` is then that operation's id (its
+    ``bulk_started`` event's id), recorded by the command, so the audit finds every job it touched."""
+
+    operation: str | None = None
+
+
+class JobCancelled(BulkJobData):
     type = "job_cancelled"
     json_text_fields = ("output",)
 
@@ -229,7 +236,7 @@ def _requeued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "keep_run": True}
 
 
-class JobRequeued(EventData):
+class JobRequeued(BulkJobData):
     """Back to its queue: by the scheduler after a retry delay (``retry``), or by a client (manual).
     v2, as Ocypod: the last run's ``started_at``, ``ended_at``, ``last_heartbeat`` and ``output``
     are cleared (the history keeps them) and every requeue counts in ``total_jobs_retried``.  A v1
@@ -275,10 +282,42 @@ class JobExpired(EventData):
     type = "job_expired"
 
 
-class JobDeleted(EventData):
+class JobDeleted(BulkJobData):
     type = "job_deleted"
 
     reason: Literal["queue_deleted"] | None = None
+
+
+BulkAction = Literal["requeue", "cancel", "delete"]
+
+
+class BulkStarted(EventData):
+    """A bulk operation started: ``action`` on every job that matches the filter (``queue``,
+    ``status``, ``tag``, ``error_kind``, ``since`` and ``until`` in ms, ``ids``; each left out when
+    not given).  The event's id is the operation's id; its entry's actor is who asked."""
+
+    type = "bulk_started"
+
+    action: BulkAction
+    queue: str | None = None
+    status: str | None = None
+    tag: str | None = None
+    error_kind: str | None = None
+    since: int | None = None
+    until: int | None = None
+    ids: list[int] | None = None
+
+
+class BulkFinished(EventData):
+    """The bulk operation ``operation`` went through every job its filter matched: its finishing run
+    matched ``matched`` jobs and appended ``done`` events (a run before it, interrupted, may have
+    done more: the record counts every one)."""
+
+    type = "bulk_finished"
+
+    operation: str
+    matched: int
+    done: int
 
 
 class IdempotencyExpired(EventData):
@@ -416,6 +455,8 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         JobResultAdded,
         JobExpired,
         JobDeleted,
+        BulkStarted,
+        BulkFinished,
         LauncherCreated,
         LauncherDeleted,
         LauncherFired,

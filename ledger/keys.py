@@ -84,6 +84,9 @@ TEMPLATES: dict[str, str] = {
     # "run:..." likewise (hash; kept when the queue is deleted, like its throughput)
     "queue_totals": "queue:{name}:totals",
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
+    # a bulk operation, under its id (its bulk_started event's): in the home partition its action,
+    # filter, queue, start and finish; in each partition, how many of its jobs' events it holds (hash)
+    "bulk": "bulk:{operation}",
     # SHA-256 -> how many files and results of jobs still in the projections name that blob (hash); a
     # blob none names can be swept from the blob store
     "blob_refs": "blobs",

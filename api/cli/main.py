@@ -39,6 +39,7 @@ def build_app(command: str | None = None) -> typer.Typer:
     if command in SERVER_COMMANDS:
         return app
     from jobledger.cli import (
+        bulk_commands,
         event_commands,
         job_commands,
         ledger_commands,
@@ -52,6 +53,7 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
     app.add_typer(ledger_commands.app, name="ledger")
+    app.add_typer(bulk_commands.app, name="jobs")
     app.add_typer(token_commands.app, name="token")
     return app
 

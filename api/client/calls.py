@@ -385,6 +385,25 @@ def history(job_id: int) -> ApiCall[list[Event]]:
     return ApiCall("GET", _job(job_id, "/history"), lambda r: _EVENTS.validate_python(r.json()))
 
 
+def list_jobs(queue: str, filters: Mapping[str, Any]) -> ApiCall[dict[str, Any]]:
+    """A page of the queue's job summaries: ``{"jobs", "next"}``; ``filters``: status, tag,
+    search, since, until, limit, cursor (None: not given)."""
+    params = {k: wire_value(v) for k, v in filters.items() if v is not None}
+    return ApiCall("GET", _queue(name=queue, rest="/jobs"), _json, params=params)
+
+
+def bulk(action: str, filters: Mapping[str, Any], wait: float | None = None) -> ApiCall[dict[str, Any]]:
+    """``POST /bulk``: ``{"operation", "matched", "done", "finished"}``.  Not safe to send twice
+    (a second one would be another operation), but its effect is: each job is acted on once."""
+    body = {"action": action, **{k: wire_value(v) for k, v in filters.items() if v is not None}}
+    params: dict[str, str | int] | None = None if wait is None else {"wait": str(wait)}
+    return ApiCall("POST", "/bulk", _json, params=params, body=body, safe=False, holds=wait or 10.0)
+
+
+def bulk_operation(operation: str) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", f"/bulk/{_segment(operation)}", _json)
+
+
 def tagged(tag: str) -> ApiCall[list[int]]:
     return ApiCall("GET", f"/tag/{_segment(tag)}", _json)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,53 @@ class ClientMethods(ClientBase):
     def delete(self, job_id: int) -> Steps[None]:
         """Delete the job (its history stays in the ledger)."""
         return self._sending(calls.delete_job(job_id))
+
+    @twin
+    def jobs(
+        self,
+        queue: str,
+        status: str | None = None,
+        tag: str | None = None,
+        search: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 100,
+        cursor: int | None = None,
+    ) -> Steps[dict[str, Any]]:
+        """A page of the queue's job summaries, ``{"jobs", "next"}`` (``next`` goes back as
+        ``cursor``); ``search`` finds a text in their id, tags, input, output or errors (a bounded
+        scan: a page may come back short, with a ``next``)."""
+        filters = {"status": status, "tag": tag, "search": search, "since": since, "until": until,
+                   "limit": limit, "cursor": cursor}  # fmt: skip
+        return self._sending(calls.list_jobs(queue, filters))
+
+    @twin
+    def bulk(
+        self,
+        action: str,
+        *,
+        queue: str | None = None,
+        status: str | None = None,
+        tag: str | None = None,
+        error_kind: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        ids: list[int] | None = None,
+        dry_run: bool = False,
+        wait: float | None = None,
+    ) -> Steps[dict[str, Any]]:
+        """Requeue, cancel or delete (``action``) every job that matches all the filters given:
+        ``{"operation", "matched", "done", "finished"}``.  ``dry_run`` counts and changes nothing.
+        An operation still running after ``wait`` seconds (default: the server's 10) goes on in the
+        server; :meth:`bulk_operation` reads its progress."""
+        filters = {"queue": queue, "status": status, "tag": tag, "error_kind": error_kind, "since": since,
+                   "until": until, "ids": ids, "dry_run": dry_run or None}  # fmt: skip
+        return self._sending(calls.bulk(action, filters, wait))
+
+    @twin
+    def bulk_operation(self, operation: str) -> Steps[dict[str, Any]]:
+        """A bulk operation: its action, filter, start and end, and the jobs it has done."""
+        return self._sending(calls.bulk_operation(operation))
 
     @twin
     def heartbeat(self, job_id: int, attempt: int | None = None) -> Steps[None]:

@@ -36,6 +36,7 @@ from jobledger.scheduler import loop as scheduler
 from jobledger.server import info_handlers as info
 from jobledger.server import metrics
 from jobledger.server.api_route import api_paths
+from jobledger.server.bulk_runs import BulkRuns
 from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
@@ -137,6 +138,7 @@ def create_app(
                 task = asyncio.create_task(run)
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
+        bulk_runs = BulkRuns()  # the bulk operations this server runs in the background
         try:
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
             yield {
@@ -147,8 +149,10 @@ def create_app(
                 "blobs": guarded,
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
+                "bulk_runs": bulk_runs,
             }
         finally:
+            await bulk_runs.close()
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -58,6 +59,9 @@ MAX_PAGE = 1000
 BLOCK_MS = 15_000
 
 
+_EVENT_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+
+
 async def feed_ledger(request: Request) -> AsyncPartitioned:
     """The ledger whose streams the feed reads: every partition, through the router."""
     opening: OpeningLedger = request.state.ledger
@@ -65,7 +69,8 @@ async def feed_ledger(request: Request) -> AsyncPartitioned:
 
 
 def event_filter(request: Request) -> EventFilter:
-    """The ``type``, ``queue``, ``job`` and ``actor`` filters of the query, checked (400 if bad).
+    """The ``type``, ``queue``, ``job``, ``actor`` and ``operation`` filters of the query, checked
+    (400 if bad).
     An empty one (``type=``, as a form sends a field left blank) is no filter, as ``after=`` is no cursor."""
     q = request.query_params
     type_, queue, job, actor = (q.get(name) or None for name in ("type", "queue", "job", "actor"))
@@ -79,7 +84,12 @@ def event_filter(request: Request) -> EventFilter:
         raise BadRequest(
             f"actor must be 1 to {MAX_ACTOR} printable characters, not {actor[: MAX_ACTOR + 1]!r}"
         )
-    return EventFilter(type_, queue, int(job) if job is not None else None, actor)
+    operation = q.get("operation") or None
+    if operation is not None and not _EVENT_ID.fullmatch(operation):
+        raise BadRequest(
+            f"operation must be a bulk operation's id, such as 1795322898701-0, not {operation[:40]!r}"
+        )
+    return EventFilter(type_, queue, int(job) if job is not None else None, actor, operation)
 
 
 async def list_events(request: Request) -> Response:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from jobledger.contract.traceparent import PATTERN as TRACEPARENT
+from jobledger.ledger.bulk import BulkRequest
 from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.option_kinds import named
@@ -47,6 +48,7 @@ EVENT_CURSOR: JSON = {"type": "string", "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0
 _FIELD = "|".join(JOB_FIELDS)
 FIELD_LIST: JSON = {"type": "string", "pattern": f"^({_FIELD})(,({_FIELD}))*$", "examples": ["status,output"]}
 TIME_OR_NULL: JSON = {"type": ["string", "null"], "format": "date-time"}
+TIME: JSON = {"type": "string", "format": "date-time"}
 DURATION_TEXT: JSON = {"type": "string", "examples": ["5m", "1h15m5s", "0s"]}
 
 
@@ -66,6 +68,7 @@ PATH_PARAMS: dict[str, Param] = {
         "A file's name: one path segment (no / or \\, no control character, not . or ..).",
     ),
     "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
+    "operation": Param(EVENT_ID, "A bulk operation's id (the id of its bulk_started event)."),
 }
 
 #: Query parameters by name, for the endpoints that take them.
@@ -79,7 +82,8 @@ QUERY_PARAMS: dict[str, Param] = {
     "worker": Param({"type": "string"}, "The fetching worker's id, recorded on the job."),
     "wait": Param(
         {"type": "string", "examples": ["30s", "2.5"]},
-        "Long-poll up to this long (a duration or seconds, at most 5m) for a job instead of 204 at once.",
+        "Wait up to this long (a duration or seconds, at most 5m): a fetch long-polls for a job instead "
+        "of 204 at once; a bulk operation is waited for before 202 (default 10s).",
     ),
     "after": Param(
         {**EVENT_CURSOR, "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0-9_-]+)?$"},
@@ -100,6 +104,14 @@ QUERY_PARAMS: dict[str, Param] = {
     "status": Param({"type": "string", "enum": list(JOB_STATUSES)}, "Only jobs with this status."),
     "tag": Param({"type": "string"}, "Only jobs with this tag."),
     "cursor": Param({"type": "string", "pattern": "^[0-9]+$"}, "The previous page's next."),
+    "operation": Param(EVENT_ID, "Only the events of this bulk operation: its start, its jobs', its end."),
+    "search": Param(
+        {"type": "string", "minLength": 1, "maxLength": 255},
+        "Only jobs whose id, a tag, or the text of their input, output or errors holds this text (a "
+        "bounded scan: each page reads at most 2,000 jobs; next continues it).",
+    ),
+    "since": Param(TIME, "With search: only jobs created at or after this time."),
+    "until": Param(TIME, "With search: only jobs created before this time."),
 }
 
 
@@ -261,6 +273,14 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
         "JobPage": {"type": "object", "required": ["jobs", "next"],
                     "properties": {"jobs": array(ref("Job")), "next": {"type": ["integer", "null"]}}},
         "Event": event_item(),
+        "BulkAnswer": {"type": "object", "required": ["operation", "matched", "done"], "properties": {
+            "operation": {**EVENT_ID, "type": ["string", "null"]}, "matched": {"type": "integer"},
+            "done": {"type": "integer"}, "finished": {"type": "boolean"}}},
+        "BulkOperation": {"type": "object", "properties": {
+            "operation": EVENT_ID, "action": {"type": "string", "enum": ["requeue", "cancel", "delete"]},
+            "filter": {"type": "object"}, "started_at": {"type": "string", "format": "date-time"},
+            "finished_at": TIME_OR_NULL, "done": {"type": "integer"},
+            "matched": {"type": ["integer", "null"]}, "running": {"type": "boolean"}}},
         "EventPage": {"type": "object", "required": ["events", "next"],
                       "properties": {"events": array(ref("Event")), "next": next_event}},
         "Info": {"type": "object", "required": ["queues", "statistics"], "properties": {
@@ -420,7 +440,7 @@ CREATE_JOBS = Operation(
 LIST_JOBS = Operation(
     "Job summaries of a queue, paged",
     {200: Reply("A page; next goes back as cursor.", ref("JobPage")), **NO_QUEUE},
-    query=("status", "tag", "limit", "cursor"),
+    query=("status", "tag", "limit", "cursor", "search", "since", "until"),
 )
 
 PAUSE_QUEUE = Operation("Pause a queue", {204: NO_CONTENT, **NO_QUEUE})
@@ -524,7 +544,43 @@ TAGGED = Operation("Ids of jobs with a tag", {200: Reply("Ids (empty if none).",
 LIST_EVENTS = Operation(
     "The ledger, paged",
     {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
-    query=("after", "limit", "type", "queue", "job", "actor"),
+    query=("after", "limit", "type", "queue", "job", "actor", "operation"),
+)
+
+BULK = Operation(
+    "Requeue, cancel or delete every job that matches a filter",
+    {
+        200: Reply(
+            "The operation finished (or, dry, the count): its id, jobs matched, events appended.",
+            ref("BulkAnswer"),
+        ),
+        202: Reply(
+            "Still running after the wait: the counts so far; its progress is at the location.",
+            ref("BulkAnswer"),
+            location=True,
+        ),
+    },
+    body=Body(BulkRequest),
+    query=("wait",),
+    description="Every filter given must hold; each job is checked, and acted on, as its single "
+    "PATCH or DELETE would be, in batches; its event carries the operation's id. A bad filter is a "
+    "400 with nothing appended; dry_run counts and changes nothing.",
+)
+
+RESUME_BULK = Operation(
+    "Run a cut-short bulk operation again, under its own id",
+    {
+        200: Reply("It finished: this run's counts.", ref("BulkAnswer")),
+        202: Reply("Still running after the wait.", ref("BulkAnswer"), location=True),
+        404: Reply("No such operation."),
+        409: Reply("It has finished, or this server runs it now."),
+    },
+    query=("wait",),
+)
+
+GET_BULK = Operation(
+    "A bulk operation: its filter, progress and end",
+    {200: Reply("The operation.", ref("BulkOperation")), 404: Reply("No such operation.")},
 )
 
 STREAM_EVENTS = Operation(
@@ -536,7 +592,7 @@ STREAM_EVENTS = Operation(
             "text/event-stream",
         )
     },
-    query=("after", "type", "queue", "job", "actor"),
+    query=("after", "type", "queue", "job", "actor", "operation"),
     headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
 )
 

@@ -22,11 +22,13 @@ EVENTS = "jobledger.server.event_handlers:"
 INFO = "jobledger.server.info_handlers:"
 BLOBS = "jobledger.server.upload_handlers:"
 ORCHESTRATOR = "jobledger.server.orchestrator_handlers:"
+BULK = "jobledger.server.bulk_handlers:"
 
 WORK_QUEUE, WORK_JOB = Needs("work", "queue"), Needs("work", "job")
 PRODUCE_QUERY = Needs("produce", "query")  # ?queue=Q; without it, admin only
 PRODUCE_FORM = Needs("produce", "form")  # the queue is the form's service
 WORK_BODY = Needs("work", "body")  # the queues of the jobs the body names, and of its fetch
+WORK_BULK = Needs("work", "body")  # the single action's scope on every queue the filter may touch
 READ_EVENTS = Needs("read", "events")  # or, filtered by queue or job, a queue scope on it
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -59,6 +61,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/job/{job_id}/history", JOB + "history", READ_JOB, "HISTORY"),
     # many jobs' updates, and a fetch, in one request
     ApiRoute("PATCH", "/jobs", "jobledger.server.batch_handlers:update_jobs", WORK_BODY, "UPDATE_JOBS"),
+    # many jobs at once, chosen by a filter: requeue, cancel, delete
+    ApiRoute("POST", "/bulk", BULK + "bulk", WORK_BULK, "BULK"),
+    ApiRoute("GET", "/bulk/{operation}", BULK + "get_bulk", READ, "GET_BULK"),
+    ApiRoute("POST", "/bulk/{operation}", BULK + "resume", WORK_BULK, "RESUME_BULK"),
     # a job's files and results
     ApiRoute("GET", "/job/{job_id}/files/{name}", FILES + "get_file", READ_JOB, "GET_FILE"),
     ApiRoute("PUT", "/job/{job_id}/results/{name}", FILES + "put_result", WORK_JOB, "PUT_RESULT"),

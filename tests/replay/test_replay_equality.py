@@ -15,6 +15,8 @@ a batch, the same request again or another one) and the scheduler forgetting key
 past their windows take part too, and the commands run as one actor or another (a key is its
 sender's).  Jobs name files (a few blobs from one small set, so queues share them) and their running
 attempts add results, some replacing one of the same name: the blob counts, in all and by queue.
+Bulk operations (requeue, cancel, delete by a drawn filter, in batches, some cut short before their
+end, some dry) take part, and their records are projections like any other.
 Each queue's lifetime totals agree with the stream's events of that queue, and its wait histogram
 counts every start.
 """
@@ -41,6 +43,7 @@ from hypothesis.stateful import (
 )
 
 from jobledger.ledger import commands
+from jobledger.ledger.bulk import BulkRequest, bulk_finish, bulk_jobs, bulk_start
 from jobledger.ledger.commands import Call, Created, Fetched, Idempotency
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.errors import Conflict, Mismatch, NotFound
@@ -162,6 +165,17 @@ moves = st.tuples(
     jobs, st.sampled_from(ACTIONS), attempts, st.one_of(st.just(NO_OUTPUT), outputs), reports, errors
 )
 #: how far the clock moves before a scheduler tick, in ms: around every deadline the settings make
+bulk_filters = st.fixed_dictionaries(
+    {"action": st.sampled_from(("requeue", "cancel", "delete"))},
+    optional={
+        "queue": queues,
+        "status": st.sampled_from(("failed", "timed_out", "cancelled", "queued", "running", "scheduled")),
+        "tag": st.sampled_from(TAGS),
+        "error_kind": st.sampled_from(KINDS),
+        "since": st.sampled_from((-3_600_000, -1000, 0)),
+        "dry_run": st.booleans(),
+    },
+)
 steps = st.one_of(
     st.sampled_from((1000, 0, 1, 999, 5000, 30_000, 60_000, 3_600_000)), st.integers(0, 4_000_000)
 )
@@ -482,6 +496,26 @@ class LedgerMachine(RuleBasedStateMachine):
             self.run(revoke_token(name))
         else:
             self.run(create_token(name, scopes, digest(secret)))
+
+    @rule(drawn=bulk_filters, batch=st.integers(1, 8), finish=st.sampled_from((True, True, False)))
+    def bulk(self, drawn: dict[str, Any], batch: int, finish: bool) -> None:
+        """A bulk operation: its start, its batches over every id handed out (each job checked in
+        the script against the filter and the action's transition), and its end, or none (cut
+        short); or a dry run, which appends nothing."""
+        fields = dict(drawn)
+        if "since" in fields:
+            fields["since"] = format_time(self.ledger.clock() + fields["since"])
+        request = BulkRequest.model_validate(fields)
+        last = int(self.client.get(self.ledger.keys.build("job_id")) or 0)
+        operation = None if request.dry_run else self.run(bulk_start(request))
+        length = stream_length(self.client, self.namespace)
+        for at in range(1, last + 2, batch):
+            ids = list(range(at, min(last + 2, at + batch)))
+            matched, done = self.run(bulk_jobs(0, request.action, operation, request, ids))
+            length += done
+            assert stream_length(self.client, self.namespace) == length and done <= matched
+        if operation is not None and finish:
+            self.run(bulk_finish(operation, 0, 0))
 
     @rule(actor=st.sampled_from(("local", "ci-bot", "deploy:prod")))
     def act_as(self, actor: str) -> None:
