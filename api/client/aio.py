@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import httpx
+import httpx2
 
 from jobledger.client import calls, transfers
 from jobledger.client.calls import UNSET, ApiCall
@@ -36,10 +36,10 @@ T = TypeVar("T")
 class AsyncClient(ClientBase):
     """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
     awaited, with the same ``url``, ``timeout`` and ``retry``; extra keyword arguments go to
-    ``httpx.AsyncClient``."""
+    ``httpx2.AsyncClient``."""
 
-    _HTTP = httpx.AsyncClient
-    _http: httpx.AsyncClient
+    _HTTP = httpx2.AsyncClient
+    _http: httpx2.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -360,7 +360,7 @@ class AsyncClient(ClientBase):
                     out.abort()
                     raise
                 return await asyncio.to_thread(out.finish)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             raise calls.unreachable(self.url, exc) from exc
 
     # Running the steps of jobledger.client.steps, as the sync client does, awaited
@@ -403,10 +403,10 @@ class AsyncClient(ClientBase):
                 return response, response.aiter_lines()
             assert isinstance(step, NextLine), step
             return await anext(step.lines, None)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             return exc  # thrown into the steps where they asked
 
-    async def _receive(self, step: Receive) -> tuple[httpx.Response, Received | None]:
+    async def _receive(self, step: Receive) -> tuple[httpx2.Response, Received | None]:
         async with self._http.stream("GET", step.path) as response:
             if not response.is_success:
                 await response.aread()
