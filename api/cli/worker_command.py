@@ -195,7 +195,7 @@ def worker(
 ) -> None:
     """Run a worker: fetch jobs, run the handler (or with --exec the command), complete or fail them,
     until SIGTERM or SIGINT."""
-    try:  # httpx's request lines only at debug
+    try:  # httpx2's request lines only at debug
         logs.configure(log_level, log_format)
     except ValueError as exc:
         fail(f"--log-format: {exc}", code=2)

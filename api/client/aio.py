@@ -8,7 +8,7 @@ from contextlib import AsyncExitStack, ExitStack
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import httpx
+import httpx2
 
 from jobledger.client.calls import ApiCall
 from jobledger.client.faces import AsyncFace
@@ -24,10 +24,10 @@ T = TypeVar("T")
 class AsyncClient(ClientMethods, AsyncFace):
     """A jobledger server over HTTP, for asyncio: the methods of :class:`~jobledger.client.sync.Client`,
     awaited, with the same ``url``, ``timeout`` and ``retry``; extra keyword arguments go to
-    ``httpx.AsyncClient``."""
+    ``httpx2.AsyncClient``."""
 
-    _HTTP = httpx.AsyncClient
-    _http: httpx.AsyncClient
+    _HTTP = httpx2.AsyncClient
+    _http: httpx2.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -86,10 +86,10 @@ class AsyncClient(ClientMethods, AsyncFace):
                 return response, response.aiter_lines()
             assert isinstance(step, NextLine), step
             return await anext(step.lines, None)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             return exc  # thrown into the steps where they asked
 
-    async def _receive(self, step: Receive) -> tuple[httpx.Response, Received | None]:
+    async def _receive(self, step: Receive) -> tuple[httpx2.Response, Received | None]:
         """As the sync client's, the file written in a thread (the event loop is not held up)."""
         async with self._http.stream("GET", step.path) as response:
             if not response.is_success:

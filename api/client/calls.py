@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-import httpx
+import httpx2
 from pydantic import TypeAdapter
 
 from jobledger.client.errors import Unavailable, error_for
@@ -54,21 +54,21 @@ class ApiCall(Generic[R]):
 
     method: str
     path: str
-    parse: Callable[[httpx.Response], R]
+    parse: Callable[[httpx2.Response], R]
     params: dict[str, str | int] | None = None
     body: Any = UNSET
     safe: bool = True
     holds: float = 0.0
     headers: dict[str, str] | None = None
-    #: a streamed body (files): httpx's arguments for one try, given where the files it opens are
+    #: a streamed body (files): httpx2's arguments for one try, given where the files it opens are
     #: closed and whether the client is the async one (:mod:`jobledger.client.transfers`)
     stream: Callable[[ExitStack, bool], dict[str, Any]] | None = None
 
     def request_args(
         self, timeout: float, files: ExitStack | None = None, asynchronous: bool = False
     ) -> dict[str, Any]:
-        """Keyword arguments of ``httpx.Client.request`` for this call, for a client whose timeout
-        is ``timeout``.  The body is encoded here, not by httpx's ``json=``, which would send no
+        """Keyword arguments of ``httpx2.Client.request`` for this call, for a client whose timeout
+        is ``timeout``.  The body is encoded here, not by httpx2's ``json=``, which would send no
         body at all for a JSON ``null``; a streamed body opens its files into ``files``."""
         args: dict[str, Any] = {"params": self.params}
         headers = dict(self.headers or {})
@@ -78,7 +78,7 @@ class ApiCall(Generic[R]):
             headers.update(streamed.pop("headers", {}))
             args.update(streamed)
         if self.holds:
-            args["timeout"] = httpx.Timeout(timeout, read=timeout + self.holds)
+            args["timeout"] = httpx2.Timeout(timeout, read=timeout + self.holds)
         if self.body is not UNSET:
             text = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             args["content"] = text.encode()
@@ -87,14 +87,14 @@ class ApiCall(Generic[R]):
             args["headers"] = headers
         return args
 
-    def finish(self, response: httpx.Response) -> R:
+    def finish(self, response: httpx2.Response) -> R:
         """The parsed result of a 2xx answer; anything else raises the matching :class:`ClientError`."""
         if response.is_success:
             return self.parse(response)
         raise error_for(response.status_code, error_message(response))
 
 
-def error_message(response: httpx.Response) -> str:
+def error_message(response: httpx2.Response) -> str:
     """The server's ``{"error": ...}`` message, or what can be said without one."""
     try:
         body = response.json()
@@ -106,11 +106,11 @@ def error_message(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}" + (f": {text}" if text else "")
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: httpx2.Response) -> Any:
     return response.json()
 
 
-def _none(response: httpx.Response) -> None:
+def _none(response: httpx2.Response) -> None:
     return None
 
 
@@ -260,7 +260,7 @@ def fetch_jobs(
     return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False, holds=wait or 0.0)
 
 
-def _fetched(response: httpx.Response) -> list[FetchedJob]:
+def _fetched(response: httpx2.Response) -> list[FetchedJob]:
     return [] if response.status_code == 204 else _fetched_jobs(response.json())
 
 
@@ -302,7 +302,7 @@ def update_jobs(
     return ApiCall("PATCH", "/jobs", _batched, body=body, safe=safe)
 
 
-def _batched(response: httpx.Response) -> Batched:
+def _batched(response: httpx2.Response) -> Batched:
     answer = response.json()
     refusals = tuple(
         None if u["status"] < 300 else error_for(u["status"], u["error"]) for u in answer["updates"]
@@ -459,7 +459,7 @@ def list_events(after: str | None, limit: int, filters: dict[str, str | int]) ->
     return ApiCall("GET", "/events", _event_page, params=params)
 
 
-def _event_page(response: httpx.Response) -> EventPage:
+def _event_page(response: httpx2.Response) -> EventPage:
     body = response.json()
     return EventPage(_EVENTS.validate_python(body["events"]), body.get("next"))
 
@@ -489,6 +489,6 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
-def unreachable(url: str, exc: httpx.TransportError) -> Unavailable:
+def unreachable(url: str, exc: httpx2.TransportError) -> Unavailable:
     """The error for a request that got no answer, after any retries."""
     return Unavailable(f"cannot reach jobledger at {url}: {str(exc) or type(exc).__name__}")

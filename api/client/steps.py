@@ -4,7 +4,7 @@ A step is a piece of plain data naming what needs the network or the clock.  :cl
 holds the logic (retrying a call, paging through ``GET /events``, following the event feed,
 waiting for a job) as generators that yield steps and are sent each one's outcome;
 :class:`~jobledger.client.sync.Client` does a step at once, :class:`~jobledger.client.aio.AsyncClient`
-awaits it.  A network error (``httpx.TransportError``) is thrown into the generator where the step
+awaits it.  A network error (``httpx2.TransportError``) is thrown into the generator where the step
 was yielded, so the logic catches it as if it had made the request itself.
 
 =====================  ===========================================================================
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-import httpx
+import httpx2
 
 from jobledger.client import calls
 from jobledger.client.calls import (
@@ -81,7 +81,7 @@ Steps = Generator[Step, Any, T]
 def advance(work: Steps[Any], outcome: Any) -> Step:
     """The next step of ``work``, given the outcome of the last: sent it, or thrown it when it is a
     network error."""
-    if isinstance(outcome, httpx.TransportError):
+    if isinstance(outcome, httpx2.TransportError):
         return work.throw(outcome)
     return work.send(outcome)
 
@@ -105,15 +105,15 @@ def next_event(work: Steps[Any]) -> Steps[Event | None]:
             return step
         try:
             outcome = yield step
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             outcome = exc
 
 
 class ClientBase:
-    """The settings and the logic of both clients; each subclass names its ``httpx`` client class
+    """The settings and the logic of both clients; each subclass names its ``httpx2`` client class
     and runs the steps."""
 
-    #: ``httpx.Client`` or ``httpx.AsyncClient``
+    #: ``httpx2.Client`` or ``httpx2.AsyncClient``
     _HTTP: ClassVar[Callable[..., Any]]
 
     def __init__(
@@ -123,15 +123,15 @@ class ClientBase:
         timeout: float = 10.0,
         retry: Retry | None = None,
         token: str | None = None,
-        **httpx_options: Any,
+        **httpx2_options: Any,
     ) -> None:
         self.url = resolve_url(url)
         self.retry = retry or Retry()
         self._timeout = timeout
         #: The API token sent as ``Authorization: Bearer``: ``token``, else ``$JOBLEDGER_TOKEN``.
         self.token = resolve_token(token)
-        headers = {**auth_headers(self.token), **httpx_options.pop("headers", {})}
-        self._http = self._HTTP(base_url=self.url, timeout=timeout, headers=headers, **httpx_options)
+        headers = {**auth_headers(self.token), **httpx2_options.pop("headers", {})}
+        self._http = self._HTTP(base_url=self.url, timeout=timeout, headers=headers, **httpx2_options)
 
     def _sending(self, call: ApiCall[T]) -> Steps[T]:
         """Send ``call``, again as :attr:`retry` allows; its parsed result."""
@@ -140,7 +140,7 @@ class ClientBase:
             tried += 1
             try:
                 response = yield call
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 delay = self.retry.after_error(call, exc, tried)
                 if delay is None:
                     raise unreachable(self.url, exc) from exc
@@ -162,7 +162,7 @@ class ClientBase:
                 tried += 1
                 try:
                     response, received = yield step
-                except httpx.TransportError as exc:
+                except httpx2.TransportError as exc:
                     if (delay := self.retry.backoff(tried)) is None:
                         raise unreachable(self.url, exc) from exc
                 else:
@@ -186,7 +186,7 @@ class ClientBase:
         try:
             try:
                 response, received = yield Receive(path, part)
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 raise unreachable(self.url, exc) from exc
             if received is None:
                 raise error_for(response.status_code, error_message(response))
@@ -238,7 +238,7 @@ class ClientBase:
                         elif stop_at(event):
                             return event
                     delay = feed.ended()
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 delay = feed.lost(exc)
             except StreamFailed as failure:
                 delay = feed.failed(failure)

@@ -8,7 +8,7 @@ from contextlib import ExitStack, closing
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import httpx
+import httpx2
 
 from jobledger.client.calls import ApiCall
 from jobledger.client.faces import SyncFace
@@ -28,11 +28,11 @@ class Client(ClientMethods, SyncFace):
     sent as ``Authorization: Bearer``) to ``$JOBLEDGER_TOKEN``, else none.  Errors raise the
     :mod:`jobledger.client.errors` tree with the server's message.  Transient failures are retried as
     ``retry`` says (by default 4 tries, 0.1 s doubling to 2 s), only where resending is safe.
-    Extra keyword arguments go to ``httpx.Client`` (headers, auth, event hooks...).
+    Extra keyword arguments go to ``httpx2.Client`` (headers, auth, event hooks...).
     """
 
-    _HTTP = httpx.Client
-    _http: httpx.Client
+    _HTTP = httpx2.Client
+    _http: httpx2.Client
 
     def close(self) -> None:
         self._http.close()
@@ -91,10 +91,10 @@ class Client(ClientMethods, SyncFace):
                 return response, response.iter_lines()
             assert isinstance(step, NextLine), step
             return next(step.lines, None)
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             return exc  # thrown into the steps where they asked
 
-    def _receive(self, step: Receive) -> tuple[httpx.Response, Received | None]:
+    def _receive(self, step: Receive) -> tuple[httpx2.Response, Received | None]:
         with self._http.stream("GET", step.path) as response:
             if not response.is_success:
                 response.read()

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
+import httpx2
 
 from jobledger.client.errors import DigestMismatch
 from jobledger.contract.files import DEFAULT_MEDIA_TYPE, repr_digest, sha256_of_digest
@@ -92,7 +92,7 @@ class Upload:
             yield self._counted(chunk)
 
     def raw_body(self, files: ExitStack, asynchronous: bool) -> dict[str, Any]:
-        """httpx's request arguments sending the file as the whole body."""
+        """httpx2's request arguments sending the file as the whole body."""
         f = self.open(files)
         headers = {"content-type": self.media_type or "application/octet-stream"}
         size = self.length(f)
@@ -110,8 +110,8 @@ class Upload:
 
 
 def form_body(uploads: list[Upload], job: str | None, files: ExitStack) -> dict[str, Any]:
-    """httpx's request arguments of a multipart body: the ``job`` part (JSON text) and one part a
-    file, named by its name; httpx reads each file in chunks as the request goes out."""
+    """httpx2's request arguments of a multipart body: the ``job`` part (JSON text) and one part a
+    file, named by its name; httpx2 reads each file in chunks as the request goes out."""
     parts = [(u.name, (u.name, u.open(files), u.media_type or "application/octet-stream")) for u in uploads]
     return {"files": parts, "data": {"job": job} if job is not None else None}
 
@@ -199,7 +199,7 @@ class HashedFile:
             yield self.source
 
     def body(self, files: ExitStack, asynchronous: bool) -> dict[str, Any]:
-        """httpx's request arguments sending the file as the whole body, read from its start (the
+        """httpx2's request arguments sending the file as the whole body, read from its start (the
         headers come from :meth:`headers`)."""
         chunks = self.chunks()
         return {"content": in_thread(chunks) if asynchronous else chunks}
@@ -274,7 +274,7 @@ class Sink:
         return Received(self._sha.hexdigest(), self._size)
 
 
-def announced_sha256(headers: httpx.Headers) -> str | None:
+def announced_sha256(headers: httpx2.Headers) -> str | None:
     """The SHA-256 the server says the body has: ``Repr-Digest``, else a SHA-256 ETag."""
     digest = headers.get("repr-digest")
     if digest:
@@ -286,7 +286,7 @@ def announced_sha256(headers: httpx.Headers) -> str | None:
     return etag if len(etag) == 64 and all(c in "0123456789abcdef" for c in etag) else None
 
 
-def problem_with(received: Received, headers: httpx.Headers) -> str | None:
+def problem_with(received: Received, headers: httpx2.Headers) -> str | None:
     """Why the bytes received are not the file the server announced, or None when they are."""
     expected = announced_sha256(headers)
     if expected is None:

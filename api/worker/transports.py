@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar, cast
 
-import httpx
+import httpx2
 
 from jobledger.blobs import BlobStore
 from jobledger.blobs.guarded import GuardedStore
@@ -244,7 +244,7 @@ class HttpTransport(Finishing):
     ) -> None:
         # no cap on connections (feeds and file transfers hold theirs as long as they last): the
         # short requests are capped by _in_flight, and each of theirs is kept for the next
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=IN_FLIGHT + 4)
+        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=IN_FLIGHT + 4)
         self.client = client or AsyncClient(url, token=token, limits=limits)
         self.long_poll = long_poll
         self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10, token=self.client.token)

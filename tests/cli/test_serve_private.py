@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.runtime.embedded import ServerRecord
 from tests.cli.process_support import REPO, jobledger, no_server_left, serve_args, wait_for, wait_serving
@@ -43,10 +43,10 @@ def test_serve_keeps_the_data_directory_the_blobs_and_the_archive_private(tmp_pa
         jobledger(serve_args(data_dir, port), serve_log, REPO, **archiving) as serve,
     ):
         wait_serving(serve, base)
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        assert httpx.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
+        assert httpx2.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
         files: dict[str, Any] = {"job": (None, b'{"input": 1}', "application/json"), "a.txt": ("a.txt", b"x")}
-        assert httpx.post(f"{base}/queue/q/job", files=files).status_code == 201
+        assert httpx2.post(f"{base}/queue/q/job", files=files).status_code == 201
         wait_for(lambda: any(archive.glob("*/*.jsonl")), "an archived segment")
         assert loose(data_dir) == []
         assert loose(archive) == []
@@ -73,8 +73,8 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
         record = ServerRecord.read(data_dir)
         assert record is not None and record.url.startswith("redis://:"), record
         assert refused_without_password(port_of(record.url))
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        made = httpx.post(f"{base}/queue/q/job", json={"input": {"release": str(release)}})
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
+        made = httpx2.post(f"{base}/queue/q/job", json={"input": {"release": str(release)}})
         assert made.status_code == 201
         job = made.json()
         verify = ["replay", "verify", "--data-dir", str(data_dir)]
@@ -86,7 +86,7 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
 
             def completed() -> bool:
                 assert worker.process.poll() is None, worker.output()
-                return bool(httpx.get(f"{base}/job/{job}/status").json() == "completed")
+                return bool(httpx2.get(f"{base}/job/{job}/status").json() == "completed")
 
             wait_for(completed, "the worker over Redis to complete the job")
             worker.signal(signal.SIGTERM)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from jobledger.ledger.seal.checkpoints import parse_body
 from jobledger.runtime.embedded import free_port
@@ -24,9 +24,9 @@ def test_serve_makes_a_key_on_first_start_and_seals_what_it_appends(tmp_path: Pa
         wait_serving(serve, base)
         assert default_key_file(data_dir, "jobledger").stat().st_mode & 0o777 == 0o600
         assert "made the ledger's signing key" in serve.output()
-        httpx.put(f"{base}/queue/q", json={}).raise_for_status()
+        httpx2.put(f"{base}/queue/q", json={}).raise_for_status()
         for n in range(5):
-            httpx.post(f"{base}/queue/q/job", json={"input": n}).raise_for_status()
+            httpx2.post(f"{base}/queue/q/job", json={"input": n}).raise_for_status()
 
         def sealed() -> bool:
             return (

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger.keys import Keys
@@ -77,9 +77,9 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"jobledger serve exited with {proc.returncode}: {log.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).json() == {"status": "healthy"}:
+            if httpx2.get(f"{url}/health", timeout=1).json() == {"status": "healthy"}:
                 return
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         time.sleep(0.05)
     raise RuntimeError(f"jobledger serve did not answer within {START_TIMEOUT}s: {log.read_text()[-3000:]}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger import commands
@@ -56,12 +56,12 @@ def test_a_bulk_killed_half_way_leaves_each_job_whole_and_a_rerun_finishes_it(
     with _serve(redis_url, namespace, port, tmp_path / "first.log") as server:
         wait_serving(server, base)
         body = {"action": "requeue", "queue": "q", "status": "failed"}
-        answer = httpx.post(f"{base}/bulk?wait=0", json=body)
+        answer = httpx2.post(f"{base}/bulk?wait=0", json=body)
         assert answer.status_code == 202, answer.text
         operation = answer.json()["operation"]
 
         def half_way() -> bool:
-            return httpx.get(f"{base}/bulk/{operation}").json()["done"] > 0
+            return httpx2.get(f"{base}/bulk/{operation}").json()["done"] > 0
 
         wait_for(half_way, "the operation to start on its jobs")
         server.signal(signal.SIGKILL)
@@ -75,10 +75,10 @@ def test_a_bulk_killed_half_way_leaves_each_job_whole_and_a_rerun_finishes_it(
 
     with _serve(redis_url, namespace, port, tmp_path / "again.log") as server:
         wait_serving(server, base)
-        again = httpx.post(f"{base}/bulk/{operation}?wait=60", timeout=70)
+        again = httpx2.post(f"{base}/bulk/{operation}?wait=60", timeout=70)
         assert again.status_code == 200, again.text
         assert again.json()["done"] == counted["failed"]
-        record = httpx.get(f"{base}/bulk/{operation}").json()
+        record = httpx2.get(f"{base}/bulk/{operation}").json()
         assert record["done"] == JOBS and record["finished_at"] is not None
     assert _statuses(client, ledger, ids) == {"queued": JOBS}
     requeued = [e["job"] for e in events(client, namespace) if e["type"] == "job_requeued"]

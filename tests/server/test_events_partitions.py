@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import redis
 from starlette.testclient import TestClient
@@ -225,7 +225,7 @@ def test_archived_events_of_a_partition_come_first_in_its_place(
     start = {"last-event-id": Cursor.start(COUNT).token()}
     with (
         live_server(redis_url, namespace) as server,
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", headers=start) as r,
     ):
         sse = Sse(r)
@@ -237,7 +237,7 @@ def test_a_client_that_goes_away_takes_its_reads_of_every_partition_with_it(
 ) -> None:
     workload(split, clock, rounds=1)
     before = xread_clients(client)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         with http.stream("GET", "/events/stream") as r:
             assert r.status_code == 200
             eventually(lambda: len(xread_clients(client) - before) == COUNT)  # a read of each partition
@@ -273,7 +273,7 @@ def test_the_stream_delivers_every_partition_live_and_resumes_without_loss_or_re
 ) -> None:
     workload(split, clock, rounds=2)
     before = merged(client, split)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         with http.stream("GET", "/events/stream", params={"type": "job_created"}) as r:
             assert r.status_code == 200
             sse = Sse(r)
@@ -311,7 +311,7 @@ def test_the_dashboards_feeds_follow_a_split_ledger(
     split: Partitioned, clock: Clock, redis_url: str, namespace: str
 ) -> None:
     made = workload(split, clock, rounds=2)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         page = http.get("/ui/events")
         assert page.status_code == 200 and "sse-connect" in page.text
         with http.stream("GET", "/ui/events/stream") as r:

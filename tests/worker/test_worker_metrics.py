@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -58,7 +58,7 @@ def test_jobs_in_hand_durations_and_outcomes(
 
 
 def scrape(url: str) -> dict[str, float]:
-    text = httpx.get(url, timeout=5).text
+    text = httpx2.get(url, timeout=5).text
     return {
         s.name + str(sorted(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)
@@ -81,8 +81,8 @@ def test_the_worker_command_serves_its_metrics(api: Client, server: str, tmp_pat
         wait_until(lambda: scrape(url).get(key) == 1, "the completion counted")
         proc.terminate()
         assert proc.wait(timeout=15) == 0
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(url, timeout=2)  # the endpoint stopped with the worker
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(url, timeout=2)  # the endpoint stopped with the worker
 
 
 def test_a_metrics_port_in_use_is_refused(server: str) -> None:

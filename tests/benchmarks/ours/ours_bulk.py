@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-import httpx
+import httpx2
 
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
@@ -43,7 +43,7 @@ def seed_failed(ledger: Ledger, jobs: int) -> None:
         ledger.run(commands.update_jobs([(j.id, failure) for j in started]))
 
 
-def others(http: httpx.Client, stop: threading.Event, times: list[float]) -> None:
+def others(http: httpx2.Client, stop: threading.Event, times: list[float]) -> None:
     """Other clients' requests, one at a time, each one's time in ms, until ``stop``."""
     turn = 0
     while not stop.is_set():
@@ -56,7 +56,7 @@ def others(http: httpx.Client, stop: threading.Event, times: list[float]) -> Non
         turn += 1
 
 
-def _during(http: httpx.Client, seconds: float | None, work: Callable[[], object] | None) -> list[float]:
+def _during(http: httpx2.Client, seconds: float | None, work: Callable[[], object] | None) -> list[float]:
     """Other clients' request times over ``seconds``, or while ``work`` runs."""
     times: list[float] = []
     stop = threading.Event()
@@ -82,8 +82,8 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
         with serving("ours", url, ledger.keys.namespace, 1) as served:
             base = f"http://127.0.0.1:{served.port}"
             with (
-                httpx.Client(base_url=base, timeout=600) as bulk,
-                httpx.Client(base_url=base, timeout=60) as http,
+                httpx2.Client(base_url=base, timeout=600) as bulk,
+                httpx2.Client(base_url=base, timeout=60) as http,
             ):
                 idle = _during(http, IDLE, None)
                 answer: dict[str, object] = {}
