@@ -8,7 +8,7 @@ in-process metrics, as ``/health`` answers 200 ``unhealthy``.
 
 On a ledger split into partitions the state is the whole ledger's: the counts of each queue from its
 partition, the streams' lengths and events added up (and each partition's length, labelled with
-``partition``), each check's lag from the oldest deadline of any partition.
+``partition``, as is a sealed ledger's seal lag), each check's lag from the oldest deadline of any partition.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from jobledger.ledger.partitions import HOME, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.projections import readers
+from jobledger.server.sealed_ledger import seal_states
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
 LATENCY_BUCKETS = (
@@ -67,6 +68,8 @@ class LedgerState:
     blobs: SweepCounters = field(default_factory=SweepCounters)
     #: each partition's stream length, on a ledger split into partitions (else empty)
     partition_lengths: list[int] = field(default_factory=list)
+    #: on a sealed ledger, each partition's oldest event not sealed yet (its ``at``; None: all are)
+    seal_waiting: list[int | None] | None = None
 
 
 @dataclass
@@ -135,12 +138,16 @@ def _whole(parts: list[LedgerState]) -> LedgerState:
                    partition_lengths=lengths)  # fmt: skip
 
 
-async def read_state(ledger: OpeningLedger) -> LedgerState:
+async def read_state(ledger: OpeningLedger, sealed: bool = False) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips, each partition's at once);
-    the blob collector keeps its counters in the home partition."""
+    the blob collector keeps its counters in the home partition.  ``sealed``: the seal lag too."""
     info = await ledger.read(readers.info())
     state = await ledger.read(_stream_read(info))
-    return replace(state, blobs=await ledger.read(replace(sweep_counters(), route=HOME)))
+    state = replace(state, blobs=await ledger.read(replace(sweep_counters(), route=HOME)))
+    if sealed:
+        found = await seal_states(await ledger.opened())
+        state = replace(state, seal_waiting=[s.waiting for s in found])
+    return state
 
 
 def _lag_seconds(oldest_ms: int | None, now_ms: int) -> float:
@@ -201,6 +208,16 @@ def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
     for check, oldest in state.oldest_due_ms.items():
         lag.add_metric([check], _lag_seconds(oldest, now_ms))
     yield lag
+    if state.seal_waiting is not None:
+        seal = GaugeMetricFamily(
+            "jobledger_seal_lag_seconds",
+            "How long the oldest event not yet sealed in a signed checkpoint has waited, by partition "
+            "(0 when every event is sealed).",
+            labels=["partition"],
+        )
+        for partition, waiting in enumerate(state.seal_waiting):
+            seal.add_metric([str(partition)], _lag_seconds(waiting, now_ms))
+        yield seal
     yield from _blob_families(state.blobs)
 
 
@@ -246,11 +263,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-async def scrape(ledger: OpeningLedger) -> Scrape:
+async def scrape(ledger: OpeningLedger, sealed: bool = False) -> Scrape:
     """Read the ledger's state now; an empty reading when Redis does not answer."""
     now = ledger.clock()
     try:
-        return Scrape(await read_state(ledger), now)
+        return Scrape(await read_state(ledger, sealed), now)
     except (Unavailable, redis.RedisError, OSError):  # a down Redis is a value here, not an error
         return Scrape(None, now)
 
@@ -258,5 +275,5 @@ async def scrape(ledger: OpeningLedger) -> Scrape:
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
     registry: Metrics = request.app.state.metrics
-    reading = await scrape(request.state.ledger)
+    reading = await scrape(request.state.ledger, sealed=request.state.sealed is not None)
     return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

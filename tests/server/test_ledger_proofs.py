@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import redis
 import tamperlog.merkle as reference
+from freezegun import freeze_time
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
@@ -27,6 +29,7 @@ from jobledger.runtime.config import Config
 from jobledger.scheduler.sealer import SealSettings, default_key_file, make_key_file, seal_settings
 from jobledger.server.app import create_app
 from tests.seal_support import seal
+from tests.server import test_metrics as metrics
 from tests.support.http import BASE_URL, error_of, unchanged
 from tests.support.replay import archive, stream_entries
 
@@ -268,9 +271,21 @@ def test_an_event_changed_under_its_seal_gets_no_proof(
     assert "differs from what was sealed" in error_of(sealed.api.get(f"/job/{completed}/receipt"), 409)
 
 
+def test_the_seal_lag_is_how_long_the_oldest_event_not_sealed_has_waited(sealed: Sealed) -> None:
+    assert metrics.value(metrics.scrape(sealed.api), "jobledger_seal_lag_seconds", partition="0") == 0
+    jobs(sealed.api)
+    with freeze_time(datetime.now(UTC) + timedelta(seconds=10)):
+        lag = metrics.value(metrics.scrape(sealed.api), "jobledger_seal_lag_seconds", partition="0")
+    assert 9 <= lag <= 10.5
+    sealed.seal()
+    with freeze_time(datetime.now(UTC) + timedelta(seconds=10)):
+        assert metrics.value(metrics.scrape(sealed.api), "jobledger_seal_lag_seconds", partition="0") == 0
+
+
 def test_a_ledger_not_sealed_serves_no_proofs(redis_url: str, namespace: str, tmp_path: Path) -> None:
     app = create_app(config(namespace, tmp_path, seal=False), redis_url, run_scheduler=False)
     with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
+        assert "jobledger_seal_lag_seconds" not in metrics.names(metrics.scrape(api))
         for path in (
             "/ledger/key",
             "/ledger/checkpoint",
@@ -307,6 +322,10 @@ def test_a_split_ledger_has_a_log_and_proofs_per_partition(
                 )
                 assert consistency.status_code == 200
         assert sum(1 for s in sizes if s) > 1
+        samples = metrics.scrape(split.api)
+        assert [metrics.value(samples, "jobledger_seal_lag_seconds", partition=str(p)) for p in range(4)] == [
+            0
+        ] * 4
         verifier = split.settings.signer.verifier
         origins = set()
         for job in made:
