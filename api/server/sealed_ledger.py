@@ -26,6 +26,7 @@ from jobledger.ledger.partitioned import AsyncPartitioned
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.seal.checkpoints import Checkpoint
 from jobledger.ledger.seal.errors import Malformed, SealError
+from jobledger.ledger.seal.hashes import to_base64
 from jobledger.ledger.seal.keys import VerifierKey
 from jobledger.ledger.seal.leaves import leaf_bytes, stream_order
 from jobledger.ledger.seal.tiles import WIDTH
@@ -84,6 +85,10 @@ class ServedLogs:
             self._logs[partition] = self.settings.log_of(self.namespace, partition)
         return self._logs[partition]
 
+    def each(self, router: AsyncPartitioned) -> list[SealedLog]:
+        """Every partition's log, in partition order."""
+        return [self.log(log_partition(router, p)) for p in range(router.partitioning.count)]
+
 
 def log_partition(router: AsyncPartitioned, partition: int) -> int | None:
     """The log's name for partition ``partition``: None on a ledger of one partition."""
@@ -102,6 +107,31 @@ def last_sealed(log: SealedLog, checkpoint: Checkpoint) -> str | None:
     """The id of the last event ``checkpoint`` seals (from the published id files)."""
     size = checkpoint.size
     return log.ids((size - 1) // WIDTH, size)[-1] if size else None
+
+
+@dataclass(frozen=True)
+class Published:
+    """A log's latest checkpoint as the dashboard shows it: its note and what it says, or why it
+    cannot be read (a bad signature, a file that is not a checkpoint)."""
+
+    origin: str
+    note: str | None = None
+    checkpoint: Checkpoint | None = None
+    error: str | None = None
+
+    @property
+    def root(self) -> str | None:
+        """The root hash, base64, as the note writes it."""
+        return None if self.checkpoint is None else to_base64(self.checkpoint.root)
+
+
+def published(log: SealedLog) -> Published:
+    """The log's latest checkpoint, its signature checked."""
+    try:
+        found = latest(log)
+    except (SealError, OSError) as exc:
+        return Published(log.origin, error=str(exc))
+    return Published(log.origin) if found is None else Published(log.origin, found[0], found[1])
 
 
 @dataclass(frozen=True)
