@@ -7,7 +7,8 @@ job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost
 large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
 Starlette app's).  ``raw``: the raw server's EVALSHA rate
 (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
-down over HTTP) runs only when named.
+down over HTTP) and ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`) run only
+when named.
 A part that fails is recorded (and makes the run fail).
 
 Peers (other job queues measured beside ours for the same work) are not part of jobledger: a
@@ -37,6 +38,7 @@ from . import (
     ours_http,
     ours_process,
     ours_scale,
+    ours_seal,
     ours_start,
     worker_latency,
 )
@@ -145,6 +147,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
     steps.append(("start", lambda: ours_start.measure(servers, settings, log)))
     steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
+    steps.append(("seal", lambda: ours_seal.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:
             continue
