@@ -13,12 +13,13 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key, scan
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_pages
-from jobledger.projections.archive import ArchiveRecord, archived_entries, events_by_id, record
-from jobledger.projections.readers import history_ids, stream_events
+from jobledger.projections.archive import ArchiveRecord, archived_entries, events_by_id, find_entries, record
+from jobledger.projections.readers import history_ids, stream_entries
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger
@@ -96,14 +97,20 @@ async def merged_page(
     return merge_pages(cursor, dict(zip(where, pages, strict=True)), limit)
 
 
-async def job_history(ledger: AsyncLedger | OpeningLedger, job_id: int) -> list[dict[str, Any]]:
-    """Every event of the job, oldest first, as API event items, archived ones included;
-    NotFound for an id never used (``GET /job/{id}/history``).  Read in the job's partition."""
+async def job_entries(ledger: AsyncLedger | OpeningLedger, job_id: int) -> list[RawEntry]:
+    """Every event of the job as stored, oldest first, archived ones included; NotFound for an id
+    never used.  Read in the job's partition."""
     if isinstance(ledger, OpeningLedger):
         ledger = (await ledger.opened()).for_id(job_id)
     ids = await ledger.read(history_ids(job_id))
-    found = await ledger.read(stream_events(ids))
+    found = await ledger.read(stream_entries(ids))
     missing = [i for i in ids if i not in found]
     if missing and (rec := await ledger.read(record())) is not None:
-        found.update(await asyncio.to_thread(events_by_id, rec, missing))
-    return [found[i].item() for i in ids if i in found]
+        found.update(await asyncio.to_thread(find_entries, rec, missing))
+    return [found[i] for i in ids if i in found]
+
+
+async def job_history(ledger: AsyncLedger | OpeningLedger, job_id: int) -> list[dict[str, Any]]:
+    """Every event of the job, oldest first, as API event items, archived ones included;
+    NotFound for an id never used (``GET /job/{id}/history``).  Read in the job's partition."""
+    return [decode_entry(*entry).item() for entry in await job_entries(ledger, job_id)]

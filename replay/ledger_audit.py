@@ -69,6 +69,15 @@ class LogAudit:
     def ok(self) -> bool:
         return self.finding is None
 
+    def summary(self) -> str:
+        """One line: the first difference, what kept the check short, or what was verified."""
+        if self.finding is not None:
+            return f"{self.origin}: {self.finding}"
+        if self.notes:
+            return f"{self.origin}: {'; '.join(self.notes)}"
+        return (f"{self.origin}: verified {self.events:,} events against checkpoint {self.size} "
+                f"({self.checkpoints} checkpoints signed and consistent)")  # fmt: skip
+
 
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)

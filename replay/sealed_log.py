@@ -82,6 +82,10 @@ class SealedLog:
                 return None
         return parse_body(text + "\n")
 
+    def kept(self, size: int) -> bool:
+        """Whether a checkpoint of ``size`` was published (and is kept): the sizes proofs are for."""
+        return self.files.read(f"{HISTORY}/{size}") is not None
+
     def history(self) -> list[tuple[int, str]]:
         """Every checkpoint kept, ``(size, note)``, smallest first (unchecked)."""
         sizes = sorted(int(name) for name in self.files.names(HISTORY) if name.isdigit())

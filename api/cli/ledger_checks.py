@@ -65,10 +65,4 @@ def configured_keys(config: Config) -> list[VerifierKey] | None:
 
 
 def print_audit(audit: LogAudit) -> None:
-    if audit.finding is not None:
-        typer.echo(f"{audit.origin}: {audit.finding}")
-    elif audit.notes:
-        typer.echo(f"{audit.origin}: {'; '.join(audit.notes)}")
-    else:
-        typer.echo(f"{audit.origin}: verified {audit.events:,} events against checkpoint {audit.size} "
-                   f"({audit.checkpoints} checkpoints signed and consistent)")  # fmt: skip
+    typer.echo(audit.summary())

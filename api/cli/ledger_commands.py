@@ -7,6 +7,7 @@
   checkpoints and tiles (:mod:`jobledger.replay.ledger_audit`); exit 1 naming the first event that
   differs and how.
 - ``checkpoints --save DIR`` copies every checkpoint kept into DIR, for an auditor.
+- ``receipt JOB_ID`` prints a job's receipt, asked of a running server (``--url``);
 - ``verify-receipt FILE --key KEY`` checks a job's receipt with the verifier key alone: no server.
 
 Exit codes: 0 verified; 1 a difference (or a receipt that does not hold); 2 bad usage (a key file
@@ -15,6 +16,7 @@ that exists, no key); 3 the check could not be done.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +24,7 @@ import typer
 
 from jobledger.blobs.log_files import log_part
 from jobledger.cli.common import LEDGER_DEFAULTS, LedgerOptions, SignalStop, fail, ledger_options
+from jobledger.cli.http import UrlOption, connected
 from jobledger.cli.ledger_checks import audit_parts, configured_keys, published_logs
 from jobledger.cli.replay_commands import ledger_parts
 from jobledger.ledger.seal.errors import Malformed, ReceiptFailed
@@ -137,6 +140,18 @@ def checkpoints(
         if latest is not None:
             (where / "latest").write_text(latest)
     typer.echo(f"saved {saved} checkpoints into {save}")
+
+
+@app.command("receipt")
+def receipt(
+    job_id: Annotated[int, typer.Argument(help="The job's id.")],
+    url: UrlOption = None,
+) -> None:
+    """Print a job's receipt (JSON) from a running server: keep it, and check it later with
+    verify-receipt.  Exit 1 while some of its events are not sealed yet (try again in a moment)."""
+    with connected(url) as client:
+        found = client.receipt(job_id)
+    typer.echo(json.dumps(found, ensure_ascii=False, indent=1))
 
 
 @app.command("verify-receipt")

@@ -408,6 +408,40 @@ def tagged(tag: str) -> ApiCall[list[int]]:
     return ApiCall("GET", f"/tag/{_segment(tag)}", _json)
 
 
+# The verifiable ledger
+
+
+def _partition(partition: int | None, **more: int | str | None) -> dict[str, str | int] | None:
+    params = {k: v for k, v in {"partition": partition, **more}.items() if v is not None}
+    return params or None
+
+
+def receipt(job_id: int) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", _job(job_id, "/receipt"), _json)
+
+
+def ledger_key() -> ApiCall[str]:
+    return ApiCall("GET", "/ledger/key", lambda r: r.text.strip())
+
+
+def ledger_checkpoint(partition: int | None = None) -> ApiCall[str]:
+    return ApiCall("GET", "/ledger/checkpoint", lambda r: r.text, params=_partition(partition))
+
+
+def inclusion_proof(
+    event: str, size: int | None = None, partition: int | None = None
+) -> ApiCall[dict[str, Any]]:
+    params = _partition(partition, event=event, size=size)
+    return ApiCall("GET", "/ledger/proof/inclusion", _json, params=params)
+
+
+def consistency_proof(
+    old: int, new: int | None = None, partition: int | None = None
+) -> ApiCall[dict[str, Any]]:
+    params = _partition(partition, **{"from": old, "to": new})
+    return ApiCall("GET", "/ledger/proof/consistency", _json, params=params)
+
+
 # Server
 
 

@@ -409,6 +409,40 @@ class ClientMethods(ClientBase):
         resumes after the last event seen (``Last-Event-ID``), so none is missed or repeated."""
         return self._following(after, filter_params(type, queue, job, actor), Deadline(None))
 
+    # The verifiable ledger
+
+    @twin
+    def receipt(self, job_id: int) -> Steps[dict[str, Any]]:
+        """The job's receipt: its events with their inclusion proofs against the latest signed
+        checkpoint, to check offline (``jobledger ledger verify-receipt``).  Conflict while some of
+        its events are not sealed yet (ask again after a seal interval)."""
+        return self._sending(calls.receipt(job_id))
+
+    @twin
+    def ledger_key(self) -> Steps[str]:
+        """The verifier key of the ledger's checkpoints (name+id+base64)."""
+        return self._sending(calls.ledger_key())
+
+    @twin
+    def ledger_checkpoint(self, partition: int | None = None) -> Steps[str]:
+        """The latest signed checkpoint (a note); ``partition`` on a split ledger."""
+        return self._sending(calls.ledger_checkpoint(partition))
+
+    @twin
+    def inclusion_proof(
+        self, event: str, size: int | None = None, partition: int | None = None
+    ) -> Steps[dict[str, Any]]:
+        """``{"index", "size", "leaf", "hashes"}``: that event ``event`` is in the tree of ``size``
+        leaves (default: the latest checkpoint's)."""
+        return self._sending(calls.inclusion_proof(event, size, partition))
+
+    @twin
+    def consistency_proof(
+        self, old: int, new: int | None = None, partition: int | None = None
+    ) -> Steps[dict[str, Any]]:
+        """``{"hashes"}``: that the tree of ``old`` leaves is a prefix of the tree of ``new``."""
+        return self._sending(calls.consistency_proof(old, new, partition))
+
     # Server
 
     @twin

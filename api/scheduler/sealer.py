@@ -33,6 +33,7 @@ from jobledger.blobs.log_files import Conflict, LogFiles, open_log_files
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.reads import Read
 from jobledger.ledger.seal.checkpoints import Checkpoint, origin
 from jobledger.ledger.seal.errors import Malformed, SealError
 from jobledger.ledger.seal.hashes import to_base64
@@ -121,6 +122,40 @@ def seal_settings(config: Config, create: bool = True) -> SealSettings | None:
 
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True)
+class SealState:
+    """What the sealer recorded in ``{NS}:seal`` (its last checkpoint's ``size``, the ``last`` event
+    it sealed), and ``waiting``: the ``at`` of the oldest event not sealed yet, None when none is."""
+
+    size: int
+    last: str | None
+    waiting: int | None
+
+    def lag_ms(self, now: int) -> int:
+        """The seal lag: how long the oldest event not sealed yet has waited (0 when all are)."""
+        return 0 if self.waiting is None else max(0, now - self.waiting)
+
+
+def seal_state() -> Read[SealState]:
+    """The partition's :class:`SealState`: the sealer's record, then the first event after it."""
+
+    def record(r: list[Any]) -> Read[SealState]:
+        reply = r[0] or {}
+        pairs = zip(reply[::2], reply[1::2], strict=True) if isinstance(reply, list) else reply.items()
+        fields = {_s(k): _s(v) for k, v in pairs}
+        size, last = int(fields.get("size") or 0), fields.get("last") or None
+        start = "-" if last is None else "(" + last
+
+        def oldest(r: list[Any]) -> SealState:
+            entry = r[0][0] if r[0] else None
+            at = None if entry is None else {_s(k): _s(v) for k, v in entry[1].items()}.get("at")
+            return SealState(size, last, None if at is None else int(at))
+
+        return Read(lambda k: [("XRANGE", k.events, start, "+", "COUNT", 1)], oldest)
+
+    return Read(lambda k: [("HGETALL", k.build("seal"))], record)
 
 
 class Sealer:

@@ -42,6 +42,7 @@ from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.routes import ROUTES
+from jobledger.server.sealed_ledger import ServedLogs, served_seal
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
 
@@ -127,12 +128,13 @@ def create_app(
         watch = LedgerWatch(background)
         tasks = []
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
+        seal = served_seal(config, create=run_scheduler and not read_only)
         if not read_only:
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
                 checks = scheduler.SchedulerState()
                 every, archive = scheduler.intervals(config), archive_settings(config)
-                sweep, seal = scheduler.blob_sweep(config, store), scheduler.seal_settings(config)
+                sweep = scheduler.blob_sweep(config, store)
                 run = scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep,
                                     seal=seal)  # fmt: skip
                 task = asyncio.create_task(run)
@@ -147,6 +149,7 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
+                "sealed": None if seal is None else ServedLogs(seal, namespace),
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
                 "bulk_runs": bulk_runs,

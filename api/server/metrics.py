@@ -16,8 +16,8 @@ oldest due deadline shows it.
 
 On a ledger split into partitions the state is the whole ledger's: each queue's figures from its
 partition, the streams' lengths and events added up (and each partition's length, labelled with
-``partition``), each check's lag from the oldest deadline of any partition, the archive's position
-that of the partition furthest behind.
+``partition``, as is a sealed ledger's seal lag), each check's lag from the oldest deadline of any
+partition, the archive's position that of the partition furthest behind.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from jobledger.projections import readers
 from jobledger.projections.archive import ArchiveRecord, archive_key, parse_record
 from jobledger.projections.queue_totals import QueueTotals, queue_totals
 from jobledger.server.queue_metrics import job_families
+from jobledger.server.sealed_ledger import seal_states
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
 LATENCY_BUCKETS = (
@@ -85,6 +86,8 @@ class LedgerState:
     oldest_queued_ms: dict[str, int | None] = field(default_factory=dict)
     #: each partition's archive record (None: it archived nothing yet)
     archives: list[ArchiveRecord | None] = field(default_factory=list)
+    #: on a sealed ledger, each partition's oldest event not sealed yet (its ``at``; None: all are)
+    seal_waiting: list[int | None] | None = None
 
 
 @dataclass
@@ -152,19 +155,23 @@ def _whole(parts: list[LedgerState]) -> LedgerState:
                    partition_lengths=lengths)  # fmt: skip
 
 
-async def read_state(ledger: OpeningLedger) -> LedgerState:
+async def read_state(ledger: OpeningLedger, sealed: bool = False) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips, each partition's at once);
-    the blob collector keeps its counters in the home partition."""
+    the blob collector keeps its counters in the home partition.  ``sealed``: the seal lag too."""
     info = await ledger.read(readers.info())
     names = list(info["queues"])
     state = await ledger.read(_stream_read(info))
-    return replace(
+    state = replace(
         state,
         blobs=await ledger.read(replace(sweep_counters(), route=HOME)),
         totals=await ledger.read(queue_totals(names)),
         oldest_queued_ms=await ledger.read(readers.oldest_queued(names)),
         archives=await ledger.read(_archive_records()),
     )
+    if sealed:
+        found = await seal_states(await ledger.opened())
+        state = replace(state, seal_waiting=[s.waiting for s in found])
+    return state
 
 
 def _archive_records() -> Read[list[ArchiveRecord | None]]:
@@ -203,6 +210,8 @@ def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
     yield from job_families(state.jobs, state.totals, state.oldest_queued_ms, now_ms)
     yield from _ledger_families(state)
     yield _lag_family(state.oldest_due_ms, now_ms)
+    if state.seal_waiting is not None:
+        yield _seal_family(state.seal_waiting, now_ms)
     yield from _blob_families(state.blobs)
 
 
@@ -243,6 +252,18 @@ def _ledger_families(state: LedgerState) -> Iterator[Metric]:
             "When the newest archived event was appended (of the partition furthest behind).",
             position / 1000,
         )
+
+
+def _seal_family(waiting: list[int | None], now_ms: int) -> Metric:
+    seal = GaugeMetricFamily(
+        "jobledger_seal_lag_seconds",
+        "How long the oldest event not yet sealed in a signed checkpoint has waited, by partition "
+        "(0 when every event is sealed).",
+        labels=["partition"],
+    )
+    for partition, oldest in enumerate(waiting):
+        seal.add_metric([str(partition)], _lag_seconds(oldest, now_ms))
+    return seal
 
 
 def _lag_family(oldest_due_ms: dict[str, int | None], now_ms: int) -> Metric:
@@ -298,11 +319,11 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-async def scrape(ledger: OpeningLedger) -> Scrape:
+async def scrape(ledger: OpeningLedger, sealed: bool = False) -> Scrape:
     """Read the ledger's state now; an empty reading when Redis does not answer."""
     now = ledger.clock()
     try:
-        return Scrape(await read_state(ledger), now)
+        return Scrape(await read_state(ledger, sealed), now)
     except (Unavailable, redis.RedisError, OSError):  # a down Redis is a value here, not an error
         return Scrape(None, now)
 
@@ -310,5 +331,5 @@ async def scrape(ledger: OpeningLedger) -> Scrape:
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
     registry: Metrics = request.app.state.metrics
-    reading = await scrape(request.state.ledger)
+    reading = await scrape(request.state.ledger, sealed=request.state.sealed is not None)
     return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

@@ -112,6 +112,14 @@ QUERY_PARAMS: dict[str, Param] = {
     ),
     "since": Param(TIME, "With search: only jobs created at or after this time."),
     "until": Param(TIME, "With search: only jobs created before this time."),
+    "partition": Param(
+        {"type": "integer", "minimum": 0},
+        "The partition whose log is meant: required on a ledger split into partitions.",
+    ),
+    "event": Param({"type": "string", "pattern": "^[0-9]+-[0-9]+$"}, "An event id (MS-SEQ)."),
+    "size": Param({"type": "integer", "minimum": 1}, "A published checkpoint's size; default the latest's."),
+    "from": Param({"type": "integer", "minimum": 1}, "The older checkpoint's size (required)."),
+    "to": Param({"type": "integer", "minimum": 1}, "The newer checkpoint's size; default the latest's."),
 }
 
 
@@ -595,6 +603,55 @@ STREAM_EVENTS = Operation(
     query=("after", "type", "queue", "job", "actor", "operation"),
     headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
 )
+
+HEX_HASHES = array({"type": "string", "pattern": "^[0-9a-f]{64}$"})
+INCLUSION: JSON = {
+    "type": "object",
+    "required": ["index", "size", "leaf", "hashes"],
+    "properties": {"index": {"type": "integer", "minimum": 0}, "size": {"type": "integer", "minimum": 1},
+                   "leaf": {"type": "string"}, "hashes": HEX_HASHES},
+}  # fmt: skip
+NO_PROOFS = "The ledger is not sealed here, it has no checkpoint yet, or the event is not in the tree."
+CHANGED = "The ledger differs from what was sealed (jobledger ledger verify says where)."
+
+LEDGER_KEY = Operation(
+    "The verifier key of the ledger's checkpoints",
+    {200: Reply("The key, name+id+base64 (Go's note format).", {"type": "string"}, "text/plain"),
+     404: Reply("The ledger is not sealed here.")},
+    uses_redis=False,
+)  # fmt: skip
+
+LEDGER_CHECKPOINT = Operation(
+    "The latest signed checkpoint",
+    {200: Reply("The checkpoint, a signed note (C2SP checkpoint).", {"type": "string"}, "text/plain"),
+     404: Reply(NO_PROOFS)},
+    query=("partition",),
+)  # fmt: skip
+
+INCLUSION_PROOF = Operation(
+    "An event's inclusion proof",
+    {200: Reply("The event's leaf bytes, its index and the proof's hashes.", INCLUSION),
+     404: Reply(NO_PROOFS), 409: Reply(CHANGED)},
+    query=("event", "size", "partition"),
+)  # fmt: skip
+
+CONSISTENCY_PROOF = Operation(
+    "A consistency proof between two tree sizes",
+    {200: Reply("The proof's hashes.", {"type": "object", "required": ["hashes"],
+                                         "properties": {"hashes": HEX_HASHES}}),
+     404: Reply(NO_PROOFS), 409: Reply(CHANGED)},
+    query=("from", "to", "partition"),
+)  # fmt: skip
+
+RECEIPT = Operation(
+    "A job's receipt, checked offline",
+    {200: Reply("The checkpoint, the key's name and id, and each event's leaf with its inclusion proof.",
+                {"type": "object", "required": ["receipt", "job", "origin", "key", "checkpoint", "events"]}),
+     404: Reply("No such job, or the ledger is not sealed here."),
+     409: Reply("Some of the job's events are not sealed yet (Retry-After says when to ask again), "
+                "or the ledger differs from what was sealed.")},
+    description="Check it with jobledger ledger verify-receipt FILE --key KEY: no server needed.",
+)  # fmt: skip
 
 CREATE_LAUNCHER = Operation(
     "Create a launcher (@cron, @interval, @at, @event)",

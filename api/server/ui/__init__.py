@@ -33,6 +33,7 @@ def routes() -> list[BaseRoute]:
         _page("/ui/job/{job_id}/state", pages.job_state),
         _page("/ui/job/{job_id}/files/{name}", pages.job_file),
         _page("/ui/job/{job_id}/results/{name}", pages.job_result),
+        _page("/ui/job/{job_id}/receipt", pages.job_receipt),
         _page("/ui/job/{job_id}/stream", live.job_timeline),
         _page("/ui/events", pages.events),
         _page("/ui/events/stream", live.ledger_events),

@@ -25,6 +25,7 @@ from jobledger.ledger.tokens import digest
 from jobledger.projections import tokens
 from jobledger.server.auth import ADMIN, Needs
 from jobledger.server.inputs import job_id
+from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
 from jobledger.server.ui.render import answered, page
 from jobledger.server.ui.session import (
@@ -90,8 +91,10 @@ async def start_verify(request: Request) -> Response:
     check_csrf(viewer, form)
     _refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
-    partitions = (await ledger.opened()).partitioning.namespaces
-    run = request.app.state.verify_runs.start(viewer.name, partitions)
+    router = await ledger.opened()
+    sealed: ServedLogs | None = request.state.sealed
+    logs = None if sealed is None else sealed.each(router)
+    run = request.app.state.verify_runs.start(viewer.name, router.partitioning.namespaces, logs)
     if request.headers.get("hx-request"):
         return page(request, "_verify.html", code=202, run=run)
     return RedirectResponse(f"/ui/ledger?run={run.id}", status_code=303)

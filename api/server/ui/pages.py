@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from jobledger.ledger.clock import now_ms
 from jobledger.ledger.durations import parse_time
@@ -32,6 +33,8 @@ from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter, live_end
 from jobledger.server.inputs import checked_tag, job_id, positive_int, queue_name, valid_job_id
+from jobledger.server.sealed_ledger import Published, ServedLogs, job_seal, published, seal_states
+from jobledger.server.sealed_ledger import job_receipt as job_receipt_of
 from jobledger.server.ui.render import answered, error_page, page
 from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
 
@@ -152,9 +155,26 @@ async def job(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
     items = await job_history(_ledger(request), jid)
+    sealed: ServedLogs | None = request.state.sealed
+    seal = None if sealed is None else await job_seal(sealed, await _ledger(request).opened(), jid)
     return page(
-        request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items)
-    )
+        request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items),
+        seal=seal,
+    )  # fmt: skip
+
+
+@answered
+async def job_receipt(request: Request) -> Response:
+    """``/ui/job/{id}/receipt``: the job's receipt (``GET /job/{id}/receipt``) as a file to keep,
+    through the dashboard's session."""
+    jid = job_id(request)
+    request.state.viewer = await admit(request, READ_JOB, job=jid)
+    sealed: ServedLogs | None = request.state.sealed
+    if sealed is None:
+        raise NotFound("the ledger is not sealed here: it has no receipts")
+    found = await job_receipt_of(sealed, await _ledger(request).opened(), jid)
+    disposition = f'attachment; filename="job-{jid}-receipt.json"'
+    return JSONResponse(found, headers={"content-disposition": disposition})
 
 
 @answered
@@ -299,8 +319,29 @@ async def ledger(request: Request) -> Response:
     run = request.app.state.verify_runs.get(request.query_params.get("run", ""))
     return page(
         request, "ledger.html", extent=_whole_extent(held), archive=_whole_archive(archived), run=run,
-        partitions=partitions,
+        partitions=partitions, seal=await _sealing(request, router),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SealRow:
+    """One log on the ledger page: its latest checkpoint, and its seal lag in seconds."""
+
+    partition: int
+    published: Published
+    lag: float
+
+
+async def _sealing(request: Request, router: AsyncPartitioned) -> list[SealRow] | None:
+    """Each partition's latest checkpoint and seal lag; None when the ledger is not sealed here."""
+    sealed: ServedLogs | None = request.state.sealed
+    if sealed is None:
+        return None
+    logs = sealed.each(router)
+    found = await asyncio.to_thread(lambda: [published(log) for log in logs])
+    states = await seal_states(router)
+    now = router.clock()
+    return [SealRow(p, f, s.lag_ms(now) / 1000) for p, (f, s) in enumerate(zip(found, states, strict=True))]
 
 
 @answered
