@@ -229,6 +229,8 @@ class JobCancelled(BulkJobData):
     json_text_fields = ("output",)
 
     output: str | None = None
+    #: Set when the cancel was not the job's own: its queue was drained.
+    reason: Literal["queue_drained"] | None = None
 
 
 def _requeued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from jobledger.ledger.stream import id_key
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.projections import job_pages
 from jobledger.projections.archive import load_record
-from jobledger.server.ui import pages
+from jobledger.server.ui import failed_page
 from jobledger.server.ui.session import csrf_for
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
@@ -125,7 +125,7 @@ def test_a_queue_page_lists_its_jobs_by_status_and_tag(split: Split) -> None:
 def test_failed_jobs_of_every_partition_page_newest_first(
     split: Split, frozen: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch, first_times: int
 ) -> None:
-    monkeypatch.setattr(pages, "PAGE_SIZE", 4)
+    monkeypatch.setattr(failed_page, "PAGE_SIZE", 4)
     monkeypatch.setattr(job_pages, "FIRST_TIMES", first_times)  # 1: most times read in later rounds
     ui, queues = split.client, split.queues
     made = []
@@ -146,6 +146,10 @@ def test_failed_jobs_of_every_partition_page_newest_first(
     rows = page(ui, "/ui/failed").one("table", id="jobs").all("tr", data_job=True)
     assert [r.one("form").attrs["action"] for r in rows] == [f"/ui/job/{i}/action" for i in newest_first[:4]]
     assert walk(ui, "/ui/failed?page=5") == [[]]
+    # filtered, each partition walks its own queues: the same jobs in the same order
+    assert walk(ui, "/ui/failed?since=2000-01-01T00:00") == walk(ui, "/ui/failed")
+    late = [i for i in newest_first if ended[i] == "timed_out"]  # a client's timeout: kind "timeout"
+    assert walk(ui, "/ui/failed?error_kind=timeout") == [late[n : n + 4] for n in range(0, len(late), 4)]
 
 
 def test_a_job_page_reads_the_job_s_partition(split: Split) -> None:
@@ -169,8 +173,8 @@ def test_actions_reach_the_partition_of_each_job(split: Split) -> None:
         failed.append(job_id)
     assert sorted(i % PARTITIONS for i in failed) == [0, 1, 2]
     for job_id, action in zip(failed, ("requeue", "cancel", "delete"), strict=True):
-        response = ui.post(f"/ui/job/{job_id}/action", data={"action": action, "back": "failed"},
-                           follow_redirects=False)  # fmt: skip
+        form = {"action": action, "back": "failed", "confirm": "yes"}
+        response = ui.post(f"/ui/job/{job_id}/action", data=form, follow_redirects=False)
         assert response.status_code == 303 and response.headers["location"] == "/ui/failed"
     requeued, cancelled, deleted = failed
     assert ui.get(f"/job/{requeued}/status").json() == "queued"
