@@ -28,7 +28,7 @@ from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source as script_source
-from jobledger.projections.archive import archive_key
+from jobledger.projections.archive import ArchiveSource, archive_key
 from jobledger.replay.progress import Callback
 from jobledger.replay.source import read_ledger
 
@@ -176,6 +176,7 @@ def fold(
     until: str | None = None,
     batch: int = 2000,
     progress: Callback | None = None,
+    archive: ArchiveSource | None = None,
 ) -> Folded:
     """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional).
 
@@ -194,7 +195,7 @@ def fold(
             return Folded(done, last)
     batches = (
         (flatten(entries), len(entries), _s(entries[-1][0]))
-        for entries in read_ledger(client, Keys(source), last or after, until, batch)
+        for entries in read_ledger(client, Keys(source), last or after, until, batch, archive)
     )
     for args, count, last_id in prefetch(batches):
         applier.apply(args)
@@ -213,11 +214,12 @@ def rebuild(
     batch: int = 2000,
     progress: Callback | None = None,
     into: redis.Redis | None = None,
+    archive: ArchiveSource | None = None,
 ) -> int:
     """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
     empty namespace ``target`` (through ``into`` when another client reaches it, as on a Cluster
     where it lies on another node); the number of events applied.  The target receives projections
-    only, no stream."""
+    only, no stream.  Archived events are read through ``archive``."""
     writer = into or client
     ensure_empty(writer, Keys(target))
-    return fold(client, source, Applier(writer, target), None, until, batch, progress).count
+    return fold(client, source, Applier(writer, target), None, until, batch, progress, archive).count

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
 from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
@@ -379,8 +380,9 @@ async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = OpeningLedger(redis_url, config.redis.key_namespace, config.redis.partitions)
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+    retention = archive_settings(config, BlobArchive.over(store, config.embedded.data_dir))
     try:
-        await run(ledger, intervals(config), archive_settings(config), blobs=blob_sweep(config, store))
+        await run(ledger, intervals(config), retention, blobs=blob_sweep(config, store))
     finally:
         await store.close()
         await ledger.aclose()

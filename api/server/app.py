@@ -22,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from jobledger.blobs import BlobStore, open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
@@ -94,6 +95,7 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
+        archive = BlobArchive.over(store, config.embedded.data_dir)  # every server's history reads
         namespace, partitions, observe = (
             config.redis.key_namespace,
             config.redis.partitions,
@@ -109,10 +111,10 @@ def create_app(
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
                 checks = scheduler.SchedulerState()
-                every, archive = scheduler.intervals(config), archive_settings(config)
+                every, retention = scheduler.intervals(config), archive_settings(config, archive)
                 sweep = scheduler.blob_sweep(config, store)
                 task = asyncio.create_task(
-                    scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep)
+                    scheduler.run(background, every, retention, watch=watch, state=checks, blobs=sweep)
                 )
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
@@ -124,6 +126,7 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
+                "archive": archive,
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
             }

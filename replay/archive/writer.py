@@ -1,29 +1,30 @@
-"""Retention: move events older than ``[ledger] archive_after`` from the stream into segment files.
+"""Retention: move events older than ``[ledger] archive_after`` from the stream into the archive.
 
 A round (:func:`archive_once`) takes the oldest events of the stream whose ``at`` is before the
 cut-off, at most ``segment_events`` at a time, and for each such run of events:
 
-1. writes them to a segment file (the ``events export`` format), flushes it to disk and renames it
-   into place, then appends the segment to ``manifest.jsonl`` and flushes that;
+1. writes them as a segment into the archive (:class:`ArchiveSink`: the blob store's, shared by
+   every server of the ledger), then the segment's manifest entry, each durable when written;
 2. only then runs ``archive_trim``, which records the new archived position in ``{NS}:archive``
    and trims those events from the stream (XTRIM MINID) in one atomic step.
 
-A crash between 1 and 2 leaves the events in both places; the next round finds the segment in the
-manifest beyond the recorded position and finishes its step 2.  Nothing is lost at any point.
+A crash between 1 and 2 leaves the events in both places; the next round finds the manifest entry
+that follows the recorded position and finishes its step 2.  Nothing is lost at any point.
 Rounds of several schedulers exclude each other with a lock (``{NS}:archive:lock``), and the trim
-script refuses to move a record another archiver moved meanwhile, or one kept in another directory.
+script refuses to move a record another archiver moved meanwhile, or one kept in another store.
+A ledger still archived in a directory, as before the archive went to the blob store, is moved
+there first (:mod:`jobledger.replay.archive.legacy`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
-import os
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import redis
 import redis.asyncio
@@ -35,15 +36,15 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source
 from jobledger.ledger.stream import id_key
 from jobledger.projections.archive import (
-    MANIFEST,
     ArchiveError,
+    ArchiveRecord,
+    ArchiveSource,
     Segment,
     archive_key,
     parse_record,
-    read_manifest,
     segment_name,
 )
-from jobledger.runtime.private import private_dir, private_opener
+from jobledger.replay.archive.legacy import move_directory
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger
@@ -56,77 +57,54 @@ READ_BATCH = 2000
 LOCK_MS = 10 * 60_000
 
 
+class ArchiveSink(ArchiveSource, Protocol):
+    """Where the archiver writes: a ledger's location, and a segment with its manifest entry."""
+
+    def location_for(self, namespace: str) -> str:
+        """The location the record of ledger ``namespace`` names."""
+        ...
+
+    def write_segment(self, location: str, segment: Segment, data: bytes) -> None:
+        """Store the segment's bytes, then its manifest entry, durably."""
+        ...
+
+
 @dataclass(frozen=True)
 class ArchiveSettings:
-    """``[ledger]``: archive events older than ``after_ms`` into ``directory`` every ``interval_ms``."""
+    """``[ledger]``: archive events older than ``after_ms`` into ``archive`` every ``interval_ms``."""
 
     after_ms: int
-    directory: Path
     interval_ms: int
+    archive: ArchiveSink
     segment_events: int = SEGMENT_EVENTS
 
-    def directory_for(self, namespace: str) -> Path:
-        """Each ledger archives into its own subdirectory, named after its namespace."""
-        return (self.directory / namespace).resolve()
 
-
-def archive_settings(config: Config) -> ArchiveSettings | None:
-    """The configured retention, None when events are kept in the stream forever."""
+def archive_settings(config: Config, archive: ArchiveSink) -> ArchiveSettings | None:
+    """The configured retention into ``archive``, None when events are kept in the stream forever."""
     ledger = config.ledger
     if ledger.archive_after <= 0:
         return None
-    return ArchiveSettings(ledger.archive_after, ledger.archive_dir, ledger.archive_check_interval)
+    return ArchiveSettings(ledger.archive_after, ledger.archive_check_interval, archive)
 
 
 def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _append_manifest(directory: Path, segment: Segment) -> None:
-    """Add a segment to the manifest, durably; a torn last line (a crash mid-write) is cut first."""
-    path = directory / MANIFEST
-    with open(path, "ab+", opener=private_opener) as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size:
-            handle.seek(max(0, size - 1))
-            if handle.read(1) != b"\n":
-                handle.seek(0)
-                keep = handle.read().rfind(b"\n") + 1
-                handle.truncate(keep)
-        handle.write((segment.line() + "\n").encode())
-        handle.flush()
-        os.fsync(handle.fileno())
-    _fsync_dir(directory)
-
-
-def write_segment(directory: Path, entries: list[RawEntry]) -> Segment:
-    """Write entries to a new segment file, flushed to disk, and add it to the manifest; the
-    directory and its files private (0700, 0600: they hold the events)."""
-    private_dir(directory)
+def segment_of(entries: list[RawEntry], after: str | None) -> tuple[Segment, bytes]:
+    """Entries as a segment's bytes (the ``events export`` format) and its manifest entry, which
+    names ``after``, the last id of the segment before it."""
     first, last = _s(entries[0][0]), _s(entries[-1][0])
-    name = segment_name(first, last)
-    partial = directory / (name + ".partial")
-    digest = hashlib.sha256()
-    with open(partial, "wb", opener=private_opener) as handle:
-        for entry_id, fields in entries:
-            line = (entry_line(entry_id, fields) + "\n").encode()
-            digest.update(line)
-            handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
-    partial.replace(directory / name)
-    _fsync_dir(directory)
-    segment = Segment(name, first, last, len(entries), int(entries[0][1][b"at"]),
-                      int(entries[-1][1][b"at"]), digest.hexdigest())  # fmt: skip
-    _append_manifest(directory, segment)
+    data = b"".join((entry_line(entry_id, fields) + "\n").encode() for entry_id, fields in entries)
+    segment = Segment(segment_name(first, last), first, last, len(entries), int(entries[0][1][b"at"]),
+                      int(entries[-1][1][b"at"]), hashlib.sha256(data).hexdigest(), after or "")  # fmt: skip
+    return segment, data
+
+
+def write_segment(archive: ArchiveSink, location: str, entries: list[RawEntry], after: str | None) -> Segment:
+    """Write entries into the archive at ``location`` as the segment after ``after``; the segment."""
+    segment, data = segment_of(entries, after)
+    archive.write_segment(location, segment, data)
     return segment
 
 
@@ -137,13 +115,15 @@ def _after(event_id: str) -> str:
 
 
 class Archiver:
-    """Archives one ledger's old events into ``directory`` (see the module docstring)."""
+    """Archives one ledger's old events into ``archive`` (see the module docstring)."""
 
-    def __init__(self, client: redis.asyncio.Redis, keys: Keys, directory: Path,
+    def __init__(self, client: redis.asyncio.Redis, keys: Keys, archive: ArchiveSink,
                  segment_events: int = SEGMENT_EVENTS) -> None:  # fmt: skip
-        self.client, self.keys, self.directory = client, keys, directory.resolve()
+        self.client, self.keys, self.archive = client, keys, archive
+        self.location = archive.location_for(keys.namespace)
         self.segment_events = segment_events
         self.trim_script = client.register_script(source("archive_trim"))
+        self.relocate_script = client.register_script(source("archive_relocate"))
 
     async def _old_entries(self, after: str | None, cutoff_ms: int) -> list[RawEntry]:
         """The oldest stream entries after ``after`` whose ``at`` is before the cut-off (at most a
@@ -169,7 +149,7 @@ class Archiver:
         keys = [self.keys.ledger_prefix, archive_key(self.keys)]
         args: list[str | int] = [
             previous or "",
-            str(self.directory),
+            self.location,
             segment.last,
             segment.count,
             _after(segment.last),
@@ -182,22 +162,37 @@ class Archiver:
             log.warning("archived %d events in %s but trimmed %d", segment.count, segment.file, trimmed)
 
     async def _finish_pending(self, position: str | None) -> str | None:
-        """Complete the rounds that wrote a segment but stopped before trimming it."""
-        for segment in await asyncio.to_thread(read_manifest, self.directory):
-            if position is None or id_key(segment.last) > id_key(position):
-                log.info("finishing the archive of %s", segment.file)
-                await self._trim(position, segment)
-                position = segment.last
+        """Complete the rounds that wrote a segment but stopped before trimming it: the manifest
+        entries that follow the recorded position, one after the other."""
+        following = {s.after: s for s in await asyncio.to_thread(self.archive.manifest, self.location, True)}
+        while (segment := following.get(position or "")) is not None:
+            log.info("finishing the archive of %s", segment.file)
+            await self._trim(position, segment)
+            position = segment.last
         return position
+
+    async def _relocate(self, rec: ArchiveRecord) -> ArchiveRecord:
+        """Move a ledger archived in a directory (as before the blob store) into the archive."""
+        write = functools.partial(self.archive.write_segment, self.location)
+        await asyncio.to_thread(move_directory, rec, write)
+        keys = [self.keys.ledger_prefix, archive_key(self.keys)]
+        try:
+            await self.relocate_script(keys=keys, args=[rec.last_id, rec.location, self.location])
+        except redis.ResponseError as exc:
+            raise ArchiveError(str(exc)) from exc
+        log.info("moved the archive of %s from %s into %s", self.keys.namespace, rec.location, self.location)
+        return ArchiveRecord(self.location, rec.last_id, rec.count)
 
     async def _round(self, cutoff_ms: int) -> int:
         rec = parse_record(await self.client.hgetall(archive_key(self.keys)))
-        if rec is not None and rec.directory.resolve() != self.directory:
-            raise ArchiveError(f"this ledger archives to {rec.directory}, not {self.directory}")
+        if rec is not None and rec.legacy:
+            rec = await self._relocate(rec)
+        if rec is not None and rec.location != self.location:
+            raise ArchiveError(f"this ledger archives to {rec.location}, not {self.location}")
         position = await self._finish_pending(rec.last_id if rec else None)
         archived = 0
         while entries := await self._old_entries(position, cutoff_ms):
-            segment = await asyncio.to_thread(write_segment, self.directory, entries)
+            segment = await asyncio.to_thread(write_segment, self.archive, self.location, entries, position)
             await self._trim(position, segment)
             position = segment.last
             archived += segment.count
@@ -222,10 +217,9 @@ class Archiver:
 
 async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings) -> None:
     """The scheduler's retention task: a round every ``interval_ms``, until cancelled."""
-    archiver = Archiver(ledger.client, ledger.keys, settings.directory_for(ledger.keys.namespace),
-                        settings.segment_events)  # fmt: skip
+    archiver = Archiver(ledger.client, ledger.keys, settings.archive, settings.segment_events)
     log.info("archiving events older than %s into %s, every %s", format_ms(settings.after_ms),
-             archiver.directory, format_ms(settings.interval_ms))  # fmt: skip
+             archiver.location, format_ms(settings.interval_ms))  # fmt: skip
     while True:
         try:
             await archiver.archive_once(ledger.clock() - settings.after_ms)

@@ -1,9 +1,10 @@
--- archive_trim: retention.  Record that the events up to ARGV[3] are archived (in segment files
--- already written and flushed to disk), and trim them from the stream, in one step: readers take
+-- archive_trim: retention.  Record that the events up to ARGV[3] are archived (in segments already
+-- written, durably, into the archive), and trim them from the stream, in one step: readers take
 -- events up to the recorded id from the archive and later ones from the stream, so there is never
--- a moment when an event is in neither.  Refused if another archiver moved the record meanwhile.
--- KEYS[1] namespace prefix   KEYS[2] the archive record (hash: dir, last_id, count)
--- ARGV[1] the last_id this archiver read ('' none)   ARGV[2] archive directory
+-- a moment when an event is in neither.  Refused if another archiver moved the record meanwhile,
+-- if the record names another archive, or a directory archive not yet moved into the blob store.
+-- KEYS[1] namespace prefix   KEYS[2] the archive record (hash: store, last_id, count)
+-- ARGV[1] the last_id this archiver read ('' none)   ARGV[2] the archive's location
 -- ARGV[3] new last_id   ARGV[4] events added   ARGV[5] XTRIM MINID threshold (just after ARGV[3])
 -- returns the number of entries trimmed from the stream
 -- errors  ARCHIVE_MOVED, ARCHIVE_ELSEWHERE
@@ -13,9 +14,13 @@ if previous ~= ARGV[1] then
   return redis.error_reply('ARCHIVE_MOVED another archiver archived up to ' .. previous .. ' meanwhile')
 end
 local dir = redis.call('HGET', record, 'dir')
-if dir and dir ~= ARGV[2] then
-  return redis.error_reply('ARCHIVE_ELSEWHERE this ledger archives to ' .. dir)
+if dir then
+  return redis.error_reply('ARCHIVE_ELSEWHERE this ledger archives to the directory ' .. dir)
 end
-redis.call('HSET', record, 'dir', ARGV[2], 'last_id', ARGV[3])
+local store = redis.call('HGET', record, 'store')
+if store and store ~= ARGV[2] then
+  return redis.error_reply('ARCHIVE_ELSEWHERE this ledger archives to ' .. store)
+end
+redis.call('HSET', record, 'store', ARGV[2], 'last_id', ARGV[3])
 redis.call('HINCRBY', record, 'count', ARGV[4])
 return redis.call('XTRIM', K.events, 'MINID', ARGV[5])

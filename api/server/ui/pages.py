@@ -6,9 +6,7 @@ in its partition, and the failed jobs every partition, merged."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.requests import Request
@@ -147,7 +145,7 @@ async def job(request: Request) -> Response:
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    items = await job_history(_ledger(request), jid)
+    items = await job_history(_ledger(request), jid, request.state.archive)
     return page(
         request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items)
     )
@@ -161,7 +159,9 @@ async def job_state(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
     actors = (
-        file_actors(await job_history(_ledger(request), jid)) if fields and fields.get("results") else None
+        file_actors(await job_history(_ledger(request), jid, request.state.archive))
+        if fields and fields.get("results")
+        else None
     )
     return page(request, "_job_state.html", job_id=jid, job=fields, actors=actors, flash=None)
 
@@ -272,13 +272,13 @@ def _whole_extent(parts: list[Extent]) -> Extent:
 
 
 def _whole_archive(parts: list[ArchiveRecord | None]) -> ArchiveRecord | None:
-    """The partitions' archives as one: their events added up, up to the newest, in the directory
-    that holds each partition's."""
+    """The partitions' archives as one: their events added up, up to the newest, in the store that
+    holds each partition's (one folder per partition)."""
     held = [p for p in parts if p is not None]
     if len(held) <= 1:
         return held[0] if held else None
-    directory = Path(os.path.commonpath([p.directory for p in held]))
-    return ArchiveRecord(directory, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
+    where = held[0].location.rpartition("/")[0]
+    return ArchiveRecord(where, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
 
 
 @answered
