@@ -17,7 +17,7 @@ from typing import Any
 #: names; "ours" and "peers" name each group whole).
 OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
-NAMED_PARTS = ("files",)
+NAMED_PARTS = ("files", "soak")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
@@ -76,6 +76,9 @@ FILES_JOB_UP = "files_job_create_mbps"
 FILES_JOB_UP_RSS = "files_job_create_rss_mib"
 FILES_DOWN = "files_download_mbps"
 FILES_DOWN_RSS = "files_download_rss_mib"
+SOAK_MEMORY = "soak_used_memory_mib"
+SOAK_GROWTH = "soak_growth_kib_s"
+SOAK_WHOLE = "soak_histories_whole"
 
 
 @dataclass

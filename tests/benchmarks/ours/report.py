@@ -72,6 +72,9 @@ NAMED_ROWS: list[tuple[str, str, str]] = [
     (F.FILES_JOB_UP_RSS, "files: server RSS growth, multipart create (MiB)", "lower"),
     (F.FILES_DOWN, "files: GET /job/{id}/files/{name} (MB/s)", "higher"),
     (F.FILES_DOWN_RSS, "files: server RSS growth, download (MiB)", "lower"),
+    (F.SOAK_MEMORY, "soak: Redis used_memory at the end, retention on (MiB)", "lower"),
+    (F.SOAK_GROWTH, "soak: Redis used_memory growth after the first rounds (KiB/s)", "lower"),
+    (F.SOAK_WHOLE, "soak: job histories whole at the end (ratio)", "higher"),
 ]
 
 
