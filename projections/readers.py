@@ -258,3 +258,23 @@ def _merged_info(parts: list[dict[str, Any]]) -> dict[str, Any]:
         for name, n in part["statistics"].items():
             statistics[name] += n
     return {"queues": dict(sorted(queues.items())), "statistics": statistics}
+
+
+def _oldest_merged(parts: list[dict[str, int | None]]) -> dict[str, int | None]:
+    """The partitions' answers as one: a queue's jobs are in its own partition, none elsewhere."""
+    return {name: min((at for p in parts if (at := p[name]) is not None), default=None) for name in parts[0]}
+
+
+def oldest_queued(names: list[str]) -> Read[dict[str, int | None]]:
+    """``{queue: when its oldest queued job joined it (ms)}``, None for a queue with none queued; from
+    each queue's waiting set, so quota lanes and every priority count."""
+
+    def parse(r: list[Any]) -> dict[str, int | None]:
+        return {name: int(pairs[0][1]) if (pairs := score_pairs(reply)) else None
+                for name, reply in zip(names, r, strict=True)}  # fmt: skip
+
+    return Read(
+        lambda k: [("ZRANGE", k.build("queue_waiting", name=n), 0, 0, "WITHSCORES") for n in names],
+        parse,
+        spread(_oldest_merged),
+    )

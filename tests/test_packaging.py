@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from jobledger.client import Client
-from tests.live_server import eventually, live_server
+from tests.support.live_server import eventually, live_server
 
 REPO = Path(__file__).resolve().parent.parent
 #: Where each folder of the repository is installed, inside the wheel.

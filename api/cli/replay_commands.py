@@ -7,9 +7,12 @@ progress on a terminal.  On a ledger split into partitions each works on every p
 they create and do not finish is removed: an interrupted
 rebuild leaves nothing behind, and verify's scratch namespace never outlives it.
 
+``replay verify`` also checks the ledger's events against its signed checkpoints, as ``jobledger
+ledger verify`` does, when a signing key is configured.
+
 Exit codes: 0 done (verify: no difference); 1 verify found differences (or, with ``--blobs``, a
-blob missing or corrupt); 2 bad usage; 3 the run could not be done (e.g. the target namespace is
-not empty, the archive cannot be read); 130 interrupted.
+blob missing or corrupt; or an event that is not the one sealed); 2 bad usage; 3 the run could
+not be done (e.g. the target namespace is not empty, the archive cannot be read); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from jobledger.cli.common import (
     ledger_options,
     open_redis,
 )
+from jobledger.cli.ledger_checks import audit_parts, configured_keys
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
@@ -336,10 +340,21 @@ def verify_command(
                 bad = ", ".join(str(p.index) for p, r in zip(found.parts, results, strict=False) if not r.ok)
                 typer.echo(f"{differing} of {keys:,} keys differ in {where} (in partition {bad})")
         blobs_ok = _verify_blobs(config, found.parts) if blobs and not stop.fired else True
+        sealed_ok = _verify_sealed(config, found) if not stop.fired else True
     if stop.fired:
         fail("interrupted; the scratch namespace was removed", code=130)
-    if not (ok and blobs_ok):
+    if not (ok and blobs_ok and sealed_ok):
         raise typer.Exit(1)
+
+
+def _verify_sealed(config: Config, ledger: SplitLedger) -> bool:
+    """The ledger's events against its signed checkpoints (``jobledger ledger verify``), with the
+    configured signing key's verifier key; said and skipped when no signing key is configured."""
+    keys = configured_keys(config)
+    if keys is None:
+        typer.echo("the ledger was not checked against its checkpoints: no signing key is configured")
+        return True
+    return audit_parts(config, ledger.parts, keys, ledger.archive)
 
 
 def _verify_part(found: SplitLedger, part: Part, batch: int, chunk: int) -> Verification:

@@ -3,6 +3,8 @@ SIGTERM/SIGINT.  ``jobledger worker --exec [CMD] --queue Q``: the orchestrator's
 (:mod:`jobledger.worker.executor`), CMD run in each job's directory; ``--exec-dir`` says where those
 go, ``--keep`` leaves them (and the command's log) behind, ``--exec-env NAME`` passes a variable of
 the worker's environment to the command, ``--exec-user USER`` runs it as that user.
+``--metrics-port PORT`` serves the worker's own metrics (:mod:`jobledger.worker.metrics`) on
+``--metrics-host`` (127.0.0.1 by default) while it runs.
 
 Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
 finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,
@@ -11,11 +13,13 @@ finds the ledger's Redis the way every jobledger command does (``--config``, ``-
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
@@ -40,6 +44,7 @@ from jobledger.ledger.requests import checked_worker_id
 from jobledger.runtime import logs
 from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
+from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.worker import Handler, Worker
 
 app = typer.Typer()
@@ -85,6 +90,24 @@ def seconds(text: str, option: str) -> float:
         return parse_ms(text) / 1000
     except ValueError as exc:
         fail(f"{option}: {exc}", code=2)
+
+
+@contextlib.contextmanager
+def served_metrics(port: int | None, host: str) -> Iterator[WorkerMetrics | None]:
+    """The worker's metrics, served on ``host:port`` while the block runs; None without a port."""
+    if port is None:
+        yield None
+        return
+    metrics = WorkerMetrics()
+    try:
+        server = metrics.serve(port, host)
+    except OSError as exc:
+        fail(f"--metrics-port: cannot listen on {host}:{port}: {exc.strerror or exc}", code=1)
+    try:
+        yield metrics
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
@@ -161,6 +184,11 @@ def worker(
         LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
     ] = LogLevel.info,
     log_format: LogFormatOption = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Serve the worker's own Prometheus metrics on this port."),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="The address --metrics-port listens on.")] = "127.0.0.1",
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Run a worker: fetch jobs, run the handler (or with --exec the command), complete or fail them,
@@ -194,7 +222,8 @@ def worker(
         if heartbeat_interval is None
         else seconds(heartbeat_interval, "--heartbeat-interval"),
     )
-    with SignalStop() as stop:
+    with SignalStop() as stop, served_metrics(metrics_port, metrics_host) as metrics:
+        make = functools.partial(make, metrics=metrics)
         if transport is TransportKind.http:
             run_until_stopped(make(transport="http", url=url), stop)
             return

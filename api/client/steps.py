@@ -18,6 +18,8 @@ an :class:`ApiCall`    sends it once: the response, whatever its status
 :class:`NextLine`      the next of those ``lines``: the line, or None once the server closed it
 :class:`Receive`       streams ``GET path`` into a file, hashing it: the response and what was
                        :class:`Received` (None for an error answer, read whole)
+:class:`Blocking`      calls ``work()``, which reads or writes files (the async client in a
+                       thread): what it returns
 an :class:`Event`      hands it to whoever iterates ``events`` / ``follow`` (see
                        :func:`next_event`): None
 =====================  ===========================================================================
@@ -45,7 +47,7 @@ from jobledger.client.errors import DigestMismatch, WaitTimeout, error_for
 from jobledger.client.models import Event, Job
 from jobledger.client.policy import Retry
 from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job
-from jobledger.client.transfers import Receive, Received, problem_with
+from jobledger.client.transfers import Receive, Received, announced_sha256, problem_with
 
 T = TypeVar("T")
 
@@ -66,7 +68,12 @@ class NextLine:
     lines: Any  # the lines a Connect gave: an Iterator[str] or an AsyncIterator[str]
 
 
-Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Receive | Event
+@dataclass(frozen=True)
+class Blocking:
+    work: Callable[[], Any]
+
+
+Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Receive | Blocking | Event
 #: Logic for both clients: yields steps, is sent their outcomes, returns its result.
 Steps = Generator[Step, Any, T]
 
@@ -77,6 +84,12 @@ def advance(work: Steps[Any], outcome: Any) -> Step:
     if isinstance(outcome, httpx.TransportError):
         return work.throw(outcome)
     return work.send(outcome)
+
+
+def blocking(work: Callable[[], T]) -> Steps[T]:
+    """The step that does ``work`` (file work that would hold up an event loop); its result."""
+    result: T = yield Blocking(work)
+    return result
 
 
 def next_event(work: Steps[Any]) -> Steps[Event | None]:
@@ -164,6 +177,26 @@ class ClientBase:
                 yield Pause(delay)
         finally:
             step.into.unlink(missing_ok=True)
+
+    def _saving(self, path: str, dest: Path) -> Steps[Path]:
+        """``GET path`` streamed into ``dest``: written to a part file beside it and moved into place
+        once it hashes to the SHA-256 the server announces, when it announces one (else
+        :class:`DigestMismatch`, nothing kept).  Sent once."""
+        part = dest.with_name(dest.name + ".part")
+        try:
+            try:
+                response, received = yield Receive(path, part)
+            except httpx.TransportError as exc:
+                raise unreachable(self.url, exc) from exc
+            if received is None:
+                raise error_for(response.status_code, error_message(response))
+            expected = announced_sha256(response.headers)
+            if expected is not None and received.sha256 != expected:
+                raise DigestMismatch(f"{dest.name}: the bytes hash to {received.sha256}, not {expected}")
+            part.replace(dest)
+            return dest
+        finally:
+            part.unlink(missing_ok=True)
 
     def _paging(self, after: str | None, filters: dict[str, str | int], page_size: int) -> Steps[None]:
         """Every event after ``after`` matching ``filters``, ``GET /events`` page by page, up to the

@@ -61,6 +61,9 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_ARCHIVE_AFTER": "ledger.archive_after",
     "JOBLEDGER_ARCHIVE_DIR": "ledger.archive_dir",
     "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "ledger.archive_check_interval",
+    "JOBLEDGER_SEAL": "ledger.seal",
+    "JOBLEDGER_SEAL_INTERVAL": "ledger.seal_interval",
+    "JOBLEDGER_SIGNING_KEY": "ledger.signing_key",
 }
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -198,21 +201,27 @@ class EmbeddedConfig(_Section):
 
 
 class LedgerConfig(_Section):
-    """``[ledger]``: retention.  Events older than ``archive_after`` (default 7 days; 0: never) are
-    moved from the stream into the archive in the blob store (``[blobs]``) by the scheduler, every
-    ``archive_check_interval``, so Redis holds a bounded window of the ledger; replay, the feed and
-    job history read them there.  ``archive_dir`` is where archives went before they went to the
-    blob store: one kept there is moved into the store by the first archive round (its record
-    names the directory; this setting is no longer read)."""
+    """``[ledger]``: retention and sealing.  Events older than ``archive_after`` (default 7 days; 0:
+    never) are moved from the stream into the archive in the blob store (``[blobs]``) by the
+    scheduler, every ``archive_check_interval``, so Redis holds a bounded window of the ledger; replay,
+    the feed and job history read them there.  ``archive_dir`` is where archives went before they went
+    to the blob store: one kept there is moved into the store by the first archive round (its record
+    names the directory; this setting is no longer read).  With ``seal`` on, the scheduler publishes a
+    signed checkpoint of the ledger's Merkle tree at least every ``seal_interval`` while events come,
+    signed with the key in ``signing_key`` (empty: the data directory's ``<namespace>.ledger.key``,
+    made on the first start of a scheduler); only sealed events are archived."""
 
     archive_after: Duration = 7 * 86_400_000
     archive_dir: Path = Path("./jobledger-archive")
     archive_check_interval: Duration = 3_600_000
+    seal: bool = True
+    seal_interval: Duration = Field(default=1000, ge=1)
+    signing_key: Path | None = None
 
-    @field_validator("archive_dir")
+    @field_validator("archive_dir", "signing_key")
     @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
+    def _expand(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser()
 
 
 class BlobsConfig(_Section):

@@ -112,10 +112,10 @@ def create_app(
             if run_scheduler:
                 checks = scheduler.SchedulerState()
                 every, retention = scheduler.intervals(config), archive_settings(config, archive)
-                sweep = scheduler.blob_sweep(config, store)
-                task = asyncio.create_task(
-                    scheduler.run(background, every, retention, watch=watch, state=checks, blobs=sweep)
-                )
+                sweep, seal = scheduler.blob_sweep(config, store), scheduler.seal_settings(config)
+                run = scheduler.run(background, every, retention, watch=watch, state=checks, blobs=sweep,
+                                    seal=seal)  # fmt: skip
+                task = asyncio.create_task(run)
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:

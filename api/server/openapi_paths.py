@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.option_kinds import named
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.server.batch_handlers import JobBatch
@@ -172,8 +173,8 @@ _JOB_FIELD_SCHEMAS: dict[str, JSON] = {
     "tags": {"type": ["array", "null"], "items": {"type": "string"}},
     **{t: TIME_OR_NULL for t in TIME_FIELDS},
     "input": {}, "output": {},
-    **{d: DURATION_TEXT for d in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time")},
-    **{c: {"type": "integer"} for c in ("retries", "retries_attempted", "attempt", "priority")},
+    **{d: DURATION_TEXT for d in named(JobOptions, "duration")},
+    **{c: {"type": "integer"} for c in ("retries_attempted", "attempt", *named(JobOptions, "number"))},
     "retry_delays": {"type": ["array", "null"], "items": DURATION_TEXT}, "ended": {"type": "boolean"},
     "progress": {"type": ["integer", "null"]},
     "errors": array({"type": "object", "properties": {

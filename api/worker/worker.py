@@ -46,6 +46,7 @@ from jobledger.runtime.logs import JOB_FIELDS
 from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
+from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
 
 __all__ = ["Handler", "JobContext", "Worker"]
@@ -101,6 +102,8 @@ class Worker:
     (else only those named by ``job.add_result``); ``keep_files`` leaves the directories behind;
     ``blobs`` is the blob store a worker over Redis reads and writes files through, and
     ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
+    ``metrics``: where the worker records its jobs in hand, handler durations, outcomes and resends
+    (:mod:`jobledger.worker.metrics`); none by default.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class Worker:
         keep_files: bool = False,
         blobs: BlobStore | None = None,
         partitions: int | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -138,6 +142,9 @@ class Worker:
         self.upload_written = upload_written
         self.keep_files = keep_files
         self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.count_in_hand(lambda: len(self._runs))
         #: Set once :meth:`run_async` is under way (so :meth:`stop` can reach it from another thread).
         self.started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -361,7 +368,7 @@ class Worker:
         """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
         means the attempt is no longer this worker's."""
         job, took = run.job, run.seconds()
-        line = _JobLine(job, took, self.worker_id)
+        line = _JobLine(job, took, self.worker_id, self.metrics)
         if outcome is Ended.CANCELLED:
             self.counts["cancelled"] += 1
             reason = run.ctx.cancel_reason
@@ -404,6 +411,8 @@ class Worker:
         pause, tries = RESEND_PAUSE[0], 1
         while True:
             try:
+                if tries > 1 and self.metrics is not None:
+                    self.metrics.resent(run.job.queue)
                 await send()
                 if tries > 1:
                     log.info("%s: recorded at try %d", _named(run.job), tries)
@@ -506,17 +515,19 @@ def _named(job: Assignment) -> str:
 class _JobLine:
     """The one line logged for a job: its message after the job's :func:`_named`, and its fields
     (:data:`~jobledger.runtime.logs.JOB_FIELDS`: never held back as a repeat, the object's own
-    fields in JSON)."""
+    fields in JSON), and the job's outcome counted in the worker's metrics if it keeps them."""
 
-    __slots__ = ("actor", "job", "took")
+    __slots__ = ("actor", "job", "metrics", "took")
 
-    def __init__(self, job: Assignment, took: float, actor: str) -> None:
-        self.job, self.took, self.actor = job, took, actor
+    def __init__(self, job: Assignment, took: float, actor: str, metrics: WorkerMetrics | None) -> None:
+        self.job, self.took, self.actor, self.metrics = job, took, actor, metrics
 
     def log(self, level: int, outcome: str, what: str, *args: Any, error: str | None = None) -> None:
         """Log ``what`` % ``args`` as ``log.log`` would, but without looking up the caller's file and
         line, which no line of a job shows: that walk up the stack was a good part of the cost of
         the line each job logs."""
+        if self.metrics is not None:
+            self.metrics.ended(self.job.queue, outcome, self.took)
         if not log.isEnabledFor(level):
             return
         job = self.job

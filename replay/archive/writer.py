@@ -9,7 +9,10 @@ cut-off, at most ``segment_events`` at a time, and for each such run of events:
    and trims those events from the stream (XTRIM MINID) in one atomic step.
 
 A crash between 1 and 2 leaves the events in both places; the next round finds the manifest entry
-that follows the recorded position and finishes its step 2.  Nothing is lost at any point.
+that follows the recorded position and finishes its step 2.  On a sealed ledger (``sealed``) no
+event after the last one sealed (the sealer's record, ``{NS}:seal``) is archived, and the trim
+script refuses one: the sealer reads the stream, and the log files it wrote serve the trimmed
+events' proofs.  Nothing is lost at any point.
 Rounds of several schedulers exclude each other with a lock (``{NS}:archive:lock``), and the trim
 script refuses to move a record another archiver moved meanwhile, or one kept in another store.
 A ledger still archived in a directory, as before the archive went to the blob store, is moved
@@ -118,22 +121,32 @@ class Archiver:
     """Archives one ledger's old events into ``archive`` (see the module docstring)."""
 
     def __init__(self, client: redis.asyncio.Redis, keys: Keys, archive: ArchiveSink,
-                 segment_events: int = SEGMENT_EVENTS) -> None:  # fmt: skip
+                 segment_events: int = SEGMENT_EVENTS, sealed: bool = False) -> None:  # fmt: skip
         self.client, self.keys, self.archive = client, keys, archive
         self.location = archive.location_for(keys.namespace)
         self.segment_events = segment_events
+        self.sealed = sealed
         self.trim_script = client.register_script(source("archive_trim"))
         self.relocate_script = client.register_script(source("archive_relocate"))
 
+    async def _sealed_up_to(self) -> str:
+        """XRANGE's end for what may be archived: the last sealed event on a sealed ledger."""
+        if not self.sealed:
+            return "+"
+        return _s(await self.client.hget(self.keys.build("seal"), "last") or b"") or "0-0"
+
     async def _old_entries(self, after: str | None, cutoff_ms: int) -> list[RawEntry]:
         """The oldest stream entries after ``after`` whose ``at`` is before the cut-off (at most a
-        segment's worth)."""
+        segment's worth), on a sealed ledger none after the last sealed one."""
         out: list[RawEntry] = []
         start = "-" if after is None else "(" + after
+        end = await self._sealed_up_to()
+        if end == "0-0":
+            return out
         while len(out) < self.segment_events:
             count = min(READ_BATCH, self.segment_events - len(out))
             entries = cast(
-                list[RawEntry], await self.client.xrange(self.keys.events, start, "+", count=count)
+                list[RawEntry], await self.client.xrange(self.keys.events, start, end, count=count)
             )
             for entry in entries:
                 if int(entry[1][b"at"]) >= cutoff_ms:
@@ -153,6 +166,7 @@ class Archiver:
             segment.last,
             segment.count,
             _after(segment.last),
+            "1" if self.sealed else "0",
         ]
         try:
             trimmed = await self.trim_script(keys=keys, args=args)
@@ -215,9 +229,10 @@ class Archiver:
                 await self.client.delete(lock)
 
 
-async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings) -> None:
-    """The scheduler's retention task: a round every ``interval_ms``, until cancelled."""
-    archiver = Archiver(ledger.client, ledger.keys, settings.archive, settings.segment_events)
+async def archive_loop(ledger: AsyncLedger, settings: ArchiveSettings, sealed: bool = False) -> None:
+    """The scheduler's retention task: a round every ``interval_ms``, until cancelled; with
+    ``sealed``, archiving only what the sealer has sealed."""
+    archiver = Archiver(ledger.client, ledger.keys, settings.archive, settings.segment_events, sealed)
     log.info("archiving events older than %s into %s, every %s", format_ms(settings.after_ms),
              archiver.location, format_ms(settings.interval_ms))  # fmt: skip
     while True:

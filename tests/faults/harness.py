@@ -38,7 +38,7 @@ from jobledger.ledger.runner import Ledger
 from tests.cli.process_support import REPO, Command, clean_env
 from tests.faults import checks
 from tests.faults.proxy import DropProxy
-from tests.private_redis import PrivateServer, answers, free_port
+from tests.support.private_redis import PrivateServer, answers, free_port
 
 FAULTS = ("kill-worker", "kill-valkey", "kill-server", "pause-valkey", "drop-replies")
 NAMESPACE = "faults"
@@ -203,6 +203,7 @@ class Harness:
              "--port", str(self.port), "--timeout-check-interval", "500ms", "--retry-check-interval", "500ms",
              "--log-level", "warning"],
             self.log("serve"),
+            JOBLEDGER_SEAL="false",  # a sealer would keep its key and tiles in the working directory
         )  # fmt: skip
         server = self.server
         wait(lambda: server.process.poll() is None and healthy(self.base), "jobledger serve to answer")

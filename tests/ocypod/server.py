@@ -22,7 +22,7 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import Partitioned, runners_of
 from jobledger.ledger.runner import Ledger
-from tests.support import TEST_PARTITIONS
+from tests.support.ledger import TEST_PARTITIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
@@ -68,7 +68,7 @@ def wipe_ledger(ledger: Ledger | Partitioned) -> None:
 def environment(extra: Mapping[str, str]) -> dict[str, str]:
     """This environment without jobledger's own settings (so only the arguments decide), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_")}
-    return {**env, **extra}
+    return {**env, "JOBLEDGER_SEAL": "false", **extra}  # a sealer would keep its key in the working directory
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:

@@ -15,6 +15,8 @@ a batch, the same request again or another one) and the scheduler forgetting key
 past their windows take part too, and the commands run as one actor or another (a key is its
 sender's).  Jobs name files (a few blobs from one small set, so queues share them) and their running
 attempts add results, some replacing one of the same name: the blob counts, in all and by queue.
+Each queue's lifetime totals agree with the stream's events of that queue, and its wait histogram
+counts every start.
 """
 
 from __future__ import annotations
@@ -48,12 +50,13 @@ from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSetti
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, revoke_token
 from jobledger.projections import readers
+from jobledger.projections.queue_totals import queue_totals
 from jobledger.projections.views import decode_hash
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler.loop import tick
-from tests.support import START, stream_length
+from tests.support.ledger import START, events, stream_length
 
 QUEUES = ("alpha", "beta", "gamma")
 TAGS = ("red", "green", "blue")
@@ -69,6 +72,10 @@ QUOTA_KEYS = ("k1", "k2")
 RUN_AT = (-1000, 0, 1, 1000, 30_000, 3_600_000)
 #: the blobs jobs name (the ledger holds references only: no store takes part)
 BLOBS = tuple(hashlib.sha256(name.encode()).hexdigest() for name in ("one", "two", "three"))
+
+#: event type -> the outcome it counts in its queue's totals
+OUTCOME_OF = {f"job_{o}": o for o in ("created", "started", "completed", "failed", "timed_out",
+              "cancelled", "expired", "returned")}  # fmt: skip
 
 durations = st.sampled_from(DURATIONS)
 delays = st.lists(st.sampled_from(("0s", "1s", "10s", "1m")), max_size=3)
@@ -187,7 +194,7 @@ class LedgerMachine(RuleBasedStateMachine):
         """After the last step, replay equality; skipped when a step already failed (so the first
         failure is the one reported)."""
         try:
-            differences = [] if sys.exc_info()[0] else self.replay_differences()
+            differences = [] if sys.exc_info()[0] else self.replay_differences() + self.totals_differences()
         finally:
             self.freezer.stop()
             _delete_namespace(self.client, self.namespace)
@@ -492,6 +499,18 @@ class LedgerMachine(RuleBasedStateMachine):
     @invariant()
     def every_job_is_in_its_place(self) -> None:
         assert misplaced(self.client, self.namespace) == []
+
+    def totals_differences(self) -> list[str]:
+        """Each queue's totals against a count of the stream's events of that queue."""
+        counted = {q: dict.fromkeys(OUTCOME_OF.values(), 0) for q in QUEUES}
+        for event in events(self.client, self.namespace):
+            if event["type"] in OUTCOME_OF and event["queue"] in counted:
+                counted[event["queue"]][OUTCOME_OF[event["type"]]] += 1
+        kept = self.ledger.read(queue_totals(list(QUEUES)))
+        found = {q: {o: kept[q].outcomes[o] for o in OUTCOME_OF.values()} for q in QUEUES}
+        waits = [f"{q}: {t.wait.count} waits, {t.outcomes['started']} starts"
+                 for q, t in kept.items() if t.wait.count != t.outcomes["started"]]  # fmt: skip
+        return waits + ([f"totals {found}, events {counted}"] if found != counted else [])
 
     def replay_differences(self) -> list[str]:
         """Rebuild the projections from the stream alone, compare them with the live ones."""

@@ -26,10 +26,10 @@ from jobledger.ledger.stream import EventFilter, id_key
 from jobledger.ledger.stream_merge import START, Cursor, parse_cursor
 from jobledger.projections.history import merged_page
 from jobledger.replay.source import xrange
-from tests.http_support import app_client, error_of
-from tests.live_server import eventually, live_server
-from tests.replay_support import archive, local_archive
 from tests.server.test_events_stream import Sse, xread_clients
+from tests.support.http import app_client, error_of
+from tests.support.live_server import eventually, live_server
+from tests.support.replay import archive, local_archive
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000

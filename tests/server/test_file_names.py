@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
 from jobledger.contract.files import checked_name, duplicate_name
-from tests.http_support import app_client, error_of, fetch, job_field, put_queue, unchanged
+from tests.support.http import app_client, error_of, fetch, job_field, put_queue, unchanged
 
 NFD = unicodedata.normalize("NFD", "café.txt")
 NFC = unicodedata.normalize("NFC", "café.txt")

@@ -19,7 +19,7 @@ from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.server.app import create_app
 from jobledger.server.openapi import openapi_path
 from jobledger.server.routes import ROUTES
-from tests.http_support import BASE_URL, create_job, fetch, make_config, put_queue
+from tests.support.http import BASE_URL, create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]
 

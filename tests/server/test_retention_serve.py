@@ -18,8 +18,8 @@ from jobledger.ledger.keys import Keys
 from jobledger.projections.archive import load_record
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
-from tests.http_support import BASE_URL
 from tests.server.test_api_unavailable import wait_until
+from tests.support.http import BASE_URL
 
 STATUSES = ["job_created", "job_started", "job_completed"]
 
@@ -30,7 +30,7 @@ def config_of(namespace: str, data_dir: Path, blobs: Path) -> Config:
         "redis": {"key_namespace": namespace},
         "embedded": {"data_dir": str(data_dir)},
         "blobs": {"url": str(blobs)},
-        "ledger": {"archive_after": "0.05s", "archive_check_interval": "0.1s"},
+        "ledger": {"archive_after": "0.05s", "archive_check_interval": "0.1s", "seal_interval": "0.05s"},
     })  # fmt: skip
 
 
@@ -63,7 +63,7 @@ def test_serve_archives_and_a_history_keeps_every_event(
     store = BlobArchive.over(LocalBlobStore(tmp_path / "blobs" / namespace), tmp_path / "data")
     assert rec.location == store.location_for(namespace)
     assert [s.last for s in store.manifest(rec.location)][-1] == rec.last_id
-    assert not (tmp_path / "data").exists()  # a local store is read in place: nothing cached
+    assert not (tmp_path / "data" / "archive-cache").exists()  # a local store is read in place
 
 
 @contextmanager

@@ -23,8 +23,8 @@ from jobledger.scheduler.loop import tick
 from jobledger.worker.transports import tail
 from jobledger.worker.worker import JobContext
 from tests.benchmarks.ours.server import bundled_server
-from tests.live_server import eventually, live_server
-from tests.support import stream_length
+from tests.support.ledger import stream_length
+from tests.support.live_server import eventually, live_server
 from tests.worker.worker_support import (
     TRANSPORTS,
     command_counts,

@@ -18,7 +18,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import sources
 from jobledger.worker.worker import JobContext, Worker
 from tests.benchmarks.ours.server import bundled_server
-from tests.live_server import eventually, live_server, without_route
+from tests.support.live_server import eventually, live_server, without_route
 from tests.worker.worker_support import TRANSPORTS, command_counts, make_worker, ran_between, working
 
 NS = "batching"

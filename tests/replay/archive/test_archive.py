@@ -37,10 +37,10 @@ from jobledger.replay.transfer import export_ledger, import_ledger
 from jobledger.runtime.config import Config
 from jobledger.scheduler.loop import CHECKS
 from jobledger.scheduler.loop import run as run_scheduler
-from tests.http_support import app_client
-from tests.replay_support import archive as archive_round
-from tests.replay_support import local_archive, stream_entries, stream_ids, workload
-from tests.support import START_MS
+from tests.support.http import app_client
+from tests.support.ledger import START_MS
+from tests.support.replay import archive as archive_round
+from tests.support.replay import local_archive, stream_entries, stream_ids, workload
 
 OLD, NEW = START_MS, START_MS + 86_400_000  # a day apart
 CUTOFF = START_MS + 3_600_000  # archive what is older than an hour after OLD

@@ -25,11 +25,11 @@ from jobledger.projections import job_pages
 from jobledger.projections.archive import load_record
 from jobledger.server.ui import pages
 from jobledger.server.ui.session import csrf_for
-from tests.http_support import app_client, create_job, put_queue
-from tests.replay_support import archive, local_archive
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
-from tests.support import one_queue_per_partition
+from tests.support.http import app_client, create_job, put_queue
+from tests.support.ledger import one_queue_per_partition
+from tests.support.replay import archive, local_archive
 
 PARTITIONS = 3
 

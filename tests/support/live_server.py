@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from jobledger.blobs import BlobStore
 from jobledger.runtime.config import Config
 from jobledger.server.app import create_app
-from tests.blob_support import temporary_store
+from tests.support.blobs import temporary_store
 
 T = TypeVar("T")
 
@@ -54,7 +54,8 @@ def _serving(
     wrap: Callable[[ASGIApp], ASGIApp] | None,
     run_scheduler: bool = False,
 ) -> Iterator[str]:
-    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
+    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server,
+                                    "ledger": {"seal": False}})  # fmt: skip
     app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)

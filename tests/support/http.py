@@ -26,8 +26,8 @@ from jobledger.replay.compare import snapshot
 from jobledger.runtime.config import Config
 from jobledger.scheduler.loop import tick
 from jobledger.server.app import create_app
-from tests.blob_support import temporary_store
-from tests.support import TEST_PARTITIONS
+from tests.support.blobs import temporary_store
+from tests.support.ledger import TEST_PARTITIONS
 
 #: Where the TestClient's requests go: a loopback name, one the server answers to with auth off.
 BASE_URL = "http://localhost"
@@ -48,10 +48,11 @@ def make_config(
     namespace: str, queues: dict[str, Any] | None = None, partitions: int | None = None, **server: Any
 ) -> Config:
     """The config of an app on ``namespace``; ``partitions``: how many a new ledger is split into (by
-    default the session's, see tests/conftest.py)."""
+    default the session's, see tests/conftest.py).  Not sealed: a sealer would keep its key and files
+    in the working directory (the sealing tests give theirs a directory of their own)."""
     partitions = partitions or TEST_PARTITIONS
     raw = {"redis": {"key_namespace": namespace, "partitions": partitions}, "server": server,
-           "queue": queues or {}}  # fmt: skip
+           "queue": queues or {}, "ledger": {"seal": False}}  # fmt: skip
     return Config.model_validate(raw)
 
 
