@@ -112,6 +112,28 @@ class Segment:
         return cls(**json.loads(text))
 
 
+@dataclass(frozen=True)
+class JobIndex:
+    """The jobs one segment's round removed from Redis (forgotten, every event archived: see
+    :mod:`jobledger.replay.archive.writer`), of one bucket of job ids: each job's id and every event
+    id of its history, oldest first.  ``first`` and ``last`` name the segment."""
+
+    first: str
+    last: str
+    jobs: dict[int, list[str]]
+
+    def data(self) -> bytes:
+        jobs = {str(job): ids for job, ids in sorted(self.jobs.items())}
+        return json.dumps(
+            {"first": self.first, "last": self.last, "jobs": jobs}, separators=(",", ":")
+        ).encode()
+
+    @classmethod
+    def parse(cls, data: bytes) -> JobIndex:
+        raw = json.loads(data)
+        return cls(raw["first"], raw["last"], {int(job): list(ids) for job, ids in raw["jobs"].items()})
+
+
 def segment_name(first: str, last: str) -> str:
     """The name of a segment: it says which events it holds."""
     return f"events-{first}_{last}.jsonl"
@@ -130,6 +152,10 @@ class ArchiveSource(Protocol):
 
     def segment_file(self, location: str, segment: Segment) -> Path:
         """A file on this machine holding the segment's bytes (fetched and checked if need be)."""
+        ...
+
+    def job_indexes(self, location: str, job: int) -> list[JobIndex]:
+        """The job indexes at ``location`` that may name ``job`` (of segments not in the chain too)."""
         ...
 
 
@@ -276,6 +302,21 @@ def find_entries(source: ArchiveSource | None, rec: ArchiveRecord, ids: Iterable
                 if line.strip() and _line_id(line) == id_key(event_id):
                     found[event_id] = parse_line(line.decode("utf-8"), str(path))
     return found
+
+
+def archived_history_ids(source: ArchiveSource | None, rec: ArchiveRecord, job: int) -> list[str]:
+    """Every event id of a job that retention removed from Redis (its history list gone with it),
+    from the job index of the segment whose round removed it: [] for a job no index of the archive's
+    chain names.  Reads one folder's listing and the few indexes in it (see
+    :mod:`jobledger.blobs.archive`)."""
+    indexes = readable(source, rec).job_indexes(rec.location, job)
+    if not indexes:
+        return []
+    segments = {(seg.first, seg.last) for seg in archived_segments(source, rec)}
+    for index in indexes:
+        if job in index.jobs and (index.first, index.last) in segments:
+            return index.jobs[job]
+    return []
 
 
 def events_by_id(source: ArchiveSource | None, rec: ArchiveRecord, ids: Iterable[str]) -> dict[str, Event]:

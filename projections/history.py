@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key, scan
@@ -22,6 +23,7 @@ from jobledger.projections.archive import (
     ArchiveRecord,
     ArchiveSource,
     archived_entries,
+    archived_history_ids,
     events_by_id,
     record,
 )
@@ -124,10 +126,18 @@ async def job_history(
     ledger: AsyncLedger | OpeningLedger, job_id: int, archive: ArchiveSource | None = None
 ) -> list[dict[str, Any]]:
     """Every event of the job, oldest first, as API event items, archived ones included;
-    NotFound for an id never used (``GET /job/{id}/history``).  Read in the job's partition."""
+    NotFound for an id never used (``GET /job/{id}/history``).  Read in the job's partition.  A job
+    that retention removed from Redis (forgotten, and every event archived) has its event ids in
+    the archive's job index: one folder listed and the few indexes in it read, then the segments
+    that hold its events."""
     if isinstance(ledger, OpeningLedger):
         ledger = (await ledger.opened()).for_id(job_id)
-    ids = await ledger.read(history_ids(job_id))
+    try:
+        ids = await ledger.read(history_ids(job_id))
+    except NotFound:
+        rec = await ledger.read(record())
+        if rec is None or not (ids := await asyncio.to_thread(archived_history_ids, archive, rec, job_id)):
+            raise
     found = await ledger.read(stream_events(ids))
     missing = [i for i in ids if i not in found]
     if missing and (rec := await ledger.read(record())) is not None:

@@ -101,7 +101,7 @@ def ledger_parts(config: Config, stop: SignalStop, *, create: bool = False) -> I
         store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
     except ValueError as exc:
         fail(str(exc), code=2)
-    archive = BlobArchive.over(store, config.embedded.data_dir)
+    archive = BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
     with open_redis(config, stop, create=create) as url:
         ns = config.redis.key_namespace
         base = sync_client(url, ns)

@@ -389,7 +389,9 @@ async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = OpeningLedger(redis_url, config.redis.key_namespace, config.redis.partitions)
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
-    retention = archive_settings(config, BlobArchive.over(store, config.embedded.data_dir))
+    retention = archive_settings(
+        config, BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
+    )
     try:
         await run(ledger, intervals(config), retention, blobs=blob_sweep(config, store),
                   seal=seal_settings(config))  # fmt: skip

@@ -95,7 +95,8 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        archive = BlobArchive.over(store, config.embedded.data_dir)  # every server's history reads
+        # the archive every server's history reads
+        archive = BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
         namespace, partitions, observe = (
             config.redis.key_namespace,
             config.redis.partitions,

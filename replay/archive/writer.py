@@ -5,11 +5,16 @@ cut-off, at most ``segment_events`` at a time, and for each such run of events:
 
 1. writes them as a segment into the archive (:class:`ArchiveSink`: the blob store's, shared by
    every server of the ledger), then the segment's manifest entry, each durable when written;
-2. only then runs ``archive_trim``, which records the new archived position in ``{NS}:archive``
-   and trims those events from the stream (XTRIM MINID) in one atomic step.
+2. finds the jobs of the segment that are forgotten (expired or deleted: their hash gone) and whose
+   every event is archived once the segment is (the newest id of their history list in it), and
+   writes their history lists into the archive's job index;
+3. only then runs ``archive_trim``, which records the new archived position in ``{NS}:archive``,
+   trims those events from the stream (XTRIM MINID) and deletes those jobs' history lists, in one
+   atomic step: once retention has a job's every event and the job has expired, nothing of it stays
+   in Redis, and ``GET /job/{id}/history`` finds its events through the job index.
 
-A crash between 1 and 2 leaves the events in both places; the next round finds the manifest entry
-that follows the recorded position and finishes its step 2.  On a sealed ledger (``sealed``) no
+A crash between 1 and 3 leaves the events in both places; the next round finds the manifest entry
+that follows the recorded position and finishes its steps 2 and 3.  On a sealed ledger (``sealed``) no
 event after the last one sealed (the sealer's record, ``{NS}:seal``) is archived, and the trim
 script refuses one: the sealer reads the stream, and the log files it wrote serve the trimmed
 events' proofs.  Nothing is lost at any point.
@@ -44,7 +49,9 @@ from jobledger.projections.archive import (
     ArchiveSource,
     Segment,
     archive_key,
+    archived_segments,
     parse_record,
+    segment_entries,
     segment_name,
 )
 from jobledger.replay.archive.legacy import move_directory
@@ -61,7 +68,8 @@ LOCK_MS = 10 * 60_000
 
 
 class ArchiveSink(ArchiveSource, Protocol):
-    """Where the archiver writes: a ledger's location, and a segment with its manifest entry."""
+    """Where the archiver writes: a ledger's location, a segment with its manifest entry, and the
+    job index of the jobs its round removes from Redis."""
 
     def location_for(self, namespace: str) -> str:
         """The location the record of ledger ``namespace`` names."""
@@ -69,6 +77,10 @@ class ArchiveSink(ArchiveSource, Protocol):
 
     def write_segment(self, location: str, segment: Segment, data: bytes) -> None:
         """Store the segment's bytes, then its manifest entry, durably."""
+        ...
+
+    def write_jobs(self, location: str, segment: Segment, jobs: dict[int, list[str]]) -> None:
+        """Store the job index of ``jobs`` (job id -> its history's event ids) for the segment, durably."""
         ...
 
 
@@ -128,6 +140,8 @@ class Archiver:
         self.sealed = sealed
         self.trim_script = client.register_script(source("archive_trim"))
         self.relocate_script = client.register_script(source("archive_relocate"))
+        self.forgotten_script = client.register_script(source("archive_forgotten"))
+        self.drop_script = client.register_script(source("drop_archived_histories"))
 
     async def _sealed_up_to(self) -> str:
         """XRANGE's end for what may be archived: the last sealed event on a sealed ledger."""
@@ -157,8 +171,25 @@ class Archiver:
             start = "(" + _s(entries[-1][0])
         return out
 
-    async def _trim(self, previous: str | None, segment: Segment) -> None:
-        """Record the segment as archived and trim its events from the stream (one script)."""
+    async def _forgotten(self, entries: list[RawEntry], last: str) -> dict[int, list[str]]:
+        """The jobs of ``entries`` whose history lists the trim up to ``last`` deletes (see
+        ``drop_archived_history.lua``), each with its list."""
+        jobs = sorted({int(j) for _, fields in entries if (j := fields.get(b"job"))})
+        if not jobs:
+            return {}
+        reply = await self.forgotten_script(keys=[self.keys.ledger_prefix], args=[last, *jobs])
+        return {int(job): [_s(i) for i in ids] for job, ids in zip(reply[::2], reply[1::2], strict=True)}
+
+    async def _index_and_trim(self, previous: str | None, segment: Segment, entries: list[RawEntry]) -> None:
+        """Steps 2 and 3 of a round for a segment written (see the module)."""
+        jobs = await self._forgotten(entries, segment.last)
+        if jobs:
+            await asyncio.to_thread(self.archive.write_jobs, self.location, segment, jobs)
+        await self._trim(previous, segment, list(jobs))
+
+    async def _trim(self, previous: str | None, segment: Segment, jobs: list[int]) -> None:
+        """Record the segment as archived, trim its events from the stream and delete the history
+        lists of ``jobs`` (one script)."""
         keys = [self.keys.ledger_prefix, archive_key(self.keys)]
         args: list[str | int] = [
             previous or "",
@@ -167,6 +198,7 @@ class Archiver:
             segment.count,
             _after(segment.last),
             "1" if self.sealed else "0",
+            *jobs,
         ]
         try:
             trimmed = await self.trim_script(keys=keys, args=args)
@@ -181,9 +213,13 @@ class Archiver:
         following = {s.after: s for s in await asyncio.to_thread(self.archive.manifest, self.location, True)}
         while (segment := following.get(position or "")) is not None:
             log.info("finishing the archive of %s", segment.file)
-            await self._trim(position, segment)
+            entries = await asyncio.to_thread(self._entries_of, segment)
+            await self._index_and_trim(position, segment, entries)
             position = segment.last
         return position
+
+    def _entries_of(self, segment: Segment) -> list[RawEntry]:
+        return list(segment_entries(self.archive.segment_file(self.location, segment), None, None))
 
     async def _relocate(self, rec: ArchiveRecord) -> ArchiveRecord:
         """Move a ledger archived in a directory (as before the blob store) into the archive."""
@@ -195,7 +231,14 @@ class Archiver:
         except redis.ResponseError as exc:
             raise ArchiveError(str(exc)) from exc
         log.info("moved the archive of %s from %s into %s", self.keys.namespace, rec.location, self.location)
-        return ArchiveRecord(self.location, rec.last_id, rec.count)
+        moved = ArchiveRecord(self.location, rec.last_id, rec.count)
+        for segment in await asyncio.to_thread(archived_segments, self.archive, moved):
+            entries = await asyncio.to_thread(self._entries_of, segment)
+            jobs = await self._forgotten(entries, rec.last_id)
+            if jobs:
+                await asyncio.to_thread(self.archive.write_jobs, self.location, segment, jobs)
+                await self.drop_script(keys=[self.keys.ledger_prefix], args=[rec.last_id, *jobs])
+        return moved
 
     async def _round(self, cutoff_ms: int) -> int:
         rec = parse_record(await self.client.hgetall(archive_key(self.keys)))
@@ -207,7 +250,7 @@ class Archiver:
         archived = 0
         while entries := await self._old_entries(position, cutoff_ms):
             segment = await asyncio.to_thread(write_segment, self.archive, self.location, entries, position)
-            await self._trim(position, segment)
+            await self._index_and_trim(position, segment, entries)
             position = segment.last
             archived += segment.count
             log.info("archived %d events to %s", segment.count, segment.file)

@@ -8,8 +8,11 @@
 -- ARGV[3] new last_id   ARGV[4] events added   ARGV[5] XTRIM MINID threshold (just after ARGV[3])
 -- ARGV[6] '1': the ledger is sealed, so no event after the last sealed one (the sealer's record,
 -- K.seal's `last`) is trimmed: the sealer reads the stream, and a proof needs a sealed event
+-- ARGV[7..] the jobs the segment's round indexed as forgotten and wholly archived: their history
+-- lists are deleted (drop_archived_history), their ids kept by the archive's job index
 -- returns the number of entries trimmed from the stream
 -- errors  ARCHIVE_MOVED, ARCHIVE_ELSEWHERE, NOT_SEALED
+--- @include "projections/lua/lib/drop_archived_history.lua"
 local record = KEYS[2]
 local previous = redis.call('HGET', record, 'last_id') or ''
 if previous ~= ARGV[1] then
@@ -37,4 +40,5 @@ if ARGV[6] == '1' then
 end
 redis.call('HSET', record, 'store', ARGV[2], 'last_id', ARGV[3])
 redis.call('HINCRBY', record, 'count', ARGV[4])
+for i = 7, #ARGV do drop_archived_history(ARGV[i], ARGV[3]) end
 return redis.call('XTRIM', K.events, 'MINID', ARGV[5])

@@ -76,7 +76,7 @@ def test_times_and_ids_reach_into_the_archive(
 ) -> None:
     total = ledger_length(client, Keys(namespace))
 
-    store = local_archive(tmp_path / "blobs")
+    store = local_archive(tmp_path / "blobs", namespace)
     archived = archive(redis_url, namespace, store, START_MS + 2 * STEP, segment_events=4)
     assert archived == len(minutes[0]) + len(minutes[1])
     assert ledger_length(client, Keys(namespace)) == total

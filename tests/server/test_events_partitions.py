@@ -218,7 +218,10 @@ def test_archived_events_of_a_partition_come_first_in_its_place(
     expected = merged(client, split)
     held = len(partition_events(client, split, 1))
     moved = archive(
-        redis_url, split.partitioning.namespaces[1], local_archive(tmp_path / "blobs"), BASE_MS + 250
+        redis_url,
+        split.partitioning.namespaces[1],
+        local_archive(tmp_path / "blobs", split.partitioning.namespace),
+        BASE_MS + 250,
     )
     assert 0 < moved < held and len(partition_events(client, split, 1)) == held - moved
     with app_client(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as api:

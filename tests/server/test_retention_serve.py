@@ -60,7 +60,7 @@ def test_serve_archives_and_a_history_keeps_every_event(
     assert [e["type"] for e in events] == STATUSES
     rec = load_record(client, Keys(namespace))
     assert rec is not None and all(rec.holds(e["id"]) for e in events)
-    store = BlobArchive.over(LocalBlobStore(tmp_path / "blobs" / namespace), tmp_path / "data")
+    store = BlobArchive.over(LocalBlobStore(tmp_path / "blobs" / namespace), tmp_path / "data", namespace)
     assert rec.location == store.location_for(namespace)
     assert [s.last for s in store.manifest(rec.location)][-1] == rec.last_id
     assert not (tmp_path / "data" / "archive-cache").exists()  # a local store is read in place
@@ -97,6 +97,6 @@ def test_two_servers_each_read_the_history_the_other_archived(
         listed = [api.get("/events", params={"limit": 1000}).json()["events"] for api in (a, b)]
         assert listed[0] == listed[1] and len(listed[0]) == 1 + 3 * len(jobs)
     rec = load_record(client, Keys(namespace))
-    shared = BlobArchive.over(LocalBlobStore(tmp_path / "shared-blobs" / namespace), tmp_path)
+    shared = BlobArchive.over(LocalBlobStore(tmp_path / "shared-blobs" / namespace), tmp_path, namespace)
     assert rec is not None and rec.location == shared.location_for(namespace)
     assert sum(s.count for s in shared.manifest(rec.location)) >= rec.count

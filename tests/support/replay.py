@@ -49,9 +49,9 @@ def stream_ids(client: redis.Redis, namespace: str) -> list[str]:
     return [entry_id.decode() for entry_id, _ in stream_entries(client, namespace)]
 
 
-def local_archive(root: Path) -> BlobArchive:
-    """The archive of a blob store on local disk at ``root``."""
-    return BlobArchive.over(LocalBlobStore(root), root)
+def local_archive(root: Path, namespace: str) -> BlobArchive:
+    """The archive of ledger ``namespace`` in a blob store on local disk at ``root``."""
+    return BlobArchive.over(LocalBlobStore(root), root, namespace)
 
 
 def archive(redis_url: str, namespace: str, into: ArchiveSink, cutoff: int,

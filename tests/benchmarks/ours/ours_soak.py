@@ -109,7 +109,7 @@ def measure(servers: Servers, settings: Settings, log: object) -> Results:
     rounds = QUICK_ROUNDS if settings.quick else ROUNDS
     made: list[int] = []
     with servers.fresh() as url, tempfile.TemporaryDirectory(prefix="jobledger-soak-") as root:
-        archive = BlobArchive.over(LocalBlobStore(Path(root) / "blobs"), Path(root))
+        archive = BlobArchive.over(LocalBlobStore(Path(root) / "blobs"), Path(root), NAMESPACE)
         with redis.Redis.from_url(url) as client:
             queue = QueueSettings.model_validate({"expires_after": EXPIRES})
             Ledger(client, NAMESPACE).run(commands.put_queue("soak", queue))

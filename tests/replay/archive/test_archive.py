@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
 from jobledger.blobs.archive import BlobArchive
+from jobledger.ledger.errors import NotFound
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import AsyncLedger, Ledger
@@ -35,7 +36,7 @@ from jobledger.replay.rebuild import rebuild
 from jobledger.replay.source import read_ledger, xrange
 from jobledger.replay.transfer import export_ledger, import_ledger
 from jobledger.runtime.config import Config
-from jobledger.scheduler.loop import CHECKS
+from jobledger.scheduler.loop import CHECKS, tick
 from jobledger.scheduler.loop import run as run_scheduler
 from tests.support.http import app_client
 from tests.support.ledger import START_MS
@@ -66,9 +67,9 @@ def two_ages(timed: Ledger, clock: list[int]) -> list[str]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> BlobArchive:
+def store(tmp_path: Path, namespace: str) -> BlobArchive:
     """The archive of a blob store on local disk."""
-    return local_archive(tmp_path / "blobs")
+    return local_archive(tmp_path / "blobs", namespace)
 
 
 def archive(redis_url: str, namespace: str, into: BlobArchive, cutoff: int = CUTOFF,
@@ -93,9 +94,9 @@ def first_stream_id(segment_name: str) -> tuple[int, int]:
     return int(ms), int(seq)
 
 
-def segment_names(store: BlobArchive, namespace: str) -> list[str]:
-    """The segments the store holds for ``namespace``, by name."""
-    return store.objects.names(f"{namespace}/segments/")
+def segment_names(store: BlobArchive) -> list[str]:
+    """The segments the store holds for its ledger of one partition, by name."""
+    return store.objects.names("segments/")
 
 
 def test_old_events_move_to_segments_and_every_reader_still_sees_them(
@@ -110,14 +111,10 @@ def test_old_events_move_to_segments_and_every_reader_still_sees_them(
     assert archived == len(old) > 10
     assert stream_ids(client, namespace) == ids[len(old) :]
     rec = load_record(client, Keys(namespace))
-    assert rec == ArchiveRecord(
-        f"local disk at {tmp_path / 'blobs' / 'archive'}/{namespace}", old[-1], len(old)
-    )
+    assert rec == ArchiveRecord(f"local disk at {tmp_path / 'blobs' / 'archive'}", old[-1], len(old))
     segments = store.manifest(rec.location)
     assert [s.count for s in segments] == [10] * (len(old) // 10) + ([len(old) % 10] if len(old) % 10 else [])
-    assert [f"{namespace}/segments/{s.file}" for s in segments] == sorted(
-        segment_names(store, namespace), key=first_stream_id
-    )
+    assert [f"segments/{s.file}" for s in segments] == sorted(segment_names(store), key=first_stream_id)
     assert segments[0].file == f"events-{ids[0]}_{ids[9]}.jsonl"
     assert [s.after for s in segments] == ["", *(s.last for s in segments[:-1])]
     # replay, export and the archive's lookup by id read the archive, then the stream
@@ -184,7 +181,7 @@ def test_archivers_exclude_each_other_and_keep_to_one_store(
     client.delete(Keys(namespace).build("archive_lock"))
     assert archive(redis_url, namespace, store) > 0
     clock[0] = NEW
-    elsewhere = local_archive(store.objects.root.parent.parent / "other")  # type: ignore[attr-defined]
+    elsewhere = local_archive(store.objects.root.parent.parent / "other", namespace)  # type: ignore[attr-defined]
     with pytest.raises(ArchiveError, match="archives to"):
         archive(redis_url, namespace, elsewhere, cutoff=NEW + 1)
 
@@ -196,10 +193,10 @@ def test_a_missing_archive_stops_replay_instead_of_replaying_half_a_ledger(
     archive(redis_url, namespace, store)
     with pytest.raises(ArchiveError, match="cannot be read here"):
         rebuild(client, namespace, namespace + "-none")  # a reader given no archive
-    elsewhere = local_archive(store.objects.root.parent.parent / "other")  # type: ignore[attr-defined]
+    elsewhere = local_archive(store.objects.root.parent.parent / "other", namespace)  # type: ignore[attr-defined]
     with pytest.raises(ArchiveError, match="cannot read"):
         rebuild(client, namespace, namespace + "-elsewhere", archive=elsewhere)  # another store
-    first = segment_names(store, namespace)[0]
+    first = segment_names(store)[0]
     (store.objects.root / first).unlink()  # type: ignore[attr-defined]
     with pytest.raises(ArchiveError, match="missing"):
         rebuild(client, namespace, namespace + "-rebuilt", archive=store)
@@ -285,6 +282,77 @@ def test_a_job_history_includes_its_archived_events(
             await aclient.aclose()
 
     assert asyncio.run(history()) == [e.item() for e in before]
+
+
+def histories(
+    redis_url: str, namespace: str, jobs: list[int], store: BlobArchive | None
+) -> dict[int, object]:
+    """``GET /job/{id}/history`` of each job (its NotFound's message for one it cannot find)."""
+
+    async def read() -> dict[int, object]:
+        aclient = redis.asyncio.Redis.from_url(redis_url)
+        out: dict[int, object] = {}
+        try:
+            for job in jobs:
+                try:
+                    out[job] = await job_history(AsyncLedger(aclient, namespace), job, store)
+                except NotFound as exc:
+                    out[job] = str(exc)
+            return out
+        finally:
+            await aclient.aclose()
+
+    return asyncio.run(read())
+
+
+def test_an_expired_job_wholly_archived_leaves_nothing_in_redis_and_its_history_stays_whole(
+    client: redis.Redis, redis_url: str, timed: Ledger, clock: list[int], namespace: str, store: BlobArchive
+) -> None:
+    keys = Keys(namespace)
+    jobs = workload(timed)  # ended jobs expire an hour after they end; the last one is deleted
+    clock[0] = OLD + 2 * 3_600_000
+    tick(timed)
+    forgotten = [j for j in jobs if not client.exists(keys.job(j))]
+    alive = [j for j in jobs if j not in forgotten]
+    assert len(forgotten) > 1 and alive and all(client.exists(keys.history(j)) for j in forgotten)
+    clock[0] = NEW
+    workload(timed)
+    before = histories(redis_url, namespace, jobs, None)
+    assert archive(redis_url, namespace, store, cutoff=OLD + 3 * 3_600_000, segment_events=20) > 0
+    # the round removed every key of a forgotten job; a live job keeps its hash and history
+    left = [k.decode() for k in client.scan_iter(match=keys.pattern(), count=1000)]
+    assert [k for k in left for j in forgotten if k.endswith((f":job:{j}", f":history:{j}"))] == []
+    assert all(client.exists(keys.job(j)) for j in alive)
+    # their histories read the archive's job index, and are what they were
+    assert histories(redis_url, namespace, jobs, store) == before
+    assert "never did" in str(histories(redis_url, namespace, [10_000], store)[10_000])
+    indexes = store.objects.names("jobs/")
+    assert len(indexes) == len({index.rsplit("/", 1)[0] for index in indexes})  # one index per bucket
+    # a rebuild from the archive and the stream keeps exactly the history lists the live ledger keeps
+    rebuild(client, namespace, namespace + "-rebuilt", batch=7, archive=store)
+    assert compare(client, namespace, namespace + "-rebuilt") == []
+    rebuilt = Keys(namespace + "-rebuilt")
+    assert [j for j in jobs if client.exists(rebuilt.history(j))] == [
+        j for j in jobs if client.exists(keys.history(j))
+    ]
+
+
+def test_a_round_cut_short_before_its_trim_indexes_and_forgets_at_the_next(
+    client: redis.Redis, redis_url: str, timed: Ledger, clock: list[int], namespace: str, store: BlobArchive
+) -> None:
+    keys = Keys(namespace)
+    jobs = workload(timed)
+    clock[0] = OLD + 2 * 3_600_000
+    tick(timed)
+    forgotten = [j for j in jobs if not client.exists(keys.job(j))]
+    before = histories(redis_url, namespace, forgotten, None)
+    entries = xrange(client, keys.events)
+    write_segment(store, store.location_for(namespace), entries, None)  # the round stopped here
+    assert all(client.exists(keys.history(j)) for j in forgotten)
+    assert archive(redis_url, namespace, store, cutoff=OLD) == 0  # nothing new: it finishes the trim
+    assert client.xlen(keys.events) == 0
+    assert not any(client.exists(keys.history(j)) for j in forgotten)
+    assert histories(redis_url, namespace, forgotten, store) == before
 
 
 def pages_of(client: redis.Redis, namespace: str) -> list[Event]:

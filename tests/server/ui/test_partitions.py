@@ -253,7 +253,10 @@ def test_the_ledger_page_adds_up_the_partitions_archives(
     for name in split.queues[:2]:
         create_job(ui, name)
     cutoff = int(time.time() * 1000) + 1_000
-    archived = [archive(redis_url, ns, local_archive(tmp_path / "blobs"), cutoff) for ns in namespaces[:2]]
+    archived = [
+        archive(redis_url, ns, local_archive(tmp_path / "blobs", split.partitioning.namespace), cutoff)
+        for ns in namespaces[:2]
+    ]
     assert archived == [2, 2]  # queue_created and job_created in partitions 0 and 1; none in 2
     records = [load_record(client, split.keys(p)) for p in range(2)]
     last_ids = [r.last_id for r in records if r is not None]
