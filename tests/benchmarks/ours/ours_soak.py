@@ -4,9 +4,10 @@ A producer creates, fetches and completes jobs at a steady rate (through the led
 this process) on a queue whose ended jobs expire after :data:`EXPIRES`, while the scheduler runs
 as ``serve`` runs it: its checks, and archive rounds every :data:`CHECK` of the events older than
 :data:`ARCHIVE_AFTER` into a blob store on local disk.  Redis ``used_memory`` is sampled once a
-round; after the first round (the events of :data:`ARCHIVE_AFTER` held, then archived) it should
-stay flat.  At the end every job's history is read back (``GET /job/{id}/history``'s reader, the
-archive through the blob store) and must be whole.  Named only (``--only soak``): it takes minutes.
+round, with the stream's own size and the number of keys, so that what grows shows; after the first
+round (the events of :data:`ARCHIVE_AFTER` held, then archived) it should stay flat.  At the end
+every job's history is read back (``GET /job/{id}/history``'s reader, the archive through the blob
+store) and must be whole.  Named only (``--only soak``): it takes minutes.
 """
 
 from __future__ import annotations
@@ -91,9 +92,12 @@ async def _soak(url: str, archive: BlobArchive, rounds: int, made: list[int]) ->
             await asyncio.sleep(max(0.0, start + n * CHECK / 1000 - time.monotonic()))
             memory = await client.info("memory")
             record = parse_record(await client.hgetall(Keys(NAMESPACE).build("archive")))
+            events = Keys(NAMESPACE).events
             curve.append({
                 "s": n, "used_memory": int(memory["used_memory"]), "jobs": len(made),
-                "stream": int(await client.xlen(Keys(NAMESPACE).events)),
+                "stream": int(await client.xlen(events)),
+                "stream_bytes": int(await client.memory_usage(events, samples=0) or 0),
+                "keys": int(await client.dbsize()),
                 "archived": record.count if record else 0,
             })  # fmt: skip
     finally:
