@@ -24,6 +24,7 @@ a ledger of one partition (it was made before partitions existed).
 from __future__ import annotations
 
 import functools
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,6 +124,17 @@ class Partitioning:
                 name, k = f"{self.namespace}-{p}.{k}", k + 1
             names.append(name)
         return names
+
+    def index_of(self, namespace: str) -> int | None:
+        """Which partition ``namespace`` is (None: the ledger itself, not split), read from its name
+        alone, whatever the count: ``NAMESPACE-p`` or ``NAMESPACE-p.k`` is partition ``p``.
+        :class:`ValueError` for a namespace of another ledger."""
+        if namespace == self.namespace:
+            return None
+        match = re.fullmatch(re.escape(self.namespace) + r"-(\d+)(?:\.\d+)?", namespace)
+        if match is None:
+            raise ValueError(f"{namespace!r} is not a partition of the ledger {self.namespace!r}")
+        return int(match.group(1))
 
     def of_queue(self, name: str) -> int:
         """The partition of queue ``name`` (and of its jobs and launchers): a hash that never

@@ -33,6 +33,7 @@ from jobledger.ledger.seal.leaves import leaf_bytes
 from jobledger.ledger.seal.tiles import WIDTH
 from jobledger.ledger.seal.verify import verify_consistency
 from jobledger.ledger.stream import id_key
+from jobledger.projections.archive import ArchiveSource
 from jobledger.replay.sealed_log import SealedLog
 from jobledger.replay.source import read_ledger
 
@@ -181,20 +182,27 @@ def _difference(sealed: _Sealed, index: int, entry: RawEntry) -> Finding | None:
     return Finding("inserted", entry_id, f"was never sealed; index {index} is event {expected}")
 
 
-def _entries(client: redis.Redis, keys: Keys) -> Iterator[RawEntry]:
-    for batch in read_ledger(client, keys):
+def _entries(client: redis.Redis, keys: Keys, archive: ArchiveSource | None) -> Iterator[RawEntry]:
+    for batch in read_ledger(client, keys, archive=archive):
         yield from batch
 
 
-def audit_log(client: redis.Redis, keys: Keys, log: SealedLog, since: str | bytes | None = None) -> LogAudit:
-    """Audit the log of ``keys``' ledger (see the module), with ``since`` an auditor's checkpoint."""
+def audit_log(
+    client: redis.Redis,
+    keys: Keys,
+    log: SealedLog,
+    since: str | bytes | None = None,
+    archive: ArchiveSource | None = None,
+) -> LogAudit:
+    """Audit the log of ``keys``' ledger (see the module), with ``since`` an auditor's checkpoint,
+    its archived events read through ``archive``."""
     audit = LogAudit(log.origin)
     latest = audit_checkpoints(log, audit, since)
     if latest is None:
         return audit
     sealed = _Sealed(log, latest.size)
     index = 0
-    for entry in _entries(client, keys):
+    for entry in _entries(client, keys, archive):
         if index == latest.size:
             break
         audit.finding = _difference(sealed, index, entry)

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from urllib.parse import urlparse
 
-from jobledger.blobs import namespace_part
+from jobledger.blobs import ledger_folder, namespace_part
 from jobledger.runtime.config import BlobsConfig
 from jobledger.runtime.private import fsync_dir, private_dir, private_opener
 
@@ -125,8 +125,9 @@ class LocalLogFiles(LogFiles):
 
 
 def log_part(partition: int | None) -> str:
-    """The log's directory under the ledger's place: ``ledger``, or ``ledger/p<N>`` for partition N."""
-    return "ledger" if partition is None else f"ledger/p{partition}"
+    """The log's directory under the ledger's place: ``ledger``, or ``ledger/p<N>`` for partition N
+    (as the archive's, :mod:`jobledger.blobs.archive`)."""
+    return ledger_folder("ledger", partition)
 
 
 def open_log_files(config: BlobsConfig, data_dir: Path, namespace: str, partition: int | None) -> LogFiles:

@@ -74,6 +74,13 @@ ExpiryCheckOption = Annotated[
     str | None,
     typer.Option(help="How often to expire ended jobs, e.g. 5m (env JOBLEDGER_EXPIRY_CHECK_INTERVAL)."),
 ]
+ArchiveAfterOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Archive events older than this into the blob store and trim them from Redis (default 7d;"
+        " 0s keeps every event in Redis; env JOBLEDGER_ARCHIVE_AFTER)."
+    ),
+]
 PartitionsOption = Annotated[
     int | None,
     typer.Option(

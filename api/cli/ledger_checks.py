@@ -12,7 +12,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.seal.checkpoints import origin, parse_body
 from jobledger.ledger.seal.errors import Malformed, SealError
 from jobledger.ledger.seal.keys import VerifierKey, read_key_file
-from jobledger.projections.archive import ArchiveError
+from jobledger.projections.archive import ArchiveError, ArchiveSource
 from jobledger.replay.ledger_audit import LogAudit, audit_log
 from jobledger.replay.parts import Part
 from jobledger.replay.sealed_log import SealedLog
@@ -37,10 +37,15 @@ def _since_origin(note: bytes) -> str:
 
 
 def audit_parts(
-    config: Config, parts: list[Part], keys: list[VerifierKey], since: bytes | None = None
+    config: Config,
+    parts: list[Part],
+    keys: list[VerifierKey],
+    archive: ArchiveSource,
+    since: bytes | None = None,
 ) -> bool:
-    """Audit the log of each partition of the ledger (``parts``), printing each; whether all hold.
-    ``since``: a checkpoint an auditor kept, of one of the logs."""
+    """Audit the log of each partition of the ledger (``parts``), its archived events read through
+    ``archive``, printing each; whether all hold.  ``since``: a checkpoint an auditor kept, of one of
+    the logs."""
     wanted = _since_origin(since) if since is not None else None
     logs = published_logs(config, len(parts), keys)
     if wanted is not None and wanted not in {log.origin for _, log in logs}:
@@ -48,7 +53,8 @@ def audit_parts(
     ok = True
     for part, (_, log) in zip(parts, logs, strict=True):
         try:
-            audit = audit_log(part.client, Keys(part.namespace), log, since if log.origin == wanted else None)
+            mine = since if log.origin == wanted else None
+            audit = audit_log(part.client, Keys(part.namespace), log, mine, archive)
         except (ArchiveError, SealError, OSError, redis.RedisError) as exc:
             fail(f"ledger verify of {log.origin} could not be done: {exc}", code=3)
         print_audit(audit)

@@ -95,7 +95,7 @@ def audit_ledger(
 ) -> bool:
     """Audit every log of the configured ledger, printing each; whether all hold."""
     with ledger_parts(config, stop) as found:
-        return audit_parts(config, found.parts, keys, since)
+        return audit_parts(config, found.parts, keys, found.archive, since)
 
 
 @app.command("verify")

@@ -12,6 +12,7 @@ import typer
 
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
+    ArchiveAfterOption,
     ExpiryCheckOption,
     LedgerOptions,
     LogFormatOption,
@@ -123,6 +124,7 @@ def serve(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    archive_after: ArchiveAfterOption = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
@@ -144,7 +146,7 @@ def serve(
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
         "server.tls_cert": tls_cert, "server.tls_key": tls_key, "redis.partitions": partitions,
-        "server.allowed_hosts": allowed_host or None,
+        "server.allowed_hosts": allowed_host or None, "ledger.archive_after": archive_after,
     })  # fmt: skip
     refusal = exposure_refusal(config)
     if refusal:
@@ -186,6 +188,7 @@ def scheduler(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    archive_after: ArchiveAfterOption = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
@@ -196,6 +199,7 @@ def scheduler(
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "redis.partitions": partitions,
+        "ledger.archive_after": archive_after,
     })  # fmt: skip
     setup_logging(config)
     with SignalStop() as stop, open_redis(config, stop) as url:

@@ -202,14 +202,17 @@ class EmbeddedConfig(_Section):
 
 
 class LedgerConfig(_Section):
-    """``[ledger]``: retention and sealing.  Events older than ``archive_after`` (0: never) are moved
-    from the stream into segment files under ``archive_dir`` (one subdirectory per namespace) by the
-    scheduler, every ``archive_check_interval``; replay, the feed and job history read them there.
-    With ``seal`` on, the scheduler publishes a signed checkpoint of the ledger's Merkle tree at least
-    every ``seal_interval`` while events come, signed with the key in ``signing_key`` (empty: the
-    data directory's ``<namespace>.ledger.key``, made on the first start of a scheduler)."""
+    """``[ledger]``: retention and sealing.  Events older than ``archive_after`` (default 7 days; 0:
+    never) are moved from the stream into the archive in the blob store (``[blobs]``) by the
+    scheduler, every ``archive_check_interval``, so Redis holds a bounded window of the ledger; replay,
+    the feed and job history read them there.  ``archive_dir`` is where archives went before they went
+    to the blob store: one kept there is moved into the store by the first archive round (its record
+    names the directory; this setting is no longer read).  With ``seal`` on, the scheduler publishes a
+    signed checkpoint of the ledger's Merkle tree at least every ``seal_interval`` while events come,
+    signed with the key in ``signing_key`` (empty: the data directory's ``<namespace>.ledger.key``,
+    made on the first start of a scheduler); only sealed events are archived."""
 
-    archive_after: Duration = 0
+    archive_after: Duration = 7 * 86_400_000
     archive_dir: Path = Path("./jobledger-archive")
     archive_check_interval: Duration = 3_600_000
     seal: bool = True

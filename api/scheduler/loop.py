@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
 from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
@@ -350,7 +351,8 @@ async def run(
             deadlines = _Deadlines(runner, every, state, partition, split if len(runners) > 1 else None)
             tasks.append(asyncio.create_task(deadlines.run(follower), name=f"scheduler-{partition}"))
             if seal is not None:
-                sealing = seal_loop(runner, seal, namespace, partition if len(runners) > 1 else None)
+                source = archive.archive if archive is not None else None
+                sealing = seal_loop(runner, seal, namespace, partition if len(runners) > 1 else None, source)
                 tasks.append(asyncio.create_task(sealing, name=f"sealer-{partition}"))
             if archive is not None:
                 archived = archive_loop(runner, archive, sealed=seal is not None)
@@ -387,8 +389,11 @@ async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = OpeningLedger(redis_url, config.redis.key_namespace, config.redis.partitions)
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+    retention = archive_settings(
+        config, BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
+    )
     try:
-        await run(ledger, intervals(config), archive_settings(config), blobs=blob_sweep(config, store),
+        await run(ledger, intervals(config), retention, blobs=blob_sweep(config, store),
                   seal=seal_settings(config))  # fmt: skip
     finally:
         await store.close()

@@ -39,7 +39,7 @@ from jobledger.ledger.seal.errors import Malformed, SealError
 from jobledger.ledger.seal.hashes import to_base64
 from jobledger.ledger.seal.keys import SignerKey, generate, read_key_file, write_key_file
 from jobledger.ledger.stream import id_key
-from jobledger.projections.archive import archive_key, archived_entries, parse_record
+from jobledger.projections.archive import ArchiveSource, archive_key, archived_entries, parse_record
 from jobledger.replay.sealed_log import SealedLog
 from jobledger.replay.sealing import LogSealer
 from jobledger.runtime.config import BlobsConfig
@@ -162,9 +162,14 @@ class Sealer:
     """The sealer of one partition's log (see the module)."""
 
     def __init__(
-        self, ledger: AsyncLedger, settings: SealSettings, namespace: str, partition: int | None
+        self,
+        ledger: AsyncLedger,
+        settings: SealSettings,
+        namespace: str,
+        partition: int | None,
+        archive: ArchiveSource | None = None,
     ) -> None:
-        self.ledger = ledger
+        self.ledger, self.archive = ledger, archive
         self.keys: Keys = ledger.keys
         self.interval = max(settings.interval_ms, 1) / 1000
         self.core = LogSealer(settings.log_of(namespace, partition), settings.signer)
@@ -185,7 +190,9 @@ class Sealer:
         entries, raw = await pipe.execute()
         rec = parse_record(raw)
         if rec is not None and (after is None or id_key(after) < id_key(rec.last_id)):
-            return await asyncio.to_thread(lambda: next(archived_entries(rec, after, None, BATCH), []))
+            return await asyncio.to_thread(
+                lambda: next(archived_entries(self.archive, rec, after, None, BATCH), [])
+            )
         return cast(list[RawEntry], entries)
 
     async def round(self) -> int:
@@ -250,6 +257,13 @@ class Sealer:
             await asyncio.sleep(wait)
 
 
-def seal_loop(ledger: AsyncLedger, settings: SealSettings, namespace: str, partition: int | None) -> Any:
-    """The sealing task of one partition (``partition`` None on a ledger of one)."""
-    return Sealer(ledger, settings, namespace, partition).run()
+def seal_loop(
+    ledger: AsyncLedger,
+    settings: SealSettings,
+    namespace: str,
+    partition: int | None,
+    archive: ArchiveSource | None = None,
+) -> Any:
+    """The sealing task of one partition (``partition`` None on a ledger of one); events archived
+    before they were sealed are read through ``archive``."""
+    return Sealer(ledger, settings, namespace, partition, archive).run()

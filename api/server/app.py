@@ -22,6 +22,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from jobledger.blobs import BlobStore, open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
@@ -117,6 +118,8 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
+        # the archive every server's history reads
+        archive = BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
         namespace, partitions, observe = (
             config.redis.key_namespace,
             config.redis.partitions,
@@ -133,9 +136,9 @@ def create_app(
             tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
             if run_scheduler:
                 checks = scheduler.SchedulerState()
-                every, archive = scheduler.intervals(config), archive_settings(config)
-                sweep = scheduler.blob_sweep(config, store)
-                run = scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep,
+                every, retention = scheduler.intervals(config), archive_settings(config, archive)
+                sweep, seal = scheduler.blob_sweep(config, store), scheduler.seal_settings(config)
+                run = scheduler.run(background, every, retention, watch=watch, state=checks, blobs=sweep,
                                     seal=seal)  # fmt: skip
                 task = asyncio.create_task(run)
                 task.add_done_callback(checks.ended)
@@ -149,7 +152,8 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
-                "sealed": None if seal is None else ServedLogs(seal, namespace),
+                "sealed": None if seal is None else ServedLogs(seal, namespace, archive),
+                "archive": archive,
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
                 "bulk_runs": bulk_runs,

@@ -46,7 +46,7 @@ from jobledger.ledger.runner import AsyncLedger, translate
 from jobledger.ledger.stream import EventFilter, id_key, newest
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_key, parse_cursor
 from jobledger.ledger.taps import any_pending
-from jobledger.projections.archive import ArchiveError, ArchiveRecord, record
+from jobledger.projections.archive import ArchiveError, ArchiveRecord, ArchiveSource, record
 from jobledger.projections.history import archived_after, events_page, merged_page
 from jobledger.server.auth import revocation
 from jobledger.server.feed_reads import partition_readers
@@ -98,10 +98,13 @@ async def list_events(request: Request) -> Response:
     router = await feed_ledger(request)
     count = router.partitioning.count
     after = parse_cursor(request.query_params.get("after"), count, "after")
+    archive = request.state.archive
     if count == 1:
-        page = await events_page(router.home, after.positions[0] if after else None, limit, flt)
+        page = await events_page(
+            router.home, after.positions[0] if after else None, limit, flt, archive=archive
+        )
         return JSONResponse({"events": [e.item() for e in page.events], "next": page.next})
-    merged = await merged_page(router, after or Cursor.start(count), limit, flt)
+    merged = await merged_page(router, after or Cursor.start(count), limit, flt, archive=archive)
     return JSONResponse(
         {
             "events": [e.item() for _, e in merged.events],
@@ -122,12 +125,14 @@ def _position(position: str) -> str:
 Render = Callable[[Event, str], str]
 
 
-async def _archived(rec: ArchiveRecord | None, position: str) -> AsyncIterator[Event | str]:
+async def _archived(
+    archive: ArchiveSource | None, rec: ArchiveRecord | None, position: str
+) -> AsyncIterator[Event | str]:
     """The archived events after ``position`` (none when it is in the stream), oldest first; when the
     archive holds none after it though its record goes further, the record's last id instead: the
     position to move to."""
     while rec is not None and id_key(position) < id_key(rec.last_id):
-        events = await asyncio.to_thread(archived_after, rec, position)
+        events = await asyncio.to_thread(archived_after, archive, rec, position)
         if not events:
             yield rec.last_id
             return
@@ -178,9 +183,9 @@ class Follower(Feed):
         self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
         self.partition = partition
 
-    async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
+    async def archived(self, archive: ArchiveSource | None, rec: ArchiveRecord | None) -> AsyncIterator[str]:
         """The archived events after the position (none when the position is in the stream)."""
-        async for got in _archived(rec, self.position):
+        async for got in _archived(archive, rec, self.position):
             if isinstance(got, str):
                 self.position = got
                 continue
@@ -190,7 +195,8 @@ class Follower(Feed):
 
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
-        async for chunk in self.archived(await self.ledger.read(record())):
+        archive = request.state.archive
+        async for chunk in self.archived(archive, await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
         with partition_readers(request, {self.partition: self.ledger}) as readers:
@@ -200,7 +206,7 @@ class Follower(Feed):
                 if woken is None:
                     return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
                 events, rec = await reader.take(self.position)
-                async for chunk in self.archived(rec):
+                async for chunk in self.archived(archive, rec):
                     yield chunk
                 for chunk in self._walked(events, woken):
                     yield chunk
@@ -249,12 +255,12 @@ class MergedFollower(Feed):
             yield (": keep-alive\n" if idle else "") + _position(self.cursor.token())
 
     async def _arrived(
-        self, partition: int, events: list[Event], rec: ArchiveRecord | None
+        self, archive: ArchiveSource | None, partition: int, events: list[Event], rec: ArchiveRecord | None
     ) -> tuple[list[Event], str]:
         """A partition's events after its position (archived ones first, when retention moved some
         past it), and the position after them."""
         position, found = self.cursor.positions[partition], []
-        async for got in _archived(rec, position):
+        async for got in _archived(archive, rec, position):
             position = got if isinstance(got, str) else got.id
             if not isinstance(got, str):
                 found.append(got)
@@ -267,12 +273,15 @@ class MergedFollower(Feed):
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.cursor.token())
         stopping: asyncio.Event = request.app.state.stopping
+        archive = request.state.archive
         ledgers = {p: self.router.runners[p] for p in self.where}
         with partition_readers(request, ledgers) as readers:  # tapped before the catch-up: none lost
             done = False
             while not done:
                 page = await _unless(
-                    stopping, merged_page(self.router, self.cursor, CATCH_UP, self.flt), ended
+                    stopping,
+                    merged_page(self.router, self.cursor, CATCH_UP, self.flt, archive=archive),
+                    ended,
                 )
                 if page is None or await request.is_disconnected():
                     return
@@ -289,7 +298,7 @@ class MergedFollower(Feed):
                 for p, reader in readers.items():
                     if reader.tap.pending:
                         events, rec = await reader.take(self.cursor.positions[p])
-                        found, position = await self._arrived(p, events, rec)
+                        found, position = await self._arrived(archive, p, events, rec)
                         shown += [(p, e) for e in found if self.flt.matches(e)]
                         moved = moved.moved(p, position)
                 if woken and not shown and moved == self.cursor:

@@ -140,7 +140,7 @@ async def inclusion(request: Request) -> Response:
     _, latest_checkpoint = await _latest(log)
     size = _size(request, "size", latest_checkpoint.size, required=False)
     await _kept("size", log, size, latest_checkpoint.size)
-    leaf = await event_leaf(router.runners[partition], event_id)
+    leaf = await event_leaf(router.runners[partition], event_id, request.state.sealed.archive)
     try:
         proof = await asyncio.to_thread(_inclusion, log, event_id, leaf, size)
     except SealError as exc:

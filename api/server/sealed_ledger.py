@@ -30,7 +30,7 @@ from jobledger.ledger.seal.hashes import to_base64
 from jobledger.ledger.seal.keys import VerifierKey
 from jobledger.ledger.seal.leaves import leaf_bytes, stream_order
 from jobledger.ledger.seal.tiles import WIDTH
-from jobledger.projections.archive import find_entries, record
+from jobledger.projections.archive import ArchiveSource, find_entries, record
 from jobledger.projections.history import job_entries
 from jobledger.projections.readers import stream_entries
 from jobledger.replay.sealed_log import SealedLog
@@ -68,6 +68,8 @@ class ServedLogs:
 
     settings: SealSettings
     namespace: str
+    #: where the ledger's archived events are read (None: nothing archived to read)
+    archive: ArchiveSource | None = None
     _logs: dict[int | None, SealedLog] = field(default_factory=dict)
 
     @property
@@ -174,7 +176,7 @@ def _count_sealed(log: SealedLog, ids: list[str]) -> JobSeal:
 
 async def job_seal(logs: ServedLogs, router: AsyncPartitioned, job_id: int) -> JobSeal:
     """How far the job's events are sealed (NotFound for a job id never used)."""
-    entries = await job_entries(router.for_id(job_id), job_id)
+    entries = await job_entries(router.for_id(job_id), job_id, logs.archive)
     log = logs.log(log_partition(router, router.partitioning.of_id(job_id)))
     ids = [_id(entry_id) for entry_id, _ in entries]
     return await asyncio.to_thread(_count_sealed, log, ids)
@@ -201,17 +203,17 @@ def _receipt(
 async def job_receipt(logs: ServedLogs, router: AsyncPartitioned, job_id: int) -> dict[str, Any]:
     """The receipt of every event of the job against the latest checkpoint of its partition's log;
     NotFound for a job id never used, :class:`NotSealed` while some event is not sealed yet."""
-    leaves = _leaves(await job_entries(router.for_id(job_id), job_id))
+    leaves = _leaves(await job_entries(router.for_id(job_id), job_id, logs.archive))
     log = logs.log(log_partition(router, router.partitioning.of_id(job_id)))
     return await asyncio.to_thread(_receipt, logs, log, job_id, leaves)
 
 
-async def event_leaf(runner: AsyncLedger, event_id: str) -> bytes:
+async def event_leaf(runner: AsyncLedger, event_id: str, archive: ArchiveSource | None) -> bytes:
     """The leaf bytes of the event ``event_id`` of a partition, from the stream or the archive;
     NotFound when it is in neither."""
     found = (await runner.read(stream_entries([event_id]))).get(event_id)
     if found is None and (rec := await runner.read(record())) is not None:
-        found = (await asyncio.to_thread(find_entries, rec, [event_id])).get(event_id)
+        found = (await asyncio.to_thread(find_entries, archive, rec, [event_id])).get(event_id)
     if found is None:
         raise NotFound(f"no event {event_id} in the ledger")
     return _leaf(event_id, found[1])

@@ -1,6 +1,7 @@
 """A real ``jobledger serve`` keeps what it writes to its user (directories 0700, files 0600: the
-data directory, the append-only file, the record, blobs, the archive), and on a data directory too
-long for a socket its embedded server wants a password that every jobledger command finds."""
+data directory, the append-only file, the record, blobs, the archive in the blob store), and on a
+data directory too long for a socket its embedded server wants a password that every jobledger
+command finds."""
 
 from __future__ import annotations
 
@@ -31,12 +32,11 @@ def loose(root: Path) -> list[str]:
 
 
 def test_serve_keeps_the_data_directory_the_blobs_and_the_archive_private(tmp_path: Path) -> None:
-    data_dir, archive, port = tmp_path / "data", tmp_path / "archive", free_port()
+    data_dir, port = tmp_path / "data", free_port()
     data_dir.mkdir(mode=0o755)
     os.chmod(data_dir, 0o755)  # made by an earlier version, or by hand
     base = f"http://127.0.0.1:{port}"
-    archiving = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms",
-                 "JOBLEDGER_ARCHIVE_DIR": str(archive)}  # fmt: skip
+    archiving = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms"}
     serve_log = tmp_path / "s.log"
     with (
         no_server_left(data_dir),
@@ -47,9 +47,8 @@ def test_serve_keeps_the_data_directory_the_blobs_and_the_archive_private(tmp_pa
         assert httpx2.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
         files: dict[str, Any] = {"job": (None, b'{"input": 1}', "application/json"), "a.txt": ("a.txt", b"x")}
         assert httpx2.post(f"{base}/queue/q/job", files=files).status_code == 201
-        wait_for(lambda: any(archive.glob("*/*.jsonl")), "an archived segment")
+        wait_for(lambda: any((data_dir / "blobs").rglob("events-*.jsonl")), "an archived segment")
         assert loose(data_dir) == []
-        assert loose(archive) == []
         assert list((data_dir / "blobs").rglob("*/sha256/*/*")), "no blob stored"
         assert "open to other users (mode 755)" in serve.output()
         serve.signal(signal.SIGTERM)

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
+import tempfile
 import uuid
+from datetime import UTC
+from pathlib import Path
 from typing import Any, ClassVar
 
 import hypothesis.strategies as st
@@ -58,8 +62,10 @@ from jobledger.projections.views import decode_hash
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
+from jobledger.replay.source import read_ledger
 from jobledger.scheduler.loop import tick
-from tests.support.ledger import START, events, stream_length
+from tests.support.ledger import START, stream_length
+from tests.support.replay import archive, local_archive
 
 QUEUES = ("alpha", "beta", "gamma")
 TAGS = ("red", "green", "blue")
@@ -200,6 +206,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.freezer = freeze_time(START)
         self.clock = self.freezer.start()
         self.ledger = Ledger(self.client, self.namespace)
+        self.archive_root = Path(tempfile.mkdtemp(prefix="jobledger-sm-"))
+        self.archive = local_archive(self.archive_root, self.namespace)
         #: (actor, Idempotency-Key) -> (request hash, ids) of the last create that recorded it
         self.answers: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.last_keyed: tuple[str, list[dict[str, Any]], bool, str, int] | None = None
@@ -212,6 +220,7 @@ class LedgerMachine(RuleBasedStateMachine):
         finally:
             self.freezer.stop()
             _delete_namespace(self.client, self.namespace)
+            shutil.rmtree(self.archive_root, ignore_errors=True)
             self.client.close()
         assert differences == []
 
@@ -528,6 +537,13 @@ class LedgerMachine(RuleBasedStateMachine):
         self.clock.tick(ms / 1000)
         tick(self.ledger, batch=2)
 
+    @rule(age=st.sampled_from((-1, -1, 1000, 60_000)))
+    def archive_old(self, age: int) -> None:
+        """Retention: the events older than ``age`` ms (-1: every event) move into the archive, and
+        the jobs that expired or were deleted with every event archived leave Redis whole."""
+        cutoff = int(self.clock().replace(tzinfo=UTC).timestamp() * 1000) - age
+        archive(self.redis_url, self.namespace, self.archive, cutoff, segment_events=5)
+
     # --- invariants --------------------------------------------------------------------------------
 
     @invariant()
@@ -537,7 +553,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def totals_differences(self) -> list[str]:
         """Each queue's totals against a count of the stream's events of that queue."""
         counted = {q: dict.fromkeys(OUTCOME_OF.values(), 0) for q in QUEUES}
-        for event in events(self.client, self.namespace):
+        for event in self.all_events():
             if event["type"] in OUTCOME_OF and event["queue"] in counted:
                 counted[event["queue"]][OUTCOME_OF[event["type"]]] += 1
         kept = self.ledger.read(queue_totals(list(QUEUES)))
@@ -546,11 +562,19 @@ class LedgerMachine(RuleBasedStateMachine):
                  for q, t in kept.items() if t.wait.count != t.outcomes["started"]]  # fmt: skip
         return waits + ([f"totals {found}, events {counted}"] if found != counted else [])
 
+    def all_events(self) -> list[dict[str, str]]:
+        """Every event of the ledger, archived ones first, as text fields plus ``id``."""
+        return [
+            {"id": entry_id.decode(), **{k.decode(): v.decode() for k, v in fields.items()}}
+            for entries in read_ledger(self.client, self.ledger.keys, archive=self.archive)
+            for entry_id, fields in entries
+        ]
+
     def replay_differences(self) -> list[str]:
-        """Rebuild the projections from the stream alone, compare them with the live ones."""
+        """Rebuild the projections from the archive and the stream, compare them with the live ones."""
         replay = self.namespace + "-replay"
         try:
-            rebuild(self.client, self.namespace, replay)
+            rebuild(self.client, self.namespace, replay, archive=self.archive)
             return [str(d) for d in compare(self.client, self.namespace, replay)]
         finally:
             _delete_namespace(self.client, replay)

@@ -15,6 +15,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.events import Event, decode_entry
@@ -28,7 +29,7 @@ from jobledger.replay.source import xrange
 from tests.server.test_events_stream import Sse, xread_clients
 from tests.support.http import app_client, error_of
 from tests.support.live_server import eventually, live_server
-from tests.support.replay import archive
+from tests.support.replay import archive, local_archive
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000
@@ -216,15 +217,20 @@ def test_archived_events_of_a_partition_come_first_in_its_place(
     workload(split, clock)
     expected = merged(client, split)
     held = len(partition_events(client, split, 1))
-    moved = archive(redis_url, split.partitioning.namespaces[1], tmp_path / "archive", BASE_MS + 250)
+    moved = archive(
+        redis_url,
+        split.partitioning.namespaces[1],
+        local_archive(tmp_path / "blobs", split.partitioning.namespace),
+        BASE_MS + 250,
+    )
     assert 0 < moved < held and len(partition_events(client, split, 1)) == held - moved
-    with app_client(redis_url, namespace) as api:
+    with app_client(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as api:
         for limit in (1, 5):
             items, _ = pages(api, limit=limit)
             assert [_seen(i) for i in items] == expected
     start = {"last-event-id": Cursor.start(COUNT).token()}
     with (
-        live_server(redis_url, namespace) as server,
+        live_server(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as server,
         httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", headers=start) as r,
     ):

@@ -18,7 +18,7 @@ from jobledger.client import AsyncClient, Client, Event
 from jobledger.ledger.runner import Ledger
 from tests.support.ledger import START_MS, create, put_queue
 from tests.support.live_server import eventually
-from tests.support.replay import archive, stream_ids, workload
+from tests.support.replay import archive, local_archive, stream_ids, workload
 
 
 class Sse:
@@ -152,7 +152,9 @@ def test_the_stream_starts_in_the_archive_when_resumed_from_an_archived_event(
     clock[0] = START_MS + 86_400_000
     workload(ledger, jobs=6)
     ids = stream_ids(client, namespace)
-    archived = archive(redis_url, namespace, tmp_path, START_MS + 1, segment_events=4)
+    archived = archive(
+        redis_url, namespace, local_archive(tmp_path / "blobs", namespace), START_MS + 1, segment_events=4
+    )
     assert 0 < archived < len(ids) - 3
     headers = {"last-event-id": ids[1]}
     with (
@@ -170,7 +172,9 @@ def test_without_a_position_the_stream_starts_at_the_live_end_even_when_all_is_a
     ledger = Ledger(client, namespace, clock=lambda: START_MS)
     workload(ledger, jobs=3)
     ids = stream_ids(client, namespace)
-    assert archive(redis_url, namespace, tmp_path, START_MS + 1) == len(ids)
+    assert archive(redis_url, namespace, local_archive(tmp_path / "blobs", namespace), START_MS + 1) == len(
+        ids
+    )
     with httpx2.Client(base_url=server, timeout=10) as http, http.stream("GET", "/events/stream") as r:
         sse = Sse(r)
         job_id = create(ledger, "mail")

@@ -31,7 +31,7 @@ from jobledger.server.app import create_app
 from tests.seal_support import seal
 from tests.server import test_metrics as metrics
 from tests.support.http import BASE_URL, error_of, unchanged
-from tests.support.replay import archive, stream_entries
+from tests.support.replay import archive, local_archive, stream_entries
 
 
 @dataclass
@@ -241,7 +241,9 @@ def test_an_archived_job_still_gets_its_receipt_and_proofs(
     completed, *_ = jobs(sealed.api)
     sealed.seal()
     events = leaves(client, namespace)
-    assert archive(sealed.redis_url, namespace, tmp_path / "archive", cutoff=2**62) == len(events)
+    assert archive(sealed.redis_url, namespace, local_archive(tmp_path / "blobs", namespace), 2**62) == len(
+        events
+    )
     assert client.xlen(Keys(namespace).events) == 0
     checkpoint = sealed.checkpoint()
     for index, (event_id, leaf) in enumerate(events):

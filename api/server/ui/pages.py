@@ -6,10 +6,8 @@ in its partition, and the failed jobs every partition, merged."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.requests import Request
@@ -188,7 +186,7 @@ async def job(request: Request) -> Response:
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    items = await job_history(_ledger(request), jid)
+    items = await job_history(_ledger(request), jid, request.state.archive)
     sealed: ServedLogs | None = request.state.sealed
     seal = None if sealed is None else await job_seal(sealed, await _ledger(request).opened(), jid)
     return page(
@@ -220,7 +218,7 @@ async def job_state(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
     needs_history = not fields or fields.get("results")
-    items = await job_history(_ledger(request), jid) if needs_history else []
+    items = await job_history(_ledger(request), jid, request.state.archive) if needs_history else []
     return page(
         request, "_job_state.html", job_id=jid, job=fields, actors=file_actors(items) if fields else None,
         gone=None if fields else gone_how(items), oob=True, flash=None,
@@ -315,13 +313,13 @@ def _whole_extent(parts: list[Extent]) -> Extent:
 
 
 def _whole_archive(parts: list[ArchiveRecord | None]) -> ArchiveRecord | None:
-    """The partitions' archives as one: their events added up, up to the newest, in the directory
-    that holds each partition's."""
+    """The partitions' archives as one: their events added up, up to the newest, in the store that
+    holds each partition's (one folder per partition)."""
     held = [p for p in parts if p is not None]
     if len(held) <= 1:
         return held[0] if held else None
-    directory = Path(os.path.commonpath([p.directory for p in held]))
-    return ArchiveRecord(directory, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
+    where = held[0].location.rpartition("/")[0]
+    return ArchiveRecord(where, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
 
 
 @answered

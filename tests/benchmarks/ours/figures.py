@@ -17,7 +17,7 @@ from typing import Any
 #: names; "ours" and "peers" name each group whole).
 OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
-NAMED_PARTS = ("files", "bulk", "seal")
+NAMED_PARTS = ("files", "bulk", "seal", "soak")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
@@ -86,6 +86,9 @@ SEAL_LAG_P50 = "seal_lag_p50_s"
 SEAL_LAG_P99 = "seal_lag_p99_s"
 SEAL_INCLUSION_READS = "seal_inclusion_reads"
 SEAL_RECEIPT_READS = "seal_receipt_reads"
+SOAK_MEMORY = "soak_used_memory_mib"
+SOAK_GROWTH = "soak_growth_kib_s"
+SOAK_WHOLE = "soak_histories_whole"
 
 
 @dataclass

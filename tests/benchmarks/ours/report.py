@@ -82,6 +82,9 @@ NAMED_ROWS: list[tuple[str, str, str]] = [
     (F.SEAL_LAG_P99, "seal: seal lag at that load, p99 (s)", "lower"),
     (F.SEAL_INCLUSION_READS, "seal: files read for an inclusion proof", "lower"),
     (F.SEAL_RECEIPT_READS, "seal: files read for a job's receipt", "lower"),
+    (F.SOAK_MEMORY, "soak: Redis used_memory at the end, retention on (MiB)", "lower"),
+    (F.SOAK_GROWTH, "soak: Redis used_memory growth after the first rounds (KiB/s)", "lower"),
+    (F.SOAK_WHOLE, "soak: job histories whole at the end (ratio)", "higher"),
 ]
 
 

@@ -15,6 +15,7 @@ import redis
 from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
@@ -28,7 +29,7 @@ from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
 from tests.support.http import app_client, create_job, put_queue
 from tests.support.ledger import one_queue_per_partition
-from tests.support.replay import archive
+from tests.support.replay import archive, local_archive
 
 PARTITIONS = 3
 
@@ -48,8 +49,10 @@ class Split:
 
 
 @pytest.fixture
-def split(redis_url: str, namespace: str) -> Iterator[Split]:
-    with app_client(redis_url, namespace, partitions=PARTITIONS) as client:
+def split(redis_url: str, namespace: str, tmp_path: Path) -> Iterator[Split]:
+    with app_client(
+        redis_url, namespace, partitions=PARTITIONS, blobs=LocalBlobStore(tmp_path / "blobs")
+    ) as client:
         yield Split(client, namespace)
 
 
@@ -254,7 +257,10 @@ def test_the_ledger_page_adds_up_the_partitions_archives(
     for name in split.queues[:2]:
         create_job(ui, name)
     cutoff = int(time.time() * 1000) + 1_000
-    archived = [archive(redis_url, ns, tmp_path / ns, cutoff) for ns in namespaces[:2]]
+    archived = [
+        archive(redis_url, ns, local_archive(tmp_path / "blobs", split.partitioning.namespace), cutoff)
+        for ns in namespaces[:2]
+    ]
     assert archived == [2, 2]  # queue_created and job_created in partitions 0 and 1; none in 2
     records = [load_record(client, split.keys(p)) for p in range(2)]
     last_ids = [r.last_id for r in records if r is not None]
