@@ -241,9 +241,9 @@ def test_an_archived_job_still_gets_its_receipt_and_proofs(
     completed, *_ = jobs(sealed.api)
     sealed.seal()
     events = leaves(client, namespace)
-    assert archive(sealed.redis_url, namespace, local_archive(tmp_path / "blobs", namespace), 2**62) == len(
-        events
-    )
+    assert archive(
+        sealed.redis_url, namespace, local_archive(tmp_path / "blobs" / namespace, namespace), 2**62
+    ) == len(events)
     assert client.xlen(Keys(namespace).events) == 0
     checkpoint = sealed.checkpoint()
     for index, (event_id, leaf) in enumerate(events):
