@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from jobledger.ledger import commands
 from jobledger.ledger.commands import Call
+from jobledger.ledger.durations import parse_time
 from jobledger.ledger.launchers import LauncherSpec, declaration, first_at
 from jobledger.ledger.partitions import queue_route
 
@@ -69,3 +71,11 @@ def put(name: str, spec: LauncherSpec, now: int) -> Call[Declared]:
     return Call(
         "put_launcher", args, lambda r: Declared(int(r[0]), OUTCOMES[int(r[1])]), queue_route(spec.queue)
     )
+
+
+def resume(launcher_id: int, kind: str, arguments: Any, tz: str | None, now: int) -> Call[bool]:
+    """The command that resumes a launcher of this schedule (as its view shows it): a @cron or
+    @interval launcher fires next at its first firing time after ``now``, an @at one at its time."""
+    next_at = parse_time(arguments) if kind == "@at" else first_at(kind, arguments, now, tz)
+    schedule = (kind, arguments if isinstance(arguments, str) else "", tz)
+    return commands.resume_launcher(launcher_id, next_at, schedule)

@@ -11,10 +11,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger import commands, launchers
-from jobledger.ledger.durations import parse_time
 from jobledger.ledger.errors import BadRequest, Conflict, NotFound
-from jobledger.ledger.launcher_declarations import check_name, put
-from jobledger.ledger.launchers import LauncherSpec, first_at
+from jobledger.ledger.launcher_declarations import check_name, put, resume
+from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.projections import launchers as readers
 from jobledger.server.inputs import idempotency, read_model, read_model_and_body, replayed, valid_job_id
@@ -101,11 +100,7 @@ async def resume_launcher(request: Request) -> Response:
     """Resume: a @cron or @interval launcher fires next at its first firing time from now."""
     ledger = _ledger(request)
     found = await ledger.read(readers.launcher(await launcher_id(request)))
-    kind, arguments, tz = found["type"], found["arguments"], found["tz"]
-    now = ledger.clock()
-    next_at = parse_time(arguments) if kind == "@at" else first_at(kind, arguments, now, tz)
-    schedule = (kind, arguments if isinstance(arguments, str) else "", tz)
-    await ledger.run(commands.resume_launcher(found["id"], next_at, schedule))
+    await ledger.run(resume(found["id"], found["type"], found["arguments"], found["tz"], ledger.clock()))
     return Response(status_code=204)
 
 
