@@ -1,8 +1,9 @@
 """jobledger: a job queue server whose source of truth is an append-only event ledger.
 
-``from jobledger import Client, AsyncClient, Worker`` gives the Python client and worker; the
-server, the command line and the layers below them live in the subpackages (``jobledger.server``,
-``jobledger.cli``, ``jobledger.ledger``...).  The names here are imported on first use, so that
+``from jobledger import Client, AsyncClient, Worker`` gives the Python client and worker, and
+``from jobledger import NotFound, Conflict, ...`` the client's errors; the server, the command line
+and the layers below them live in the subpackages (``jobledger.server``, ``jobledger.cli``,
+``jobledger.ledger``...).  The names here are imported on first use, so that
 importing any subpackage does not load the client.
 """
 
@@ -13,12 +14,32 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobledger.client import AsyncClient, Client
+    from jobledger.client.errors import (
+        BadRequest,
+        ClientError,
+        Conflict,
+        DigestMismatch,
+        Forbidden,
+        NotFound,
+        ReadOnly,
+        ServerError,
+        Unauthorized,
+        Unavailable,
+        WaitTimeout,
+    )
     from jobledger.worker import Worker
 
+#: The client's errors, as ``jobledger.client.errors`` defines them.
+ERRORS = ("BadRequest", "ClientError", "Conflict", "DigestMismatch", "Forbidden", "NotFound", "ReadOnly",
+          "ServerError", "Unauthorized", "Unavailable", "WaitTimeout")  # fmt: skip
+_FACE = {"Client": "jobledger.client", "AsyncClient": "jobledger.client", "Worker": "jobledger.worker",
+         **dict.fromkeys(ERRORS, "jobledger.client.errors")}  # fmt: skip
 
-_FACE = {"Client": "jobledger.client", "AsyncClient": "jobledger.client", "Worker": "jobledger.worker"}
-
-__all__ = ["AsyncClient", "Client", "Worker", "__version__"]
+__all__ = [
+    "AsyncClient", "BadRequest", "Client", "ClientError", "Conflict", "DigestMismatch", "Forbidden",
+    "NotFound", "ReadOnly", "ServerError", "Unauthorized", "Unavailable", "WaitTimeout", "Worker",
+    "__version__",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -74,7 +74,9 @@ def _kind_and_spec(
 
 @app.command()
 def put(
-    name: Annotated[str, typer.Argument(help="Its name: a letter, then letters, digits, _ . -")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Its name: a letter, then letters, digits, _ . -")
+    ],
     type_: TypeOption,
     arguments: ArgumentsOption,
     queue: QueueOption,
@@ -172,7 +174,9 @@ def fire(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -
     with connected(url) as client:
         job_id = client.fire_launcher(_launcher(launcher))
     done(
-        Output(as_json), f"fired launcher [bold]{escape(launcher)}[/]: job [bold]{job_id}[/]", {"job": job_id}
+        Output(as_json),
+        f"fired launcher [bold]{escape(launcher)}[/]: job [bold]{job_id}[/]",
+        {"id": job_id, "launcher": _launcher(launcher)},
     )
 
 
