@@ -144,28 +144,24 @@ def show(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -
     out.record(f"launcher {launcher}", items)
 
 
+def _act(launcher: str, url: str | None, as_json: bool, verb: str, result: dict[str, Any]) -> None:
+    """Run ``client.<verb>_launcher`` on the launcher named on the command line and say so."""
+    named = _launcher(launcher)
+    with connected(url) as client:
+        getattr(client, f"{verb}_launcher")(named)
+    done(Output(as_json), f"{verb}d launcher [bold]{escape(launcher)}[/]", {"id": named, **result})
+
+
 @app.command()
 def pause(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -> None:
     """Pause a launcher: it fires no more (and matches no event) until resumed."""
-    with connected(url) as client:
-        client.pause_launcher(_launcher(launcher))
-    done(
-        Output(as_json),
-        f"paused launcher [bold]{escape(launcher)}[/]",
-        {"id": _launcher(launcher), "paused": True},
-    )
+    _act(launcher, url, as_json, "pause", {"paused": True})
 
 
 @app.command()
 def resume(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -> None:
     """Resume a launcher: it fires again from its next firing time after now."""
-    with connected(url) as client:
-        client.resume_launcher(_launcher(launcher))
-    done(
-        Output(as_json),
-        f"resumed launcher [bold]{escape(launcher)}[/]",
-        {"id": _launcher(launcher), "paused": False},
-    )
+    _act(launcher, url, as_json, "resume", {"paused": False})
 
 
 @app.command()
@@ -173,20 +169,11 @@ def fire(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -
     """Fire a launcher now, by hand (its schedule stays as it was); prints the new job's id."""
     with connected(url) as client:
         job_id = client.fire_launcher(_launcher(launcher))
-    done(
-        Output(as_json),
-        f"fired launcher [bold]{escape(launcher)}[/]: job [bold]{job_id}[/]",
-        {"id": job_id, "launcher": _launcher(launcher)},
-    )
+    sentence = f"fired launcher [bold]{escape(launcher)}[/]: job [bold]{job_id}[/]"
+    done(Output(as_json), sentence, {"id": job_id, "launcher": _launcher(launcher)})
 
 
 @app.command()
 def delete(launcher: LauncherId, url: UrlOption = None, as_json: AsJson = False) -> None:
     """Stop and remove a launcher (the jobs it created stay)."""
-    with connected(url) as client:
-        client.delete_launcher(_launcher(launcher))
-    done(
-        Output(as_json),
-        f"deleted launcher [bold]{escape(launcher)}[/]",
-        {"id": _launcher(launcher), "deleted": True},
-    )
+    _act(launcher, url, as_json, "delete", {"deleted": True})
