@@ -1,9 +1,9 @@
 """jobledger: a job queue server whose source of truth is an append-only event ledger.
 
 ``from jobledger import Client, AsyncClient, Worker`` gives the Python client and worker, and
-``from jobledger import NotFound, Conflict, ...`` the client's errors; the
-server, the command line and the layers below them live in the subpackages (``jobledger.server``,
-``jobledger.cli``, ``jobledger.ledger``...).  The names here are imported on first use, so that
+``from jobledger import NotFound, Conflict, ...`` the client's errors; the server, the command line
+and the layers below them live in the subpackages (``jobledger.server``, ``jobledger.cli``,
+``jobledger.ledger``...).  The names here are imported on first use, so that
 importing any subpackage does not load the client.
 """
 
@@ -14,8 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jobledger.client import AsyncClient, Client
+    from jobledger.client.errors import (
+        BadRequest,
+        ClientError,
+        Conflict,
+        DigestMismatch,
+        Forbidden,
+        NotFound,
+        ReadOnly,
+        ServerError,
+        Unauthorized,
+        Unavailable,
+        WaitTimeout,
+    )
     from jobledger.worker import Worker
-
 
 #: The client's errors, as ``from jobledger import NotFound, Conflict`` names them.
 ERRORS = ("ClientError", "BadRequest", "NotFound", "Conflict", "Unauthorized", "Forbidden", "ReadOnly",

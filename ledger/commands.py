@@ -352,12 +352,37 @@ def delete_launcher(launcher_id: int) -> Call[int]:
 
 
 def fire_launcher(
-    launcher_id: int, due_at: int, next_at: int | None, missed: int = 0, trigger: str | None = None
+    launcher_id: int, due_at: int, next_at: int | None, missed: int | None = 0, trigger: str | None = None
 ) -> Call[int]:
     """Fire (or skip) a launcher whose time ``due_at`` has come, moving it on to ``next_at``; does
-    nothing (0) unless it is still due at ``due_at``.  1 fired, 2 skipped."""
-    args = (launcher_id, due_at, "" if next_at is None else next_at, missed, trigger or "")
+    nothing (0) unless it is still due at ``due_at``.  1 fired, 2 skipped, 5 held back; a held-back
+    launcher: 0 while still held, 4 released, or, with ``missed`` None (not counted), 6 when it would
+    be released (then nothing was appended)."""
+    args = (launcher_id, due_at, "" if next_at is None else next_at, "" if missed is None else missed,
+            trigger or "")  # fmt: skip
     return Call("fire_launcher", args, _int, id_route(launcher_id))
+
+
+def pause_launcher(launcher_id: int) -> Call[bool]:
+    """Pause a launcher; True when its state changed."""
+    return Call(
+        "pause_launcher", (launcher_id, "1", "", "", "", ""), lambda r: int(r) == 1, id_route(launcher_id)
+    )
+
+
+def resume_launcher(
+    launcher_id: int, next_at: int | None, schedule: tuple[str, str, str | None]
+) -> Call[bool]:
+    """Resume a launcher, firing next at ``next_at`` (computed from ``schedule``: its type, arguments
+    and tz); True when its state changed."""
+    kind, arguments, tz = schedule
+    args = (launcher_id, "0", "" if next_at is None else next_at, kind, arguments, tz or "")
+    return Call("pause_launcher", args, lambda r: int(r) == 1, id_route(launcher_id))
+
+
+def fire_launcher_now(launcher_id: int) -> Call[int]:
+    """Fire a launcher by hand, now; the id of the job it created."""
+    return Call("fire_launcher_now", (launcher_id,), _int, id_route(launcher_id))
 
 
 def trigger_launcher(

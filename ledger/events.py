@@ -370,15 +370,17 @@ class EventFilterData(BaseModel):
     queue: str | None = None
 
 
-class LauncherCreated(LauncherEventData, IdempotencyData):
-    """A launcher: ``type`` and ``arguments`` say when it fires (a six-field cron expression, an
-    interval, a time, or an event filter), ``template`` (job options JSON text, durations in ms) and
-    ``input`` (JSON text) what it creates.  ``next_at``: its first due time, null for @event."""
+class LauncherDeclaration(LauncherEventData):
+    """What a launcher is declared as: ``type`` and ``arguments`` say when it fires (a six-field cron
+    expression, an interval, a time, or an event filter), in the time zone ``tz`` (a cron expression's;
+    None: UTC), ``template`` (job options JSON text, durations in ms) and ``input`` (JSON text) what
+    it creates.  ``next_at``: when it fires next, null for @event (and while paused).  A named
+    launcher (``PUT /launcher/{name}``) has its ``name`` and ``declared``, the SHA-256 of its
+    declaration in canonical JSON: the same declaration again changes nothing."""
 
     model_config = ConfigDict(
         validate_by_name=True, validate_by_alias=True, serialize_by_alias=True, defer_build=True
     )
-    type = "launcher_created"
     json_text_fields = ("template", "input")
 
     launcher_type: LauncherType = Field(alias="type")
@@ -388,16 +390,49 @@ class LauncherCreated(LauncherEventData, IdempotencyData):
     max_pending: int = 0
     debounce: int = 0
     next_at: int | None = None
+    tz: str | None = None
+    name: str | None = None
+    declared: str | None = None
+
+
+class LauncherCreated(LauncherDeclaration, IdempotencyData):
+    """A new launcher (named, or made by ``POST /launcher`` with no name)."""
+
+    type = "launcher_created"
+
+
+class LauncherUpdated(LauncherDeclaration):
+    """A named launcher declared again with changes: it takes the new declaration whole (its counters
+    stay).  The entry's ``queue`` is its queue from now on."""
+
+    type = "launcher_updated"
 
 
 class LauncherDeleted(LauncherEventData):
     type = "launcher_deleted"
 
 
+class LauncherPaused(LauncherEventData):
+    """The launcher no longer fires (nor matches events) until resumed; its next firing is forgotten."""
+
+    type = "launcher_paused"
+
+
+class LauncherResumed(LauncherEventData):
+    """The launcher fires again from ``next_at`` (null: on events only).  The firing times that passed
+    while it was paused are neither fired nor counted; an @event launcher matches the events after this
+    one."""
+
+    type = "launcher_resumed"
+
+    next_at: int | None = None
+
+
 class LauncherFired(LauncherEventData):
     """The launcher created ``job`` for its due time ``due_at``; ``missed`` more due times had
     passed since and are coalesced into this firing; ``trigger`` is the matching event (@event), in
-    the stream of partition ``source`` of a split ledger (None: the launcher's own)."""
+    the stream of partition ``source`` of a split ledger (None: the launcher's own).  ``manual``: fired
+    by hand (``POST /launcher/{id}/fire``), at ``due_at``, its schedule left as it was."""
 
     type = "launcher_fired"
 
@@ -407,11 +442,15 @@ class LauncherFired(LauncherEventData):
     missed: int = 0
     trigger: str | None = None
     source: int | None = None
+    manual: bool = False
 
 
 class LauncherSkipped(LauncherEventData):
     """A due time passed without a job: ``max_pending`` jobs of the launcher had not ended, its queue
-    was gone, or a live job held the template's ``unique_key``."""
+    was gone, or a live job held the template's ``unique_key``.  ``held``: a @cron or @interval
+    launcher is now held back, due at ``due_at`` (its ``next_at`` stays there) until what held it is
+    gone; the firing times that pass meanwhile append nothing, and :class:`LauncherReleased` counts
+    them."""
 
     type = "launcher_skipped"
 
@@ -420,6 +459,18 @@ class LauncherSkipped(LauncherEventData):
     reason: Literal["max_pending", "queue_missing", "unique_key"]
     trigger: str | None = None
     source: int | None = None
+    held: bool = False
+
+
+class LauncherReleased(LauncherEventData):
+    """A held-back launcher (held since its due time ``due_at``) can create jobs again: ``skipped`` more
+    firing times passed while it was held (each a skip, counted now), and it fires next at ``next_at``."""
+
+    type = "launcher_released"
+
+    due_at: int
+    next_at: int | None = None
+    skipped: int = 0
 
 
 class LauncherTriggered(LauncherEventData):
@@ -460,9 +511,13 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         BulkStarted,
         BulkFinished,
         LauncherCreated,
+        LauncherUpdated,
         LauncherDeleted,
+        LauncherPaused,
+        LauncherResumed,
         LauncherFired,
         LauncherSkipped,
+        LauncherReleased,
         LauncherTriggered,
         IdempotencyExpired,
         TokenCreated,

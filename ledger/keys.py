@@ -96,6 +96,7 @@ TEMPLATES: dict[str, str] = {
     # launchers: they create jobs on a queue from a template, on a schedule or on matching events
     "launcher_id": "launcher_id",  # last launcher id handed out
     "launchers": "launchers",  # ids of existing launchers (set)
+    "launcher_names": "launchers:names",  # name -> id of each named launcher (hash)
     "event_launchers": "launchers:event",  # ids of the @event launchers: what the follower matches (set)
     "due_launch": "due:launch",  # launchers by their next due time (zset)
     "launcher": "launcher:{id}",  # the launcher's spec and counters (hash)

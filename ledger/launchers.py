@@ -8,7 +8,9 @@ Lua cannot run croniter, so times are computed here and passed to the scripts, w
 
 After downtime a launcher whose firing times passed fires once, for the first of them, and the event's
 ``missed`` counts the others (coalesced, not replayed as a burst); it then goes on from the first
-firing time after now.  Cron expressions are in UTC.
+firing time after now.  Cron expressions are in UTC, or in the launcher's ``tz`` (an IANA time zone),
+with croniter's handling of daylight saving time: a time in the hour skipped in spring fires at the
+first moment after the gap, and a time in the hour repeated in autumn fires in both of them.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -68,11 +71,27 @@ _PATTERNS = (
 )
 
 
-def _cron_times(expr: str, after_ms: int) -> Iterator[int]:
-    """The firing times of a (checked) expression strictly after ``after_ms``, in ms, UTC."""
+def _zone(tz: str | None) -> tzinfo:
+    return UTC if tz is None else ZoneInfo(tz)
+
+
+def parse_tz(value: Any) -> str:
+    """An IANA time zone name (``Europe/Paris``), as zoneinfo knows it."""
+    try:
+        if not isinstance(value, str) or not value or len(value) > 255:
+            raise ValueError
+        ZoneInfo(value)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ValueError(f"tz: {value!r} is not a time zone, e.g. 'Europe/Paris' or 'UTC'") from None
+    return value
+
+
+def _cron_times(expr: str, after_ms: int, tz: str | None = None) -> Iterator[int]:
+    """The firing times of a (checked) expression strictly after ``after_ms``, in ms, the expression
+    read in time zone ``tz`` (None: UTC)."""
     from croniter import croniter  # loaded by the first cron expression, not by every start
 
-    start = datetime.fromtimestamp(after_ms / 1000, tz=UTC)
+    start = datetime.fromtimestamp(after_ms / 1000, tz=_zone(tz))
     it = croniter(expr.replace("?", "*"), start, second_at_beginning=True)
     while True:
         yield round(it.get_next(datetime).timestamp() * 1000)
@@ -178,8 +197,9 @@ ARGUMENTS = {"@cron": parse_cron, "@interval": parse_interval, "@at": parse_at, 
 
 
 class LauncherSpec(BaseModel):
-    """``POST /launcher``: when it fires (``type`` and ``arguments``), what it creates (``template``,
-    a job body), and its limits.  ``arguments`` is normalized once validated."""
+    """``POST /launcher`` and ``PUT /launcher/{name}``: when it fires (``type`` and ``arguments``, a
+    cron expression read in time zone ``tz``), what it creates (``template``, a job body), and its
+    limits.  ``arguments`` is normalized once validated."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -189,12 +209,17 @@ class LauncherSpec(BaseModel):
     template: JobOptions = Field(default_factory=JobOptions)
     max_pending: Count = 0
     debounce: Duration = 0
+    tz: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> LauncherSpec:
         self.arguments = ARGUMENTS[self.type](self.arguments)
         if self.debounce and self.type != "@event":
             raise ValueError(f"debounce applies to @event launchers only, not {self.type}")
+        if self.tz is not None:
+            if self.type != "@cron":
+                raise ValueError(f"tz applies to @cron launchers only, not {self.type}")
+            self.tz = parse_tz(self.tz)
         if self.template.run_at is not None:
             raise ValueError("template: a launcher's jobs cannot share one run_at; give a delay instead")
         return self
@@ -203,10 +228,10 @@ class LauncherSpec(BaseModel):
 # --- times -----------------------------------------------------------------------------------------
 
 
-def first_at(type_: str, arguments: Any, now: int) -> int | None:
-    """When a launcher created at ``now`` fires first (None: only on events)."""
+def first_at(type_: str, arguments: Any, now: int, tz: str | None = None) -> int | None:
+    """When a launcher created (or resumed) at ``now`` fires first (None: only on events)."""
     if type_ == "@cron":
-        return next(_cron_times(arguments, now))
+        return next(_cron_times(arguments, now, tz))
     if type_ == "@interval":
         return now + parse_ms(arguments)
     if type_ == "@at":
@@ -214,7 +239,9 @@ def first_at(type_: str, arguments: Any, now: int) -> int | None:
     return None
 
 
-def catch_up(type_: str, arguments: str, due_at: int, now: int) -> tuple[int | None, int]:
+def catch_up(
+    type_: str, arguments: str, due_at: int, now: int, tz: str | None = None
+) -> tuple[int | None, int]:
     """For a launcher due at ``due_at`` and fired at ``now``: its next firing time (the first after
     ``now``, None when there is none) and how many firing times after ``due_at`` it missed."""
     if type_ == "@interval":
@@ -226,17 +253,17 @@ def catch_up(type_: str, arguments: str, due_at: int, now: int) -> tuple[int | N
     from croniter import CroniterError
 
     try:
-        times, missed = _cron_times(arguments, due_at), 0
+        times, missed = _cron_times(arguments, due_at, tz), 0
         at = next(times)
         while at <= now and missed < MAX_COUNTED:
             at, missed = next(times), missed + 1
-        return (at if at > now else next(_cron_times(arguments, now))), missed
+        return (at if at > now else next(_cron_times(arguments, now, tz))), missed
     except CroniterError:  # no firing time left (e.g. a date that no longer comes)
         return None, 0
 
 
-def created_data(spec: LauncherSpec, now: int) -> str:
-    """The ``launcher_created`` data of a new launcher (all but its id) as JSON."""
+def declaration(spec: LauncherSpec) -> dict[str, Any]:
+    """The declaration of a launcher as its ``launcher_created`` data holds it (no id, no next_at)."""
     data: dict[str, Any] = {
         "type": spec.type,
         "arguments": spec.arguments,
@@ -246,7 +273,15 @@ def created_data(spec: LauncherSpec, now: int) -> str:
     }
     if spec.template.input is not None:
         data["input"] = spec.template.input_text()
-    next_at = first_at(spec.type, spec.arguments, now)
+    if spec.tz is not None:
+        data["tz"] = spec.tz
+    return data
+
+
+def created_data(spec: LauncherSpec, now: int) -> str:
+    """The ``launcher_created`` data of a new launcher (all but its id) as JSON."""
+    data = declaration(spec)
+    next_at = first_at(spec.type, spec.arguments, now, spec.tz)
     if next_at is not None:
         data["next_at"] = next_at
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)

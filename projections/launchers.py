@@ -1,6 +1,6 @@
 """Typed readers and views of the launcher projections: a launcher as the API shows it, the list of
-launchers, and what the scheduler's launcher checks read (the launchers due, the @event launchers,
-a page of the stream)."""
+launchers, a named launcher's id, and what the scheduler's launcher checks read (the launchers due,
+the @event launchers, a page of the stream)."""
 
 from __future__ import annotations
 
@@ -36,16 +36,21 @@ def template_view(options_json: str, input_json: str | None) -> dict[str, Any]:
 
 
 def launcher_view(launcher_id: int, h: dict[str, str], pending: int) -> dict[str, Any]:
-    """The launcher as the API shows it: times RFC 3339, durations compact, JSON decoded."""
+    """The launcher as the API shows it: times RFC 3339, durations compact, JSON decoded.  ``held``:
+    why a held-back launcher is held (None when it is not)."""
     kind = h["type"]
     return {
         "id": launcher_id,
+        "name": h.get("name"),
         "type": kind,
         "arguments": json.loads(h["arguments"]) if kind == "@event" else h["arguments"],
         "queue": h["queue"],
         "template": template_view(h["template"], h.get("input")),
         "max_pending": int(h.get("max_pending", 0)),
         "debounce": format_ms(int(h.get("debounce", 0))),
+        "tz": h.get("tz"),
+        "paused": "paused" in h,
+        "held": h.get("held"),
         "created_at": _time(h.get("created_at")),
         "next_at": _time(h.get("next_at")),
         "fired": int(h.get("fired", 0)),
@@ -70,6 +75,19 @@ def launcher(launcher_id: int) -> Read[dict[str, Any]]:
         parse,
         id_route(launcher_id),
     )  # fmt: skip
+
+
+def launcher_named(name: str) -> Read[int | None]:
+    """The id of the launcher named ``name`` (None: there is none), looked for in every partition."""
+
+    def merge(found: list[int | None]) -> int | None:
+        return next((i for i in found if i is not None), None)
+
+    return Read(
+        lambda k: [("HGET", k.build("launcher_names"), name)],
+        lambda r: None if r[0] is None else int(_s(r[0])),
+        spread(merge),
+    )
 
 
 def launchers() -> Read[list[dict[str, Any]]]:
@@ -97,24 +115,27 @@ def launchers() -> Read[list[dict[str, Any]]]:
 
 @dataclass(frozen=True)
 class DueLauncher:
-    """A launcher whose firing time ``due_at`` has come, with what its next time is computed from."""
+    """A launcher whose firing time ``due_at`` has come, with what its next time is computed from;
+    ``held``: it is held back (due at ``due_at`` until released)."""
 
     id: int
     type: str
     arguments: str
     due_at: int
+    tz: str | None = None
+    held: bool = False
 
 
-def due_launchers(now: int, limit: int) -> Read[list[DueLauncher]]:
-    """Up to ``limit`` launchers due by ``now``, earliest first."""
+def due_launchers(now: int, limit: int, offset: int = 0) -> Read[list[DueLauncher]]:
+    """Up to ``limit`` launchers due by ``now``, earliest first, after the first ``offset`` of them."""
 
     def specs(due: list[tuple[int, int]]) -> Read[list[DueLauncher]]:
         def parse(r: list[Any]) -> list[DueLauncher]:
-            return [DueLauncher(i, _s(t), _s(a), at) for (i, at), (t, a) in zip(due, r, strict=True) if t]
+            return [DueLauncher(i, _s(t), _s(a), at, None if tz is None else _s(tz), held is not None)
+                    for (i, at), (t, a, tz, held) in zip(due, r, strict=True) if t]  # fmt: skip
 
-        return Read(
-            lambda k: [("HMGET", k.build("launcher", id=i), "type", "arguments") for i, _ in due], parse
-        )
+        fields = ("type", "arguments", "tz", "held")
+        return Read(lambda k: [("HMGET", k.build("launcher", id=i), *fields) for i, _ in due], parse)
 
     def parse(r: list[Any]) -> Read[list[DueLauncher]] | list[DueLauncher]:
         due = [(int(_s(i)), int(score)) for i, score in score_pairs(r[0])]
@@ -122,7 +143,7 @@ def due_launchers(now: int, limit: int) -> Read[list[DueLauncher]]:
 
     return Read(
         lambda k: [
-            ("ZRANGE", k.build("due_launch"), "-inf", now, "BYSCORE", "LIMIT", 0, limit, "WITHSCORES")
+            ("ZRANGE", k.build("due_launch"), "-inf", now, "BYSCORE", "LIMIT", offset, limit, "WITHSCORES")
         ],
         parse,
     )

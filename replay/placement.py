@@ -5,8 +5,9 @@ queued, and its queue's waiting set, else the queue's set for its status), in ex
 its status schedules it in,
 with the score that schedule implies, and in the tag set of each of its tags; and every member of a
 place, deadline or tag set must be a live job that belongs there.  Launchers likewise: each is in
-the launcher indexes, in ``due:launch`` exactly when it has a ``next_at`` (with that score), and its
-pending set holds exactly its live jobs that have not ended.  A verification tool: it reads the
+the launcher indexes, in ``due:launch`` exactly when it has a ``next_at`` (with that score), in the
+index of names under its name when it has one, and its pending set holds exactly its live jobs that
+have not ended.  A verification tool: it reads the
 whole namespace with SCAN, so it costs time in proportion to the size of the namespace.
 """
 
@@ -51,6 +52,7 @@ class Layout:
     pending: dict[str, set[str]] = field(default_factory=dict)  # launcher id -> pending job ids
     launcher_sets: dict[str, set[str]] = field(default_factory=dict)  # launchers, launchers:event
     due_launch: dict[str, float] = field(default_factory=dict)
+    launcher_names: dict[str, str] = field(default_factory=dict)  # name -> id
     unknown: list[str] = field(default_factory=list)
 
 
@@ -65,6 +67,8 @@ def _kind(rel: str) -> str | None:
         return _LAUNCHER_KINDS.get((len(parts), parts[-1] if len(parts) == 3 else ""), "unknown")
     if rel in _LAUNCHER_SETS:
         return "launcher_set"
+    if rel == TEMPLATES["launcher_names"]:
+        return "launcher_names"
     if rel == TEMPLATES["due_launch"]:
         return "due_launch"
     if parts[0] == "job" and len(parts) == 2:
@@ -92,7 +96,7 @@ def read_layout(client: redis.Redis, namespace: str) -> Layout:
     kinds = [(rel, _kind(rel)) for rel in sorted(set(rels))]
     pipe = client.pipeline(transaction=False)
     for rel, kind in kinds:
-        if kind in ("job", "unique", "launcher"):
+        if kind in ("job", "unique", "launcher", "launcher_names"):
             pipe.hgetall(prefix + rel)
         elif kind in ("pending", "launcher_set"):
             pipe.smembers(prefix + rel)
@@ -124,6 +128,8 @@ def _read_launcher_key(layout: Layout, rel: str, kind: str, reply: Any) -> None:
         layout.pending[rel.split(":")[1]] = {_s(m) for m in reply}
     elif kind == "launcher_set":
         layout.launcher_sets[rel] = {_s(m) for m in reply}
+    elif kind == "launcher_names":
+        layout.launcher_names = {_s(k): _s(v) for k, v in reply.items()}
     else:
         layout.due_launch = {_s(m): float(score) for m, score in reply}
 
@@ -300,6 +306,11 @@ def launcher_problems(layout: Layout) -> list[str]:
     expected_due = {i: float(h["next_at"]) for i, h in layout.launchers.items() if "next_at" in h}
     if layout.due_launch != expected_due:
         problems.append(f"{TEMPLATES['due_launch']} holds {layout.due_launch}; expected {expected_due}")
+    expected_names = {h["name"]: i for i, h in layout.launchers.items() if "name" in h}
+    if layout.launcher_names != expected_names:
+        problems.append(
+            f"{TEMPLATES['launcher_names']} holds {layout.launcher_names}; expected {expected_names}"
+        )
     pending: dict[str, set[str]] = defaultdict(set)
     for job_id, job in layout.jobs.items():
         if job.get("launcher") in ids and job.get("ended") != "1":

@@ -26,8 +26,10 @@ def build_app(command: str | None = None) -> typer.Typer:
     import typer
 
     from jobledger.cli import server_commands
+    from jobledger.cli.help_text import PlainHelpGroup
 
     app = typer.Typer(
+        cls=PlainHelpGroup,
         name="jobledger",
         help="A job queue server whose source of truth is an event ledger (Ocypod's HTTP API).",
         no_args_is_help=True,

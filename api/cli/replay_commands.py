@@ -315,7 +315,7 @@ def verify_command(
         typer.Option(
             "--blobs",
             help="Also read every blob the jobs still in the projections refer to: it must be in the "
-            "store ([blobs] url) and hash to its name.",
+            "store (\\[blobs] url) and hash to its name.",
         ),
     ] = False,
 ) -> None:

@@ -474,12 +474,36 @@ def list_launchers() -> ApiCall[list[dict[str, Any]]]:
     return ApiCall("GET", "/launcher", _json)
 
 
-def get_launcher(launcher_id: int) -> ApiCall[dict[str, Any]]:
-    return ApiCall("GET", f"/launcher/{launcher_id}", _json)
+def _launcher(launcher: int | str, tail: str = "") -> str:
+    """The path of a launcher, by its id or its name."""
+    return f"/launcher/{quote(str(launcher), safe='')}{tail}"
 
 
-def delete_launcher(launcher_id: int) -> ApiCall[None]:
-    return ApiCall("DELETE", f"/launcher/{launcher_id}", _none)
+def put_launcher(
+    name: str, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any
+) -> ApiCall[dict[str, Any]]:
+    """Declare the launcher ``name`` (``PUT /launcher/{name}``): created, or given this declaration;
+    ``{id, name, outcome}``, outcome ``created``, ``updated`` or ``unchanged``.  Safe to resend."""
+    body = {"type": type, "arguments": arguments, "queue": queue, **spec}
+    return ApiCall("PUT", _launcher(name), _json, body=body)
+
+
+def get_launcher(launcher: int | str) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", _launcher(launcher), _json)
+
+
+def delete_launcher(launcher: int | str) -> ApiCall[None]:
+    return ApiCall("DELETE", _launcher(launcher), _none)
+
+
+def pause_launcher(launcher: int | str, paused: bool) -> ApiCall[None]:
+    """Pause a launcher or resume it; repeating either is harmless."""
+    return ApiCall("PUT", _launcher(launcher, "/pause" if paused else "/resume"), _none)
+
+
+def fire_launcher(launcher: int | str) -> ApiCall[int]:
+    """Fire a launcher now, by hand; the id of the job it created."""
+    return ApiCall("POST", _launcher(launcher, "/fire"), lambda r: int(r.json()["job"]))
 
 
 # The ledger

@@ -355,13 +355,38 @@ class ClientMethods(ClientBase):
         return self._sending(calls.list_launchers())
 
     @twin
-    def launcher(self, launcher_id: int) -> Steps[dict[str, Any]]:
-        return self._sending(calls.get_launcher(launcher_id))
+    def put_launcher(
+        self, name: str, type: str, arguments: str | dict[str, Any], queue: str, **spec: Any
+    ) -> Steps[dict[str, Any]]:
+        """Declare the launcher ``name``: created the first time, then given this declaration (the same
+        one again changes nothing); ``spec``: ``template``, ``max_pending``, ``debounce``, ``tz``.
+        ``{id, name, outcome}``, outcome ``created``, ``updated`` or ``unchanged``."""
+        return self._sending(calls.put_launcher(name, type, arguments, queue, **spec))
 
     @twin
-    def delete_launcher(self, launcher_id: int) -> Steps[None]:
+    def launcher(self, launcher: int | str) -> Steps[dict[str, Any]]:
+        """The launcher, by its id or its name."""
+        return self._sending(calls.get_launcher(launcher))
+
+    @twin
+    def delete_launcher(self, launcher: int | str) -> Steps[None]:
         """Stop and remove the launcher; the jobs it created stay."""
-        return self._sending(calls.delete_launcher(launcher_id))
+        return self._sending(calls.delete_launcher(launcher))
+
+    @twin
+    def pause_launcher(self, launcher: int | str) -> Steps[None]:
+        """Pause the launcher: it fires no more until resumed."""
+        return self._sending(calls.pause_launcher(launcher, True))
+
+    @twin
+    def resume_launcher(self, launcher: int | str) -> Steps[None]:
+        """Resume the launcher: it fires again from its next firing time after now."""
+        return self._sending(calls.pause_launcher(launcher, False))
+
+    @twin
+    def fire_launcher(self, launcher: int | str) -> Steps[int]:
+        """Fire the launcher now, by hand; the id of the job it created."""
+        return self._sending(calls.fire_launcher(launcher))
 
     @twin
     def wait(self, job_id: int, timeout: float | None = None) -> Steps[Job]:

@@ -24,6 +24,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
+from jobledger.ledger.launcher_declarations import check_name
+from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.partitions import MAX_PARTITIONS
 from jobledger.ledger.requests import QueueSettings, known_part
 
@@ -258,6 +260,25 @@ class Config(_Section):
     blobs: BlobsConfig = BlobsConfig()
     tracing: TracingConfig = TracingConfig()
     queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: ``[launcher.NAME]`` sections: named launchers declared at every start (as ``PUT /launcher/NAME``)
+    launcher: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("launcher")
+    @classmethod
+    def _launchers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each section a valid declaration under a valid name, so that a bad one stops the start."""
+        for name, section in value.items():
+            try:
+                check_name(name)
+                LauncherSpec.model_validate(section)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'section'}: {e['msg']}" for e in exc.errors()
+                )
+                raise ValueError(f"[launcher.{name}] {problems}") from None
+            except ValueError as exc:
+                raise ValueError(f"[launcher.{name}] {exc}") from None
+        return value
 
 
 def interpolate(text: str, environ: Mapping[str, str]) -> str:

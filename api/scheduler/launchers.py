@@ -26,7 +26,7 @@ from typing import TypeVar
 from jobledger.ledger import commands
 from jobledger.ledger.clock import Clock
 from jobledger.ledger.events import SCHEDULER
-from jobledger.ledger.launchers import catch_up
+from jobledger.ledger.launchers import catch_up, first_at
 from jobledger.ledger.partitioned import AsyncPartitioned, Partitioned
 from jobledger.ledger.partitions import Partitioning, partition_route
 from jobledger.ledger.reads import Read
@@ -38,6 +38,10 @@ from jobledger.projections.launchers import DueLauncher, EventLauncher
 T = TypeVar("T")
 
 BATCH = 500
+#: fire_launcher's answers: a launcher it held back (it stays due), and one the script would release
+#: once told how many firing times it missed
+HELD = 5
+TO_RELEASE = 6
 
 
 @dataclass(frozen=True)
@@ -71,16 +75,41 @@ class Where:
 ONE = Where()
 
 
+def _catch_up(d: DueLauncher, now: int) -> tuple[int | None, int]:
+    return catch_up(d.type, d.arguments, d.due_at, now, d.tz)
+
+
+def _fire_call(d: DueLauncher, now: int) -> commands.Call[int]:
+    """The fire command of a due launcher.  A held-back one's firing times since it was held are not
+    counted: the script asks for the count only when it would release it (``TO_RELEASE``)."""
+    if d.held:
+        return commands.fire_launcher(d.id, d.due_at, first_at(d.type, d.arguments, now, d.tz), None)
+    return commands.fire_launcher(d.id, d.due_at, *_catch_up(d, now))
+
+
 def _fire_steps(now: int, batch: int, where: Where = ONE) -> Steps[list[int]]:
-    """Fire (or skip) every launcher due by ``now``; the ids of those that fired or skipped."""
+    """Fire (or skip) every launcher due by ``now``; the ids of those that fired, skipped or were
+    released.  A held-back launcher stays due, so the due ones are read past those that stay."""
     handled: list[int] = []
+    offset = 0
     while True:
-        due: list[DueLauncher] = yield where.on(readers.due_launchers(now, batch))
-        calls = [commands.fire_launcher(d.id, d.due_at, *catch_up(d.type, d.arguments, d.due_at, now))
-                 for d in due]  # fmt: skip
-        results: list[int] = (yield calls) if calls else []
+        due: list[DueLauncher] = yield where.on(readers.due_launchers(now, batch, offset))
+        results: list[int] = (yield [_fire_call(d, now) for d in due]) if due else []
+        releasing = [i for i, done in enumerate(results) if done == TO_RELEASE]
+        if releasing:
+            calls = [
+                commands.fire_launcher(due[i].id, due[i].due_at, *_catch_up(due[i], now)) for i in releasing
+            ]
+            released: list[int] = yield calls
+            results = [*results]
+            for i, done in zip(releasing, released, strict=True):
+                results[i] = done
         handled += [d.id for d, done in zip(due, results, strict=True) if done]
-        if len(due) < batch or not any(results):
+        staying = sum(
+            1 for d, done in zip(due, results, strict=True) if done == HELD or (d.held and not done)
+        )
+        offset += staying
+        if len(due) < batch or not (staying or any(results)):
             return handled
 
 

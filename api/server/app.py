@@ -25,7 +25,9 @@ from jobledger.blobs import BlobStore, open_store
 from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
-from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.errors import Conflict, NotFound, Unavailable
+from jobledger.ledger.launcher_declarations import put
+from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.tasks import cancel_and_wait
@@ -55,16 +57,30 @@ def configured_queues(config: Config) -> dict[str, QueueSettings]:
     return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
 
 
-async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings]) -> None:
-    """Create or update the configured queues, retrying while Redis is unreachable."""
+def configured_launchers(config: Config) -> dict[str, LauncherSpec]:
+    """``[launcher.NAME]`` sections (the configuration checked them when it was loaded)."""
+    return {name: LauncherSpec.model_validate(raw) for name, raw in config.launcher.items()}
+
+
+async def apply_declared(
+    ledger: OpeningLedger, queues: dict[str, QueueSettings], launchers: dict[str, LauncherSpec]
+) -> None:
+    """Create or update the configured queues, then declare the configured launchers (a launcher
+    declared as it was appends nothing), retrying while Redis is unreachable.  A launcher the ledger
+    refuses (its queue does not exist) is logged, and the others are declared."""
     delay = 0.5
     while True:
         try:
             for name, settings in queues.items():
                 await ledger.run(commands.put_queue(name, settings))
+            for name, spec in launchers.items():
+                try:
+                    await ledger.run(put(name, spec, ledger.clock()))
+                except (NotFound, Conflict) as exc:
+                    log.error("configured launcher %s not declared: %s", name, exc.message)
             return
         except Unavailable as exc:
-            log.warning("configured queues not applied yet: %s", exc)
+            log.warning("configured queues and launchers not applied yet: %s", exc)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10)
 
@@ -107,7 +123,7 @@ def create_app(
     The blob store is the configuration's ``[blobs]``, opened at startup and closed at shutdown,
     unless ``blobs`` gives one (which its giver closes)."""
     read_only = config.server.read_only
-    queues = configured_queues(config)
+    queues, declared = configured_queues(config), configured_launchers(config)
     run_scheduler = run_scheduler and config.server.scheduler
     server = config.server
 
@@ -133,7 +149,7 @@ def create_app(
         checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
         seal = served_seal(config, create=run_scheduler and not read_only)
         if not read_only:
-            tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
+            tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared)))
             if run_scheduler:
                 checks = scheduler.SchedulerState()
                 every, retention = scheduler.intervals(config), archive_settings(config, archive)

@@ -132,7 +132,7 @@ def _reply(status: int, reply: Reply) -> JSON:
 def _shared_errors(path: str, op: Operation) -> dict[int, str]:
     """The statuses that follow from the kind of endpoint: its parameters, body and storage."""
     out: dict[int, str] = {}
-    if op.body or op.query or any(name in path for name in ("{queue}", "{tag}", "{job_id}", "{launcher_id}")):
+    if op.body or op.query or any(name in path for name in ("{queue}", "{tag}", "{job_id}", "{launcher}")):
         out[400] = "Bad request (an id out of range too): what was wrong is in error."
     if "{job_id}" in path:
         out[404] = "No such job."

@@ -67,7 +67,14 @@ PATH_PARAMS: dict[str, Param] = {
         {"type": "string", "minLength": 1, "maxLength": 255},
         "A file's name: one path segment (no / or \\, no control character, not . or ..).",
     ),
-    "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
+    "launcher": Param(
+        {
+            "type": "string",
+            "pattern": r"^([0-9]+|[A-Za-z][A-Za-z0-9_.\-]{0,254})$",
+            "examples": ["3", "nightly"],
+        },
+        "A launcher's id, or its name (a name starts with a letter); one that names none: 404.",
+    ),
     "operation": Param(EVENT_ID, "A bulk operation's id (the id of its bulk_started event)."),
 }
 
@@ -242,6 +249,9 @@ def launcher_schema() -> JSON:
             "id": JOB_ID, "type": {"type": "string", "enum": ["@cron", "@interval", "@at", "@event"]},
             "arguments": {"description": "cron text, interval, RFC 3339 time, or an event filter object"},
             "queue": QUEUE_NAME, "template": {"type": "object"}, "max_pending": count,
+            "name": {"type": ["string", "null"]}, "tz": {"type": ["string", "null"]},
+            "paused": {"type": "boolean"},
+            "held": {"type": ["string", "null"], "enum": [*HELD_REASONS, None]},
             "debounce": DURATION_TEXT, "created_at": TIME_OR_NULL, "next_at": TIME_OR_NULL,
             "fired": count, "skipped": count, "pending": count, "last_fired_at": TIME_OR_NULL,
             "last_job": {"type": ["integer", "null"]},
@@ -346,6 +356,14 @@ RESULTS: JSON = {
 }
 
 LAUNCHER_ID: JSON = {"type": "object", "required": ["id"], "properties": {"id": JOB_ID}}
+FIRED: JSON = {"type": "object", "required": ["job"], "properties": {"job": JOB_ID}}
+HELD_REASONS = ("max_pending", "queue_missing", "unique_key")
+DECLARED: JSON = {
+    "type": "object",
+    "required": ["id", "name", "outcome"],
+    "properties": {"id": JOB_ID, "name": {"type": "string"},
+                   "outcome": {"type": "string", "enum": ["created", "updated", "unchanged"]}},
+}  # fmt: skip
 
 # The operations, in the order of the routes' table.
 
@@ -659,6 +677,21 @@ CREATE_LAUNCHER = Operation(
     body=Body(LauncherSpec),
 )
 
+PUT_LAUNCHER = Operation(
+    "Declare a named launcher: create it, or give it this declaration",
+    {
+        201: Reply("Created.", DECLARED, location=True),
+        200: Reply("Updated (launcher_updated), or unchanged: the same declaration again appends nothing.",
+                   DECLARED, location=True),
+        404: Reply("No such queue."),
+        409: Reply("On a ledger split into partitions: its queue would move it to another partition."),
+    },
+    body=Body(LauncherSpec),
+    description="The path names the launcher: a letter, then letters, digits, _ . - (a name that is not "
+    "one is a 400).  A new declaration replaces the whole launcher but its counters; its next firing stays "
+    "when its schedule (type, arguments, tz) did not change.  A paused launcher stays paused.",
+)  # fmt: skip
+
 LIST_LAUNCHERS = Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))})
 
 GET_LAUNCHER = Operation(
@@ -669,6 +702,31 @@ DELETE_LAUNCHER = Operation(
     "Stop and remove a launcher (the jobs it created stay)",
     {204: NO_CONTENT, 404: Reply("No such launcher.")},
 )
+
+PAUSE_LAUNCHER = Operation(
+    "Pause a launcher: it fires no more, and matches no event, until resumed",
+    {204: NO_CONTENT, 404: Reply("No such launcher.")},
+    description="Pausing a paused launcher appends nothing.",
+)
+
+RESUME_LAUNCHER = Operation(
+    "Resume a paused launcher",
+    {204: NO_CONTENT, 404: Reply("No such launcher."), 409: Reply("It was declared again meanwhile.")},
+    description="A @cron or @interval launcher fires next at its first firing time from now (the times "
+    "that passed while paused are neither fired nor counted); an @at launcher that has not fired fires at "
+    "its time (at once, if that passed); an @event launcher matches the events from now on.",
+)
+
+FIRE_LAUNCHER = Operation(
+    "Fire a launcher now, by hand",
+    {
+        201: Reply("The job it created.", FIRED, location=True),
+        404: Reply("No such launcher."),
+        409: Reply("Held back: its queue is gone, max_pending of its jobs have not ended, or its "
+                   "unique_key is held (nothing is appended)."),
+    },
+    description="Paused or not; its schedule stays as it was.  The launcher_fired event names who fired it.",
+)  # fmt: skip
 
 INFO = Operation("Per-queue counts by status and global statistics", {200: Reply("Counts.", ref("Info"))})
 

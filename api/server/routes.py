@@ -85,8 +85,12 @@ ROUTES: tuple[ApiRoute, ...] = (
     # launchers
     ApiRoute("POST", "/launcher", LAUNCHER + "create_launcher", ADMIN, "CREATE_LAUNCHER", idempotent=True),
     ApiRoute("GET", "/launcher", LAUNCHER + "list_launchers", READ, "LIST_LAUNCHERS"),
-    ApiRoute("GET", "/launcher/{launcher_id}", LAUNCHER + "get_launcher", READ, "GET_LAUNCHER"),
-    ApiRoute("DELETE", "/launcher/{launcher_id}", LAUNCHER + "delete_launcher", ADMIN, "DELETE_LAUNCHER"),
+    ApiRoute("PUT", "/launcher/{launcher}", LAUNCHER + "put_launcher", ADMIN, "PUT_LAUNCHER"),
+    ApiRoute("GET", "/launcher/{launcher}", LAUNCHER + "get_launcher", READ, "GET_LAUNCHER"),
+    ApiRoute("DELETE", "/launcher/{launcher}", LAUNCHER + "delete_launcher", ADMIN, "DELETE_LAUNCHER"),
+    ApiRoute("PUT", "/launcher/{launcher}/pause", LAUNCHER + "pause_launcher", ADMIN, "PAUSE_LAUNCHER"),
+    ApiRoute("PUT", "/launcher/{launcher}/resume", LAUNCHER + "resume_launcher", ADMIN, "RESUME_LAUNCHER"),
+    ApiRoute("POST", "/launcher/{launcher}/fire", LAUNCHER + "fire_launcher", ADMIN, "FIRE_LAUNCHER"),
     # the server
     ApiRoute("GET", "/info", INFO + "info", READ, "INFO"),
     ApiRoute("GET", "/info/version", INFO + "version", READ, "VERSION"),

@@ -10,6 +10,7 @@
 -- time + debounce (launcher_triggered; never earlier than a next_at still to come, as events of
 -- several streams come in no common order), and the launcher check fires it then (a next_at that
 -- had already come before this event fires first: that quiet period was over).
+-- A paused launcher matches nothing, and once resumed, nothing older than its resume.
 -- KEYS[1] namespace prefix
 -- ARGV[1] now (ms)   ARGV[2] launcher id   ARGV[3] event id
 -- ARGV[4] the partition of the event's stream ('' the launcher's own); when another's, the event's
@@ -23,7 +24,7 @@
 local now, id, event_id = NOW, ARGV[2], ARGV[3]
 local source = tonumber(ARGV[4] or '')
 local launcher = load_launcher(id)
-if not launcher or launcher.type ~= '@event' then return 0 end
+if not launcher or launcher.type ~= '@event' or launcher.paused then return 0 end
 local last = launcher.last_trigger
 if source then last = launcher['last_trigger:' .. source] end
 if not newer_id(event_id, last) then return 0 end
@@ -35,6 +36,7 @@ else
 end
 local at = entry and event_matches(id, launcher, entry)
 if not at or (source and not last and at < tonumber(launcher.created_at)) then return 0 end
+if launcher.resumed_at and at < tonumber(launcher.resumed_at) then return 0 end
 local debounce = tonumber(launcher.debounce or 0)
 if debounce == 0 then return launch(now, id, launcher, at, nil, 0, event_id, source) end
 local due_at = tonumber(launcher.next_at)

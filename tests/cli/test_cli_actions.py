@@ -130,22 +130,13 @@ def test_launchers_are_created_listed_shown_and_deleted(server: str) -> None:
     on_event = json.loads(run(server, *create, "--type", "event", "--arguments", "job_completed",
                               "--debounce", "2s", "--json"))["id"]  # fmt: skip
     rows = [line.split("\t") for line in run(server, "launcher", "list").splitlines()]
-    assert rows[0] == [
-        "id",
-        "type",
-        "arguments",
-        "queue",
-        "next_at",
-        "fired",
-        "skipped",
-        "last_job",
-        "pending",
+    assert rows[0] == ["id", "name", "type", "arguments", "queue", "next_at", "paused", "held", "fired",
+                       "skipped", "last_job", "pending"]  # fmt: skip
+    assert [r[:5] for r in rows[1:]] == [
+        [str(cron), "", "@cron", "0 */5 * * * *", "emails"],
+        [str(on_event), "", "@event", '{"type":"job_completed"}', "emails"],
     ]
-    assert [r[:4] for r in rows[1:]] == [
-        [str(cron), "@cron", "0 */5 * * * *", "emails"],
-        [str(on_event), "@event", '{"type":"job_completed"}', "emails"],
-    ]
-    assert rows[1][4].endswith(":00.000000Z") and rows[2][4] == ""
+    assert rows[1][5].endswith(":00.000000Z") and rows[2][5] == ""
     shown = json.loads(run(server, "launcher", "show", str(on_event), "--json"))
     assert (shown["arguments"], shown["debounce"], shown["template"]) == ({"type": "job_completed"}, "2s", {})
     fields = dict(line.split("\t") for line in run(server, "launcher", "show", str(cron)).splitlines())
@@ -155,6 +146,32 @@ def test_launchers_are_created_listed_shown_and_deleted(server: str) -> None:
     assert run(server, "launcher", "delete", str(cron)) == f"{cron}\n"
     assert run(server, "launcher", "delete", str(cron), code=1).startswith("jobledger: not found: ")
     assert [item["id"] for item in json.loads(run(server, "launcher", "list", "--json"))] == [on_event]
+
+
+def test_a_named_launcher_is_put_paused_resumed_fired_and_deleted_by_name(server: str) -> None:
+    put = ["launcher", "put", "nightly", "--queue", "emails", "--type", "cron", "--arguments", "0 3 * * *",
+           "--tz", "Europe/Paris"]  # fmt: skip
+    made = json.loads(run(server, *put, "--json"))
+    assert made == {"id": made["id"], "name": "nightly", "outcome": "created"}
+    assert run(server, *put) == f"{made['id']}\n"  # the same again: unchanged
+    assert json.loads(run(server, *put, "--json"))["outcome"] == "unchanged"
+    assert "updated launcher nightly" in visible(run(server, *put, "--max-pending", "1", terminal=True))
+    shown = json.loads(run(server, "launcher", "show", "nightly", "--json"))
+    assert (shown["tz"], shown["max_pending"], shown["paused"]) == ("Europe/Paris", 1, False)
+    assert "paused launcher nightly" in visible(run(server, "launcher", "pause", "nightly", terminal=True))
+    assert json.loads(run(server, "launcher", "show", "nightly", "--json"))["paused"] is True
+    job_id = int(run(server, "launcher", "fire", "nightly"))
+    with Client(server) as api:
+        assert api.get(job_id).model_dump()["launcher"] == made["id"]
+    assert run(server, "launcher", "fire", "nightly", code=1).startswith(
+        "jobledger: conflict: "
+    )  # max_pending
+    run(server, "launcher", "resume", str(made["id"]))
+    assert json.loads(run(server, "launcher", "show", "nightly", "--json"))["paused"] is False
+    run(server, "launcher", "delete", "nightly")
+    assert run(server, "launcher", "show", "nightly", code=1).startswith("jobledger: not found: ")
+    numbered = ["launcher", "put", "42", "--queue", "emails", "--type", "@interval", "--arguments", "1h"]
+    assert run(server, *numbered, code=1).startswith("jobledger: bad request: ")
 
 
 def test_launcher_create_refuses_bad_arguments(server: str) -> None:

@@ -18,7 +18,9 @@ attempts add results, some replacing one of the same name: the blob counts, in a
 Bulk operations (requeue, cancel, delete by a drawn filter, in batches, some cut short before their
 end, some dry) take part, and their records are projections like any other.
 Each queue's lifetime totals agree with the stream's events of that queue, and its wait histogram
-counts every start.
+counts every start.  Named launchers take part: declared again with the same or another declaration
+(timed ones with max_pending or a unique key, so they are held back and released; a cron one in a
+time zone; an @event one), paused, resumed, fired by hand and deleted, and fired by the ticks.
 """
 
 from __future__ import annotations
@@ -53,9 +55,13 @@ from jobledger.ledger.durations import format_time
 from jobledger.ledger.errors import Conflict, Mismatch, NotFound
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.launcher_declarations import put as put_launcher
+from jobledger.ledger.launcher_declarations import resume as resume_launcher
+from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, revoke_token
+from jobledger.projections import launchers as launcher_readers
 from jobledger.projections import readers
 from jobledger.projections.queue_totals import queue_totals
 from jobledger.projections.views import decode_hash
@@ -187,6 +193,17 @@ steps = st.one_of(
 )
 
 Move = tuple[tuple[str, int], str, str, Any, dict[str, Any], Any]
+
+#: named launchers: a few names, and declarations from a small set
+LAUNCHER_NAMES = ("l1", "l2")
+LAUNCHER_SPECS: tuple[dict[str, Any], ...] = (
+    {"type": "@interval", "arguments": "5s", "max_pending": 1},
+    {"type": "@interval", "arguments": "30s"},
+    {"type": "@cron", "arguments": "*/10 * * * * *", "template": {"unique_key": "u1", "input": [1]}},
+    {"type": "@cron", "arguments": "0 * * * *", "tz": "Europe/Paris", "max_pending": 2},
+    {"type": "@event", "arguments": {"type": "job_completed"}, "max_pending": 1},
+)
+LAUNCHER_ACTIONS = ("fire", "pause", "resume", "delete")
 
 
 def _delete_namespace(client: redis.Redis, namespace: str) -> None:
@@ -525,6 +542,31 @@ class LedgerMachine(RuleBasedStateMachine):
             assert stream_length(self.client, self.namespace) == length and done <= matched
         if operation is not None and finish:
             self.run(bulk_finish(operation, 0, 0))
+
+    @rule(name=st.sampled_from(LAUNCHER_NAMES), queue=queues, spec=st.sampled_from(LAUNCHER_SPECS))
+    def declare_launcher(self, name: str, queue: str, spec: dict[str, Any]) -> None:
+        """Declare a named launcher: the same declaration again appends nothing."""
+        declared = LauncherSpec.model_validate({**spec, "queue": queue})
+        length = stream_length(self.client, self.namespace)
+        done = self.run(put_launcher(name, declared, self.ledger.clock()))
+        if done is not None and done.outcome == "unchanged":
+            assert stream_length(self.client, self.namespace) == length
+
+    @rule(name=st.sampled_from(LAUNCHER_NAMES), action=st.sampled_from(LAUNCHER_ACTIONS))
+    def act_on_launcher(self, name: str, action: str) -> None:
+        """Fire a named launcher by hand (refused while held back), pause, resume or delete it."""
+        found = self.ledger.read(launcher_readers.launcher_named(name))
+        if found is None:
+            return
+        if action == "fire":
+            self.run(commands.fire_launcher_now(found))
+        elif action == "pause":
+            self.run(commands.pause_launcher(found))
+        elif action == "resume":
+            view = self.ledger.read(launcher_readers.launcher(found))
+            self.run(resume_launcher(found, view["type"], view["arguments"], view["tz"], self.ledger.clock()))
+        else:
+            self.run(commands.delete_launcher(found))
 
     @rule(actor=st.sampled_from(("local", "ci-bot", "deploy:prod")))
     def act_as(self, actor: str) -> None:

@@ -158,7 +158,7 @@ def test_catch_up_after_a_long_gap_fires_once_with_the_missed_count(
 # --- limits --------------------------------------------------------------------------------------------
 
 
-def test_max_pending_skips_while_its_jobs_have_not_ended(
+def test_max_pending_holds_back_a_launcher_with_one_event_until_released(
     ledger: Ledger, frozen: FrozenDateTimeFactory
 ) -> None:
     put_queue(ledger)
@@ -170,32 +170,67 @@ def test_max_pending_skips_while_its_jobs_have_not_ended(
     assert advance_to(ledger, frozen, 20)["launchers"] == [lid]
     assert launched(ledger, lid) == [first]
     assert data_of(ledger, "launcher_skipped") == [
-        {"launcher": lid, "due_at": at(20), "next_at": at(30), "reason": "max_pending"}
+        {"launcher": lid, "due_at": at(20), "next_at": at(20), "reason": "max_pending", "held": True}
     ]
+    with unchanged(ledger):  # held back: its firing times pass and nothing is appended
+        for second in (30, 40, 50, 3600):
+            assert advance_to(ledger, frozen, second)["launchers"] == []
+    assert view(ledger, lid)["held"] == "max_pending" and view(ledger, lid)["skipped"] == 1
     assert fetch_one(ledger).id == first
     update(ledger, first, status="completed")
     assert pending(ledger, lid) == set()
-    advance_to(ledger, frozen, 30)
+    assert advance_to(ledger, frozen, 3605)["launchers"] == [lid]
+    assert data_of(ledger, "launcher_released") == [
+        {"launcher": lid, "due_at": at(20), "next_at": at(3610), "skipped": 358}
+    ]
+    assert launched(ledger, lid) == [first]
+    assert view(ledger, lid)["held"] is None and view(ledger, lid)["skipped"] == 359
+    advance_to(ledger, frozen, 3610)
     assert len(launched(ledger, lid)) == 2
-    assert view(ledger, lid)["skipped"] == 1 and view(ledger, lid)["fired"] == 2
+    assert view(ledger, lid)["fired"] == 2
+    assert_well_placed(ledger)
 
 
-def test_a_missing_queue_or_a_held_unique_key_skips(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:
+def test_a_missing_queue_or_a_held_unique_key_holds_back(
+    ledger: Ledger, frozen: FrozenDateTimeFactory
+) -> None:
     put_queue(ledger, "gone")
     put_queue(ledger)
     lost = new_launcher(ledger, "@interval", "10s", queue="gone")
-    unique = new_launcher(ledger, "@interval", "10s", template={"unique_key": "u"})
+    unique = new_launcher(ledger, "@cron", "*/10 * * * * *", template={"unique_key": "u"})
+    at_once = new_launcher(ledger, "@at", format_time(at(20)), template={"unique_key": "u"})
     ledger.run(commands.delete_queue("gone"))
-    advance_to(ledger, frozen, 10)
-    advance_to(ledger, frozen, 20)
-    reasons = [(d["launcher"], d["due_at"], d["reason"]) for d in data_of(ledger, "launcher_skipped")]
+    for second in (10, 20, 30, 40):
+        advance_to(ledger, frozen, second)
+    reasons = [
+        (d["launcher"], d["due_at"], d["reason"], d.get("held")) for d in data_of(ledger, "launcher_skipped")
+    ]
     assert reasons == [
-        (lost, at(10), "queue_missing"),
-        (lost, at(20), "queue_missing"),
-        (unique, at(20), "unique_key"),
+        (lost, at(10), "queue_missing", True),
+        (unique, at(20), "unique_key", True),
+        (at_once, at(20), "unique_key", None),  # an @at launcher has no later time to be held for
     ]
     assert launched(ledger, lost) == [] and len(launched(ledger, unique)) == 1
-    assert view(ledger, lost)["next_at"] == format_time(at(30))
+    assert view(ledger, lost)["next_at"] == format_time(at(10))
+    put_queue(ledger, "gone")
+    advance_to(ledger, frozen, 41)
+    assert [(d["launcher"], d["skipped"], d["next_at"]) for d in data_of(ledger, "launcher_released")] == [
+        (lost, 3, at(50))
+    ]
+    assert_well_placed(ledger)
+
+
+def test_held_back_launchers_do_not_keep_the_others_from_firing(
+    ledger: Ledger, frozen: FrozenDateTimeFactory
+) -> None:
+    put_queue(ledger)
+    held = [new_launcher(ledger, "@interval", "10s", max_pending=1) for _ in range(7)]
+    advance_to(ledger, frozen, 10)
+    advance_to(ledger, frozen, 20)  # each held back at 20, earliest in the due index from now on
+    assert {d["launcher"] for d in data_of(ledger, "launcher_skipped")} == set(held)
+    late = new_launcher(ledger, "@interval", "5s")
+    frozen.move_to(START + later(25))
+    assert tick(ledger, batch=2)["launchers"] == [late]
 
 
 def test_pending_sets_follow_the_jobs(ledger: Ledger, frozen: FrozenDateTimeFactory) -> None:

@@ -47,8 +47,8 @@ def test_create_read_list_and_delete(api: TestClient, namespace: str) -> None:
     got = api.get(f"/launcher/{first}").json()
     assert RFC3339.match(got.pop("created_at")) and RFC3339.match(got.pop("next_at"))
     assert got == {
-        "id": first, "type": "@cron", "arguments": "*/5 * * * * *", "queue": "q",
-        "template": shown,
+        "id": first, "name": None, "type": "@cron", "arguments": "*/5 * * * * *", "queue": "q",
+        "tz": None, "paused": False, "held": None, "template": shown,
         "max_pending": 2, "debounce": "0s", "fired": 0, "skipped": 0, "last_fired_at": None,
         "last_job": None, "pending": 0,
     }  # fmt: skip

@@ -28,6 +28,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/job/{job_id}"): {"progress": 5},
     ("PUT", "/job/{job_id}/output"): {"done": 1},
     ("POST", "/launcher"): {"type": "@interval", "arguments": "1h", "queue": "q-1"},
+    ("PUT", "/launcher/{launcher}"): {"type": "@interval", "arguments": "1h", "queue": "q-1"},
 }
 
 
@@ -61,7 +62,12 @@ class Setup:
 
     def path(self, template: str, queue: str = "q-1") -> str:
         return template.format(
-            queue=queue, job_id=self.job, tag="t", launcher_id=1, name="data.txt", operation=self.operation
+            queue=queue,
+            job_id=self.job,
+            tag="t",
+            launcher="nightly",
+            name="data.txt",
+            operation=self.operation,
         )
 
     def call(self, route: tuple[str, str], headers: dict[str, str], queue: str = "q-1") -> Any:

@@ -45,28 +45,33 @@ DEFAULT_SETTINGS = {"timeout": "5m", "heartbeat_timeout": "0s", "expires_after":
 
 
 def make_config(
-    namespace: str, queues: dict[str, Any] | None = None, partitions: int | None = None, **server: Any
+    namespace: str,
+    queues: dict[str, Any] | None = None,
+    partitions: int | None = None,
+    launchers: dict[str, Any] | None = None,
+    **server: Any,
 ) -> Config:
-    """The config of an app on ``namespace``; ``partitions``: how many a new ledger is split into (by
-    default the session's, see tests/conftest.py).  Not sealed: a sealer would keep its key and files
-    in the working directory (the sealing tests give theirs a directory of their own)."""
+    """The config of an app on ``namespace``, with its ``[queue.NAME]`` and ``[launcher.NAME]``
+    sections; ``partitions``: how many a new ledger is split into (by default the session's, see
+    tests/conftest.py).  Not sealed: a sealer would keep its key and files in the working directory
+    (the sealing tests give theirs a directory of their own)."""
     partitions = partitions or TEST_PARTITIONS
     raw = {"redis": {"key_namespace": namespace, "partitions": partitions}, "server": server,
-           "queue": queues or {}, "ledger": {"seal": False}}  # fmt: skip
+           "queue": queues or {}, "launcher": launchers or {}, "ledger": {"seal": False}}  # fmt: skip
     return Config.model_validate(raw)
 
 
 @contextmanager
 def app_client(redis_url: str, namespace: str, queues: dict[str, Any] | None = None,
                blobs: BlobStore | None = None, partitions: int | None = None,
-               **server: Any) -> Iterator[TestClient]:  # fmt: skip
+               launchers: dict[str, Any] | None = None, **server: Any) -> Iterator[TestClient]:  # fmt: skip
     """The app on ``namespace`` with no scheduler task; the lifespan runs while the block does.
     ``blobs``: the store of the jobs' files (else one in a temporary directory, gone after);
     ``partitions``: how many the ledger is split into (default: as the config's default)."""
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(temporary_store())
-        config = make_config(namespace, queues, partitions, **server)
+        config = make_config(namespace, queues, partitions, launchers, **server)
         app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
         yield stack.enter_context(TestClient(app, base_url=BASE_URL, raise_server_exceptions=False))
 
