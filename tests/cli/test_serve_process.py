@@ -167,10 +167,10 @@ def test_the_scheduler_command_stops_on_sigterm_and_stops_its_server(tmp_path: P
     with no_server_left(data_dir), jobledger(["scheduler", "--data-dir", str(data_dir)],
                                              tmp_path / "s.log") as scheduler:  # fmt: skip
         wait_for(lambda: valkeys_in(data_dir), "the scheduler's embedded server")
-        time.sleep(0.5)  # its first round
+        running = "scheduler running on ledger 'jobledger'"
+        wait_for(lambda: running in scheduler.output(), "the scheduler's start line", timeout=30)
         scheduler.signal(signal.SIGTERM)
         assert scheduler.wait(timeout=5) == 0, scheduler.output()
-        assert "scheduler running on ledger 'jobledger'" in scheduler.output()
 
 
 def test_a_redis_worker_stopped_by_sigterm_stops_its_embedded_server(tmp_path: Path) -> None:
