@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobledger.blobs import BlobStore
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
 from tests.blob_support import temporary_store
 
@@ -54,7 +54,7 @@ def _serving(
     wrap: Callable[[ASGIApp], ASGIApp] | None,
     run_scheduler: bool = False,
 ) -> Iterator[str]:
-    config = Config.model_validate({"redis": {"key_namespace": namespace}, "server": server})
+    config = config_from({"redis": {"key_namespace": namespace}, "server": server})
     app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)

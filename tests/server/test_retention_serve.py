@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
 from jobledger.replay.archive.records import load_record
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
 from tests.http_support import BASE_URL
 from tests.server.test_api_unavailable import wait_until
@@ -21,7 +21,7 @@ from tests.server.test_api_unavailable import wait_until
 def test_serve_archives_and_a_history_keeps_every_event(
     redis_url: str, namespace: str, client: redis.Redis, tmp_path: Path
 ) -> None:
-    config = Config.model_validate({
+    config = config_from({
         "redis": {"key_namespace": namespace},
         "ledger": {"archive_after": "0.05s", "archive_dir": str(tmp_path), "archive_check_interval": "0.1s"},
     })  # fmt: skip
