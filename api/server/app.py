@@ -14,14 +14,12 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from jobledger.blobs import BlobStore, open_store
 from jobledger.blobs.guarded import GuardedStore
@@ -34,124 +32,18 @@ from jobledger.ledger.watch import LedgerWatch
 from jobledger.replay.archive.writer import archive_settings
 from jobledger.runtime.config import Config
 from jobledger.scheduler import loop as scheduler
-from jobledger.server import batch_handlers as batch
-from jobledger.server import event_handlers as events
 from jobledger.server import info_handlers as info
-from jobledger.server import job_file_handlers as job_files
-from jobledger.server import job_handlers as job
-from jobledger.server import launcher_handlers as launcher
 from jobledger.server import metrics
-from jobledger.server import orchestrator_handlers as orchestrator
-from jobledger.server import queue_handlers as queue
-from jobledger.server import result_handlers as results
-from jobledger.server import upload_handlers as upload
-from jobledger.server.auth import REQUIRES, guarded
-from jobledger.server.errors import HANDLERS, error_response
+from jobledger.server.api_route import api_paths
+from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
+from jobledger.server.routes import ROUTES
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
 
 log = logging.getLogger("jobledger.api")
-
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-async def openapi_document(request: Request) -> Response:
-    """``GET /openapi.json`` (:mod:`jobledger.server.openapi`, loaded when first asked for)."""
-    from jobledger.server import openapi
-
-    return await openapi.openapi(request)
-
-
-#: (path, method, endpoint, writes): a write is refused by a read-only server.
-ROUTES: list[tuple[str, str, Endpoint, bool]] = [
-    ("/queue", "GET", queue.list_queues, False),
-    ("/queue/{queue}", "PUT", queue.put_queue, True),
-    ("/queue/{queue}", "GET", queue.get_queue, False),
-    ("/queue/{queue}", "DELETE", queue.delete_queue, True),
-    ("/queue/{queue}/size", "GET", queue.queue_size, False),
-    ("/queue/{queue}/job_ids", "GET", queue.queue_job_ids, False),
-    ("/queue/{queue}/job", "POST", queue.create_job, True),
-    ("/blob", "PUT", upload.put_blob, True),
-    ("/upload", "POST", orchestrator.upload, True),
-    ("/download/{job_id}", "GET", orchestrator.download, False),
-    ("/queue/{queue}/job", "GET", queue.fetch_job, True),
-    ("/queue/{queue}/jobs", "POST", queue.create_jobs, True),
-    ("/queue/{queue}/jobs", "GET", queue.list_jobs, False),
-    ("/queue/{queue}/pause", "PUT", queue.pause_queue, True),
-    ("/queue/{queue}/resume", "PUT", queue.resume_queue, True),
-    ("/job/{job_id}", "GET", job.get_job, False),
-    ("/job/{job_id}/status", "GET", job.get_status, False),
-    ("/job/{job_id}", "PATCH", job.update_job, True),
-    ("/jobs", "PATCH", batch.update_jobs, True),
-    ("/job/{job_id}", "DELETE", job.delete_job, True),
-    ("/job/{job_id}/heartbeat", "PUT", job.heartbeat, True),
-    ("/job/{job_id}/output", "GET", job.get_output, False),
-    ("/job/{job_id}/output", "PUT", job.put_output, True),
-    ("/job/{job_id}/history", "GET", job.history, False),
-    ("/job/{job_id}/files/{name}", "GET", job_files.get_file, False),
-    ("/job/{job_id}/results/{name}", "PUT", job_files.put_result, True),
-    ("/job/{job_id}/results", "GET", results.manifest, False),
-    ("/job/{job_id}/results/{name}", "GET", results.get_result, False),
-    ("/job/{job_id}/results.zip", "GET", results.results_zip, False),
-    ("/tag/{tag}", "GET", job.tagged, False),
-    ("/events", "GET", events.list_events, False),
-    ("/events/stream", "GET", events.stream_events, False),
-    ("/info", "GET", info.info, False),
-    ("/info/version", "GET", info.version, False),
-    ("/health", "GET", info.health, False),
-    ("/ready", "GET", info.ready, False),
-    ("/launcher", "POST", launcher.create_launcher, True),
-    ("/launcher", "GET", launcher.list_launchers, False),
-    ("/launcher/{launcher_id}", "GET", launcher.get_launcher, False),
-    ("/launcher/{launcher_id}", "DELETE", launcher.delete_launcher, True),
-    ("/metrics", "GET", metrics.metrics, False),
-    ("/openapi.json", "GET", openapi_document, False),
-]
-
-
-def _allow(methods: list[str]) -> str:
-    """An Allow header's value, HEAD included wherever GET is (Starlette answers HEAD too)."""
-    return ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
-
-
-def refuse_write(allowed: list[str]) -> Endpoint:
-    """A read-only server's answer to a write: 405, naming the methods the path still takes."""
-    headers = {"allow": _allow(allowed)}
-
-    async def refuse(request: Request) -> Response:
-        response = error_response(405, "this server is read-only: it serves a view and accepts no writes")
-        response.headers.update(headers)
-        return response
-
-    return refuse
-
-
-def _dispatch(endpoints: dict[str, Endpoint]) -> Endpoint:
-    async def by_method(request: Request) -> Response:
-        return await endpoints["GET" if request.method == "HEAD" else request.method](request)
-
-    return by_method
-
-
-def _routes(read_only: bool, auth: bool = False) -> list[Route]:
-    """One Route per path, dispatching on the method, so that a method the path does not take gets
-    405 with an Allow header naming all those it does.  With ``auth``, each method behind the token
-    check of :mod:`jobledger.server.auth`."""
-    by_path: dict[str, dict[str, Endpoint]] = {}
-    reads: dict[str, list[str]] = {}
-    for path, method, endpoint, writes in ROUTES:
-        if not writes:
-            reads.setdefault(path, []).append(method)
-        by_path.setdefault(path, {})[method] = endpoint
-    for path, method, _, writes in ROUTES:
-        if read_only and writes:
-            by_path[path][method] = refuse_write(reads.get(path, []))
-        if auth:
-            by_path[path][method] = guarded(REQUIRES[(method, path)], by_path[path][method])
-    return [Route(path, _dispatch(endpoints), methods=list(endpoints)) for path, endpoints in by_path.items()]
 
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:
@@ -246,7 +138,7 @@ def create_app(
             if blobs is None:
                 await store.close()
 
-    routes: list[BaseRoute] = [*_routes(read_only, config.server.auth), *dashboard_routes()]
+    routes: list[BaseRoute] = [*api_paths(ROUTES, read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
                     middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
                                            allowed_hosts=served_names(config)),

@@ -13,8 +13,8 @@ A request that goes on (a live feed, a long-poll) ends when its token is revoked
 :func:`revocation` follows the token's ``token_revoked`` through the process's
 :class:`jobledger.ledger.watch.LedgerWatch` and checks the ledger at each wake-up.
 
-:data:`REQUIRES` is the route x scope table, keyed like :data:`jobledger.server.app.ROUTES`;
-docs/http-api.md shows it.
+The scope each route needs is its record's (:data:`jobledger.server.routes.ROUTES`);
+docs/http-api.md shows them.
 """
 
 from __future__ import annotations
@@ -86,54 +86,8 @@ class Needs:
         return token.grants(self.kind, queue)
 
 
-READ, ADMIN = Needs("read"), Needs("admin")
+OPEN, READ, ADMIN = Needs("open"), Needs("read"), Needs("admin")
 READ_QUEUE, READ_JOB = Needs("read", "queue"), Needs("read", "job")
-
-#: (METHOD, path) -> what it needs.  Every route of the app is here (a test checks it).
-REQUIRES: dict[tuple[str, str], Needs] = {
-    ("GET", "/queue"): READ,
-    ("PUT", "/queue/{queue}"): ADMIN,
-    ("GET", "/queue/{queue}"): READ_QUEUE,
-    ("DELETE", "/queue/{queue}"): ADMIN,
-    ("GET", "/queue/{queue}/size"): READ_QUEUE,
-    ("GET", "/queue/{queue}/job_ids"): READ_QUEUE,
-    ("POST", "/queue/{queue}/job"): Needs("produce", "queue"),
-    ("PUT", "/blob"): Needs("produce", "query"),  # ?queue=Q; without it, admin only
-    ("POST", "/upload"): Needs("produce", "form"),  # the queue is the form's service
-    ("GET", "/download/{job_id}"): READ_JOB,
-    ("GET", "/queue/{queue}/job"): Needs("work", "queue"),  # a fetch: it starts jobs
-    ("POST", "/queue/{queue}/jobs"): Needs("produce", "queue"),
-    ("GET", "/queue/{queue}/jobs"): READ_QUEUE,
-    ("PUT", "/queue/{queue}/pause"): ADMIN,
-    ("PUT", "/queue/{queue}/resume"): ADMIN,
-    ("GET", "/job/{job_id}"): READ_JOB,
-    ("GET", "/job/{job_id}/status"): READ_JOB,
-    ("PATCH", "/job/{job_id}"): Needs("work", "job"),
-    ("PATCH", "/jobs"): Needs("work", "body"),  # many jobs' updates, and a fetch
-    ("DELETE", "/job/{job_id}"): ADMIN,
-    ("PUT", "/job/{job_id}/heartbeat"): Needs("work", "job"),
-    ("GET", "/job/{job_id}/output"): READ_JOB,
-    ("PUT", "/job/{job_id}/output"): Needs("work", "job"),
-    ("GET", "/job/{job_id}/history"): READ_JOB,
-    ("GET", "/job/{job_id}/files/{name}"): READ_JOB,
-    ("PUT", "/job/{job_id}/results/{name}"): Needs("work", "job"),
-    ("GET", "/job/{job_id}/results"): READ_JOB,
-    ("GET", "/job/{job_id}/results/{name}"): READ_JOB,
-    ("GET", "/job/{job_id}/results.zip"): READ_JOB,
-    ("GET", "/tag/{tag}"): READ,
-    ("GET", "/events"): Needs("read", "events"),  # or, filtered by queue / job, a queue scope on it
-    ("GET", "/events/stream"): Needs("read", "events"),
-    ("GET", "/info"): READ,
-    ("GET", "/info/version"): READ,
-    ("GET", "/health"): Needs("open"),
-    ("GET", "/ready"): Needs("open"),
-    ("POST", "/launcher"): ADMIN,
-    ("GET", "/launcher"): READ,
-    ("GET", "/launcher/{launcher_id}"): READ,
-    ("DELETE", "/launcher/{launcher_id}"): ADMIN,
-    ("GET", "/metrics"): READ,
-    ("GET", "/openapi.json"): READ,
-}
 
 
 def unauthorized(message: str, invalid: bool = False) -> JSONResponse:
@@ -245,6 +199,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         request.state.token = token.name
         request.state.token_digest = presented
         request.state.token_grants = token
+        request.state.needs = needs
         return await endpoint(request)
 
     return guard
@@ -255,22 +210,28 @@ class Forbidden(JobLedgerError):
     status = 403
 
 
-def check_form_scope(request: Request, needs: Needs, queue: str) -> None:
+def check_form_scope(request: Request, queue: str) -> None:
     """For a route whose queue the body names (``on="form"`` or ``"body"``): 403 unless the
-    request's token may act on ``queue`` (nothing to check with auth off)."""
+    request's token may act on ``queue`` as its route needs (nothing to check with auth off)."""
     token: Token | None = getattr(request.state, "token_grants", None)
-    if token is not None and not needs.allows(token, queue):
+    if token is None:
+        return
+    needs: Needs = request.state.needs
+    if not needs.allows(token, queue):
         raise Forbidden(_refusal(token, needs, [queue]))
 
 
-async def check_jobs_scope(request: Request, needs: Needs, jobs: Sequence[int]) -> None:
-    """For a route whose jobs the body names: 403 unless the request's token may act on the queue
-    of each (a job that does not exist is on no queue it covers, as for a route on one job).  The
-    queues are read in the jobs' partitions, one read per partition, at once; a token whose scope
-    is not a queue's (admin) reads none.  A job's queue never changes, so the check holds for the
-    commands that follow it."""
+async def check_jobs_scope(request: Request, jobs: Sequence[int]) -> None:
+    """For a route whose jobs the body names: 403 unless the request's token may act, as its route
+    needs, on the queue of each (a job that does not exist is on no queue it covers, as for a route
+    on one job).  The queues are read in the jobs' partitions, one read per partition, at once; a
+    token whose scope is not a queue's (admin) reads none.  A job's queue never changes, so the
+    check holds for the commands that follow it."""
     token: Token | None = getattr(request.state, "token_grants", None)
-    if token is None or needs.allows(token, None) or not jobs:
+    if token is None or not jobs:
+        return
+    needs: Needs = request.state.needs
+    if needs.allows(token, None):
         return
     ledger: OpeningLedger = request.state.ledger
     router = await ledger.opened()

@@ -30,14 +30,12 @@ from jobledger.ledger import commands
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate, QueueName, WorkerId
-from jobledger.server.auth import REQUIRES, check_form_scope, check_jobs_scope
+from jobledger.server.auth import check_form_scope, check_jobs_scope
 from jobledger.server.inputs import read_model
 from jobledger.server.queue_handlers import MAX_FETCH, FetchField, fetched_json
 
 #: The most updates one request may carry.
 MAX_UPDATES = 1000
-
-WORK = REQUIRES[("PATCH", "/jobs")]
 
 
 class JobPatch(JobUpdate):
@@ -80,12 +78,12 @@ def _ledger(request: Request) -> OpeningLedger:
 async def update_jobs(request: Request) -> Response:
     batch = await read_model(request, JobBatch)
     updates = [(u.id, u) for u in batch.updates]
-    await check_jobs_scope(request, WORK, [job_id for job_id, _ in updates])
+    await check_jobs_scope(request, [job_id for job_id, _ in updates])
     fetch = batch.fetch
     if fetch is None:
         outcomes = await _ledger(request).run(commands.update_jobs(updates))
         return _answer(updates, outcomes)
-    check_form_scope(request, WORK, fetch.queue)
+    check_form_scope(request, fetch.queue)
     call = commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker)
     both = await _ledger(request).run(call)  # the fetch's refusal comes back as a value
     return _answer(updates, both.outcomes, both.fetched, "heartbeat_timeout" in fetch.fields)

@@ -21,13 +21,12 @@ from pydantic_core import core_schema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from jobledger.ledger import requests
 from jobledger.ledger.durations import MAX_MS
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.runtime.version import version as installed_version
-from jobledger.server.auth import REQUIRES
+from jobledger.server.api_route import ApiPath, ApiRoute
 from jobledger.server.openapi_paths import (
     JSON,
     OPERATIONS,
@@ -160,11 +159,11 @@ AUTH_ERRORS = {
 }
 
 
-def _guard(method: str, path: str, out: JSON) -> None:
+def _guard(route: ApiRoute, out: JSON) -> None:
     """With auth on: what the route needs, its security requirement and its 401/403 answers (an
-    open route, or one the token check does not cover, says it needs none)."""
-    needs = REQUIRES.get((method, path))
-    if needs is None or needs.kind == "open":
+    open route says it needs none)."""
+    needs = route.needs
+    if needs.kind == "open":
         out["security"] = []
         return
     out["security"] = [{"bearer": []}]
@@ -230,16 +229,17 @@ def openapi_path(path: str) -> str:
     return _PATH_PARAM.sub(r"{\1}", path)
 
 
-def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
-    """The OpenAPI 3.1 document of ``routes``, ``(METHOD, path)`` pairs; with ``auth``, each
-    guarded route wants the bearer token (``security``, 401 and 403 answers)."""
+def document(routes: Iterable[ApiRoute], auth: bool = False) -> JSON:
+    """The OpenAPI 3.1 document of ``routes``; with ``auth``, each guarded route wants the bearer
+    token (``security``, 401 and 403 answers)."""
     components = Components()
     paths: dict[str, JSON] = {}
-    for method, path in routes:
+    for route in routes:
+        method, path = route.method, route.path
         op = OPERATIONS.get((method, path))
         item = described(method, path, op, components) if op else undescribed(method, path)
         if auth:
-            _guard(method, path, item)
+            _guard(route, item)
         paths.setdefault(openapi_path(path), {})[method.lower()] = item
     out: JSON = {
         "openapi": "3.1.0",
@@ -256,15 +256,9 @@ def document(routes: Iterable[tuple[str, str]], auth: bool = False) -> JSON:
     return out
 
 
-def served_routes(app: Starlette) -> list[tuple[str, str]]:
-    """``(METHOD, path)`` of every route of the API the app serves, in order (HEAD, which Starlette
-    adds to every GET, left out; so are routes outside the schema, such as the dashboard's pages)."""
-    out = []
-    for route in app.routes:
-        if isinstance(route, Route) and route.methods and route.include_in_schema:
-            methods = route.methods - {"HEAD"} if "GET" in route.methods else route.methods
-            out += [(m, route.path) for m in sorted(methods)]
-    return out
+def served_routes(app: Starlette) -> list[ApiRoute]:
+    """Every route of the API the app serves, in order (the dashboard's pages are not the API's)."""
+    return [record for route in app.routes if isinstance(route, ApiPath) for record in route.records]
 
 
 async def openapi(request: Request) -> Response:

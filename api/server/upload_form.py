@@ -26,7 +26,7 @@ from jobledger.blobs.local import LocalBlobStore
 from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.requests import QueueSettings
-from jobledger.server.auth import REQUIRES, check_form_scope
+from jobledger.server.auth import check_form_scope
 from jobledger.server.blob_responses import blob_store
 from jobledger.server.file_uploads import JobFiles
 from jobledger.server.multipart_stream import Part
@@ -76,7 +76,7 @@ class UploadForm:
     async def _open(self, service: str) -> None:
         if not valid_queue_name(service):
             raise BadRequest("Invalid service")
-        check_form_scope(self.request, REQUIRES[("POST", "/upload")], service)
+        check_form_scope(self.request, service)
         try:
             settings = await queue_settings(self.request, service)
         except NotFound:

@@ -15,10 +15,10 @@ from starlette.testclient import TestClient
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
-from jobledger.server.app import ROUTES
-from jobledger.server.auth import REQUIRES
+from jobledger.server.routes import ROUTES
 from tests.http_support import app_client
 
+REQUIRES = {(route.method, route.path): route.needs for route in ROUTES}
 OPEN = {("GET", "/health"), ("GET", "/ready")}
 GUARDED = sorted(k for k in REQUIRES if k not in OPEN)
 BODIES: dict[tuple[str, str], Any] = {
@@ -78,10 +78,6 @@ class Setup:
 def setup(redis_url: str, namespace: str, client: redis.Redis, ledger: Ledger) -> Iterator[Setup]:
     with app_client(redis_url, namespace, auth=True) as api:
         yield Setup(api, ledger, client)
-
-
-def test_every_route_has_a_requirement() -> None:
-    assert {(m, p) for p, m, _, _ in ROUTES} == set(REQUIRES)
 
 
 @pytest.mark.parametrize("route", GUARDED, ids=" ".join)

@@ -13,16 +13,17 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from jobledger.server.app import ROUTES, create_app
-from jobledger.server.auth import REQUIRES
+from jobledger.server.api_route import ApiPath, ApiRoute
+from jobledger.server.app import create_app
+from jobledger.server.auth import READ
 from jobledger.server.openapi import openapi_path
 from jobledger.server.openapi_paths import OPERATIONS
+from jobledger.server.routes import ROUTES
 from tests.http_support import BASE_URL, create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]
@@ -60,7 +61,8 @@ def test_document_is_valid_openapi_3_1(doc: Doc) -> None:
 
 
 def test_every_route_is_described(doc: Doc) -> None:
-    for path, method, _endpoint, _writes in ROUTES:
+    for route in ROUTES:
+        method, path = route.method, route.path
         operation = doc["paths"][openapi_path(path)][method.lower()]
         assert operation["responses"], (method, path)
         declared = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
@@ -69,7 +71,7 @@ def test_every_route_is_described(doc: Doc) -> None:
 
 def test_every_metadata_entry_names_a_route() -> None:
     """No stale entries: each (method, path) of OPERATIONS is served."""
-    served = {(method, path) for path, method, _endpoint, _writes in ROUTES}
+    served = {(route.method, route.path) for route in ROUTES}
     assert set(OPERATIONS) <= served, set(OPERATIONS) - served
 
 
@@ -130,7 +132,8 @@ async def _extra(request: Request) -> Response:
 
 def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str) -> None:
     app = create_app(make_config(namespace), redis_url, run_scheduler=False)
-    app.router.routes.append(Route("/extra/{thing:int}", _extra, methods=["GET", "POST"]))
+    extra = [ApiRoute(m, "/extra/{thing:int}", f"{__name__}:_extra", READ) for m in ("GET", "POST")]
+    app.router.routes.append(ApiPath(extra, read_only=False, auth=False))
     with TestClient(app, base_url=BASE_URL) as client:
         doc = client.get("/openapi.json").json()
     validate(doc)
@@ -153,7 +156,8 @@ def test_with_auth_the_guarded_routes_want_the_bearer_token(redis_url: str, name
     scheme = doc["components"]["securitySchemes"]["bearer"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     assert doc["security"] == [{"bearer": []}]
-    for (method, path), needs in REQUIRES.items():
+    for route in ROUTES:
+        method, path, needs = route.method, route.path, route.needs
         operation = doc["paths"][openapi_path(path)][method.lower()]
         if needs.kind == "open":
             assert operation["security"] == [], path
