@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from jobledger.ledger.events import EVENT_TYPES, lua_versions
 from jobledger.ledger.keys import lua_inline_keys, lua_prelude
 
 #: The folder that holds ledger/, projections/ and replay/: the repository, or the installed package.
@@ -104,9 +103,11 @@ class Piece:
 class Library:
     """The Lua files under one package root, and the scripts they compose."""
 
-    def __init__(self, root: Path, event_types: Iterable[str] = EVENT_TYPES) -> None:
+    def __init__(self, root: Path, event_types: Iterable[str] | None = None) -> None:
+        from jobledger.ledger.events import EVENT_TYPES
+
         self.root = root
-        self.event_types = list(event_types)
+        self.event_types = list(EVENT_TYPES if event_types is None else event_types)
         self._pieces: dict[str, Piece] = {}
 
     def piece(self, path: str, declared_by: str | None = None) -> Piece:
@@ -179,6 +180,8 @@ class Library:
 
     def compose(self, entry: str) -> str:
         """The complete script of an entry file."""
+        from jobledger.ledger.events import lua_versions  # the models: loaded by the first script composed
+
         reached = self.closure(entry)
         types = self.emitted(reached)
         extra: dict[str, list[str]] = {}

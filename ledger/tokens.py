@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from jobledger.ledger.commands import Call
+from jobledger.ledger.calls import Call
 from jobledger.ledger.events import LOCAL, SCHEDULER
 from jobledger.ledger.partitions import HOME
 

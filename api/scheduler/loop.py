@@ -33,8 +33,8 @@ from jobledger.blobs import open_store
 from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
 from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
+from jobledger.ledger.calls import Call
 from jobledger.ledger.clock import Clock
-from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger, Partitioned, runners_of

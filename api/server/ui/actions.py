@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from jobledger.ledger import commands
-from jobledger.ledger.commands import Call
+from jobledger.ledger.calls import Call
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
