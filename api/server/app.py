@@ -15,7 +15,7 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -26,7 +26,6 @@ from jobledger.blobs.guarded import GuardedStore
 from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
 from jobledger.replay.archive.writer import archive_settings
@@ -43,11 +42,18 @@ from jobledger.server.routes import ROUTES
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
 
+if TYPE_CHECKING:
+    from jobledger.ledger.requests import QueueSettings
+
 log = logging.getLogger("jobledger.api")
 
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:
-    """``[queue.NAME]`` sections, validated now so a bad config stops the start."""
+    """``[queue.NAME]`` sections, validated now so a bad config stops the start (their model is
+    loaded only when there are any)."""
+    if not config.queue:
+        return {}
+
     return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
 
 
