@@ -26,7 +26,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import open_store
@@ -45,6 +44,7 @@ from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch, Subscription, Topic, partition_topic
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
 from jobledger.scheduler import launchers as launcher_checks
+from jobledger.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
     from jobledger.runtime.config import Config
@@ -157,26 +157,6 @@ def tick(ledger: Ledger | Partitioned, batch: int = BATCH) -> dict[str, Handled]
         for name, handled in runner.as_actor(SCHEDULER).drive(_tick_steps(runner.clock, batch)).items():
             out[name] = out.get(name, []) + handled
     return out
-
-
-@dataclass
-class SchedulerState:
-    """How a running scheduler fares, for ``GET /ready``."""
-
-    #: Why the last round failed; None while rounds succeed.
-    problem: str | None = None
-    #: Why the scheduler no longer runs; None while it runs.
-    stopped: str | None = None
-    #: Rounds completed.
-    rounds: int = 0
-
-    def ended(self, task: asyncio.Task[Any]) -> None:
-        """A done-callback for the scheduler's task."""
-        if task.cancelled():
-            self.stopped = "cancelled"
-        else:
-            error = task.exception()
-            self.stopped = f"failed: {error!r}" if error is not None else "returned"
 
 
 class _Deadlines:

@@ -23,14 +23,12 @@ from starlette.routing import BaseRoute
 
 from jobledger.blobs import BlobStore, open_store
 from jobledger.blobs.guarded import GuardedStore
-from jobledger.ledger import commands
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
-from jobledger.replay.archive.writer import archive_settings
 from jobledger.runtime.config import Config
-from jobledger.scheduler import loop as scheduler
+from jobledger.scheduler.state import SchedulerState
 from jobledger.server import info_handlers as info
 from jobledger.server import metrics
 from jobledger.server.api_route import api_paths
@@ -41,6 +39,7 @@ from jobledger.server.inputs import IgnoredKeysHeader
 from jobledger.server.routes import ROUTES
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
+from jobledger.server.warmup import Warmup
 
 if TYPE_CHECKING:
     from jobledger.ledger.requests import QueueSettings
@@ -53,12 +52,17 @@ def configured_queues(config: Config) -> dict[str, QueueSettings]:
     loaded only when there are any)."""
     if not config.queue:
         return {}
+    from jobledger.ledger.requests import QueueSettings
 
     return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
 
 
-async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings]) -> None:
-    """Create or update the configured queues, retrying while Redis is unreachable."""
+async def apply_queues(ledger: OpeningLedger, queues: dict[str, QueueSettings], warmup: Warmup) -> None:
+    """Create or update the configured queues, retrying while Redis is unreachable (once the
+    warm-up has loaded the commands)."""
+    await warmup.module("jobledger.ledger.commands")
+    from jobledger.ledger import commands
+
     delay = 0.5
     while True:
         try:
@@ -82,12 +86,40 @@ def served_names(config: Config) -> list[str]:
     return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
 
 
+async def run_checks(
+    config: Config,
+    background: OpeningLedger,
+    watch: LedgerWatch,
+    state: SchedulerState,
+    store: BlobStore,
+    warmup: Warmup,
+) -> None:
+    """The scheduler of this server, from its first round once the warm-up has loaded it."""
+    await warmup.module("jobledger.scheduler.loop")
+    await warmup.module("jobledger.replay.archive.writer")
+    from jobledger.replay.archive.writer import archive_settings
+    from jobledger.scheduler import loop as scheduler
+
+    every, archive, sweep = (
+        scheduler.intervals(config),
+        archive_settings(config),
+        scheduler.blob_sweep(config, store),
+    )
+    await scheduler.run(background, every, archive, watch=watch, state=state, blobs=sweep)
+
+
 def create_app(
-    config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
+    config: Config,
+    redis_url: str,
+    *,
+    run_scheduler: bool = True,
+    blobs: BlobStore | None = None,
+    listening: asyncio.Event | None = None,
 ) -> Starlette:
     """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else.
     The blob store is the configuration's ``[blobs]``, opened at startup and closed at shutdown,
-    unless ``blobs`` gives one (which its giver closes)."""
+    unless ``blobs`` gives one (which its giver closes).  The warm-up (:mod:`jobledger.server.warmup`)
+    starts once ``listening`` is set (by ``serve``, as uvicorn listens), at once without it."""
     read_only = config.server.read_only
     queues = configured_queues(config)
     run_scheduler = run_scheduler and config.server.scheduler
@@ -109,17 +141,15 @@ def create_app(
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
         background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
         watch = LedgerWatch(background)
-        tasks = []
-        checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
+        warmup = Warmup(listening, lambda: info.ping(background))
+        tasks = [asyncio.create_task(warmup.run())]
+        checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
-            tasks.append(asyncio.create_task(apply_queues(ledger, queues)))
+            if queues:
+                tasks.append(asyncio.create_task(apply_queues(ledger, queues, warmup)))
             if run_scheduler:
-                checks = scheduler.SchedulerState()
-                every, archive = scheduler.intervals(config), archive_settings(config)
-                sweep = scheduler.blob_sweep(config, store)
-                task = asyncio.create_task(
-                    scheduler.run(background, every, archive, watch=watch, state=checks, blobs=sweep)
-                )
+                checks = SchedulerState()
+                task = asyncio.create_task(run_checks(config, background, watch, checks, store, warmup))
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
@@ -137,6 +167,7 @@ def create_app(
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
+            warmup.close()
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()
@@ -155,6 +186,7 @@ def create_app(
     app.state.read_only = read_only
     app.state.verify_runs = VerifyRuns(redis_url, config.redis.key_namespace)  # the dashboard's runs
     app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
+    app.state.listening = listening  # set by serve once uvicorn listens: the warm-up starts
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     app.state.idempotency_window = config.server.idempotency_window

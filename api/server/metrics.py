@@ -31,7 +31,6 @@ from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.partitions import HOME, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
-from jobledger.projections import readers
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
 LATENCY_BUCKETS = (
@@ -138,6 +137,8 @@ def _whole(parts: list[LedgerState]) -> LedgerState:
 async def read_state(ledger: OpeningLedger) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips, each partition's at once);
     the blob collector keeps its counters in the home partition."""
+    from jobledger.projections import readers  # loaded by the first scrape
+
     info = await ledger.read(readers.info())
     state = await ledger.read(_stream_read(info))
     return replace(state, blobs=await ledger.read(replace(sweep_counters(), route=HOME)))
