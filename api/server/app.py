@@ -167,7 +167,7 @@ def create_app(
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
-            warmup.close()
+            await warmup.aclose()  # before the connections it may be pinging on close
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()

@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
+from jobledger.ledger.tasks import cancel_and_wait
+
 log = logging.getLogger("jobledger.api")
 
 #: What the warm-up loads first: what the scheduler and the configured queues wait for.
@@ -76,7 +78,11 @@ class Warmup:
         await asyncio.get_running_loop().run_in_executor(self._thread, _load_all)
         log.debug("warm-up: modules loaded in %.0f ms", (time.perf_counter() - started) * 1000)
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        """Stop waiting (its PING with it) and load nothing more; an import under way finishes in
+        its thread, which ends after it."""
+        if self._ready is not None:
+            await cancel_and_wait([self._ready])
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
