@@ -30,12 +30,12 @@ from jobledger.ledger.watch import LedgerWatch
 from jobledger.runtime.config import Config
 from jobledger.scheduler.state import SchedulerState
 from jobledger.server import info_handlers as info
-from jobledger.server import metrics
 from jobledger.server.api_route import api_paths
 from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
+from jobledger.server.process_metrics import ProcessMetrics
 from jobledger.server.routes import ROUTES
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
@@ -86,6 +86,12 @@ def served_names(config: Config) -> list[str]:
     return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
 
 
+async def warm_up(warmup: Warmup, metrics: ProcessMetrics) -> None:
+    """The warm-up, then the metrics' registry built (on the loop: see ProcessMetrics)."""
+    await warmup.run()
+    metrics.build()
+
+
 async def run_checks(
     config: Config,
     background: OpeningLedger,
@@ -132,17 +138,14 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        namespace, partitions, observe = (
-            config.redis.key_namespace,
-            config.redis.partitions,
-            app.state.metrics.observe,
-        )
+        process: ProcessMetrics = app.state.metrics
+        namespace, partitions, observe = config.redis.key_namespace, config.redis.partitions, process.observe
         ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
         background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
         watch = LedgerWatch(background)
         warmup = Warmup(listening, lambda: info.ping(background))
-        tasks = [asyncio.create_task(warmup.run())]
+        tasks = [asyncio.create_task(warm_up(warmup, process))]
         checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
         if not read_only:
             if queues:
@@ -160,7 +163,7 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
-                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
+                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, process.feeds_open),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
             }
         finally:
@@ -180,7 +183,7 @@ def create_app(
                     middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
                                            allowed_hosts=served_names(config)),
                                 Middleware(IgnoredKeysHeader)])  # fmt: skip
-    app.state.metrics = metrics.Metrics()
+    app.state.metrics = ProcessMetrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on
     app.state.read_only = read_only

@@ -1,4 +1,5 @@
-"""``GET /metrics``: Prometheus text for one app, from a registry of its own (on ``app.state.metrics``).
+"""``GET /metrics``: Prometheus text for one app, from a registry of its own (built from
+``app.state.metrics``, :mod:`jobledger.server.process_metrics`).
 
 Two kinds of metric: command latency, observed in-process as the runner finishes each command
 (:attr:`jobledger.ledger.runner.AsyncLedger.observe`), and the ledger's state — jobs by queue and status, the
@@ -217,7 +218,7 @@ def _blob_families(blobs: SweepCounters) -> Iterator[Metric]:
     )
 
 
-class Metrics:
+class Registry:
     """One app's registry: the command latency histogram, the live feeds open, and the collector of
     the ledger's state."""
 
@@ -238,10 +239,6 @@ class Metrics:
         self.ledger = LedgerCollector()
         self.registry.register(self.ledger)
 
-    def observe(self, command: str, seconds: float) -> None:
-        """The runner's hook: one command took ``seconds``."""
-        self.commands.labels(command).observe(seconds)
-
     def render(self, scrape: Scrape) -> bytes:
         self.ledger.scrape = scrape
         return generate_latest(self.registry)
@@ -258,6 +255,6 @@ async def scrape(ledger: OpeningLedger) -> Scrape:
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
-    registry: Metrics = request.app.state.metrics
+    registry = request.app.state.metrics.build()
     reading = await scrape(request.state.ledger)
     return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

@@ -7,7 +7,8 @@ Redis for a PING as ``/ready`` does, answered or not), while the event loop serv
 
 - first the scheduler's loop, its checks and the archive writer: the scheduler, counted as running
   by ``/ready`` from the start, starts its first round once they are loaded; then the ledger's
-  commands, which the configured queues (``[queue.*]``) wait for;
+  commands, which the configured queues (``[queue.*]``) wait for, and prometheus_client with the
+  ``/metrics`` handler (the app then builds its registry: :mod:`jobledger.server.process_metrics`);
 - then every request handler with its request and event models (:func:`jobledger.server.routes.warm`);
 - then the dashboard's pages, actions and live feeds, and the OpenAPI document's modules.
 
@@ -33,7 +34,8 @@ from jobledger.ledger.tasks import cancel_and_wait
 log = logging.getLogger("jobledger.api")
 
 #: What the warm-up loads first: what the scheduler and the configured queues wait for.
-FIRST = ("jobledger.scheduler.loop", "jobledger.replay.archive.writer", "jobledger.ledger.commands")
+FIRST = ("jobledger.scheduler.loop", "jobledger.replay.archive.writer", "jobledger.ledger.commands",
+         "jobledger.server.metrics")  # fmt: skip
 #: What it loads after every route's handler: the dashboard, and the OpenAPI document's modules.
 THEN = ("jobledger.server.ui.pages", "jobledger.server.ui.actions", "jobledger.server.ui.live",
         "jobledger.server.openapi")  # fmt: skip

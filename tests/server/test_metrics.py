@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 from freezegun import freeze_time
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
 from jobledger.server.metrics import DEADLINE_SETS
+from jobledger.server.process_metrics import ProcessMetrics
 from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
 from tests.support import one_queue_per_partition
 
@@ -192,3 +194,23 @@ def test_a_split_ledger_is_measured_whole(redis_url: str, namespace: str, client
     assert 7.5 <= value(samples, "jobledger_scheduler_lag_seconds", check="releases") <= 9
     assert value(samples, "jobledger_scheduler_lag_seconds", check="retries") == 0
     assert value(samples, "jobledger_blobs_swept_total") == 2
+
+
+def test_what_the_app_counted_before_its_registry_was_built_is_in_the_first_scrape() -> None:
+    process = ProcessMetrics()
+    process.observe("create", 0.002)
+    process.observe("create", 0.004)
+    process.feeds_open(2)
+    registry = process.build()
+    process.observe("fetch", 0.001)
+    process.feeds_open(1)
+    samples = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(generate_latest(registry.registry).decode())
+        for s in family.samples
+    }
+    assert samples[("jobledger_command_seconds_count", frozenset({("command", "create")}))] == 2
+    assert samples[("jobledger_command_seconds_sum", frozenset({("command", "create")}))] == 0.006
+    assert samples[("jobledger_command_seconds_count", frozenset({("command", "fetch")}))] == 1
+    assert samples[("jobledger_feeds_open", frozenset())] == 1
+    assert process.build() is registry

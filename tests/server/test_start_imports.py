@@ -24,6 +24,7 @@ WARMED = (
     "jobledger.ledger.stream", "jobledger.projections.readers", "jobledger.scheduler.loop",
     "jobledger.replay.archive.writer", "jobledger.server.queue_handlers", "jobledger.server.job_handlers",
     "jobledger.server.ui.pages", "jobledger.server.ui.actions", "jobledger.server.ui.live",
+    "prometheus_client", "jobledger.server.metrics",
 )  # fmt: skip
 
 #: serve's start up to listening: its command module, the configuration from a command line's
