@@ -17,7 +17,6 @@ by SIGKILL, so no server outlives its owner.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import importlib.util
 import json
@@ -97,6 +96,8 @@ def _die_with_parent() -> Callable[[], None] | None:
     that starts the child, which must live as long as the process)."""
     if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
         return None
+    import ctypes  # only a process that starts a server needs it
+
     libc = ctypes.CDLL(None, use_errno=True)
     parent = os.getpid()
 
