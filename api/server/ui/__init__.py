@@ -11,13 +11,15 @@ projections (see docs/dashboard.md); every change goes through the same commands
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from jobledger.server.ui.render import STATIC
+#: The dashboard's static files (htmx, the style sheet), served as they are under ``/ui/static``.
+STATIC = Path(__file__).parent / "static"
 
 
 def _page(path: str, endpoint: str, method: str = "GET") -> Route:
