@@ -6,6 +6,11 @@ parsed), the ``JOBLEDGER_*`` environment variables (:data:`ENV_VARS`), and the c
 (passed in as dotted ``overrides``).  Keys jobledger does not know are named in a warning and
 ignored, as Ocypod ignores them.  Durations are held as integer milliseconds and sizes as bytes,
 so nothing downstream parses text again.
+
+The sections are frozen dataclasses, each field's bounds and parsing functions in its metadata;
+pydantic validates a configuration that needs converting or is wrong, with its messages, and is
+not loaded for one that needs neither (:func:`config_from`): a server's start from command-line
+flags imports no pydantic.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ the ledger (``jobledger.ledger.partitioned``), which picks the partition the com
 lives in (the one partition, unless the ledger is split over a Cluster) and its ``OpeningLedger``
 (``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with EVALSHA; the
 script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
+
+Building the app and starting its lifespan load only what ``/ready`` needs (the router with its
+endpoints named, not imported; the runners; the probes): the handlers and their models, the
+scheduler's loop, the dashboard's pages and prometheus_client load in the warm-up
+(:mod:`jobledger.server.warmup`) once the server is ready, so that a restart answers sooner.
 """
 
 from __future__ import annotations
