@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from jobledger.contract.files import MAX_FILES
 from jobledger.ledger import errors
 from jobledger.ledger.calls import Call as Call  # a command, as every runner takes it
 from jobledger.ledger.errors import JobLedgerError
-from jobledger.ledger.files import MAX_FILES, FileRef
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitions import Route, id_route, queue_route
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, checked_worker_id, json_text
 

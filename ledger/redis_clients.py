@@ -92,11 +92,11 @@ class LeanConnection(redis.asyncio.connection.AbstractConnection):
     by redis-py's own code:
 
     - packed by hiredis, as redis-py's sync connections pack (its async ones pack in Python, an
-      argument at a time: for a worker's no-op job ~70k of its ~625k instructions); an argument
+      argument at a time, a large part of a worker's cost per no-op job); an argument
       hiredis's packer refuses goes to redis-py's, which packs it or refuses it as it always did;
     - written in its caller's task when the write cannot wait.  redis-py bounds each write by the
       socket timeout with ``asyncio.wait_for``, which before Python 3.12 runs the write as a task of
-      its own, with a timer: a task, a timer and two more turns of the loop per command (~26k).  A
+      its own, with a timer: a task, a timer and two more turns of the loop per command.  A
       command the transport takes whole while it holds nothing back (smaller than its high-water
       mark) cannot wait, so it needs no timeout: redis-py's own code writes it (its errors, its
       disconnect on failure) with the timeout lifted meanwhile.  Any other write is redis-py's,

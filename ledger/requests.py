@@ -26,9 +26,11 @@ from pydantic import (
     model_validator,
 )
 
-from jobledger.ledger.durations import format_ms, parse_ms, parse_time
-from jobledger.ledger.files import MAX_FILES, MAX_SIZE, FileRef, FileSpec, duplicate_name
+from jobledger.contract.files import MAX_FILES, MAX_SIZE, duplicate_name
+from jobledger.ledger.durations import parse_ms, parse_time
+from jobledger.ledger.files import FileRef, FileSpec
 from jobledger.ledger.keys import valid_queue_name
+from jobledger.ledger.option_kinds import DURATION, TIME, shown
 
 #: How the ledger's events hold durations; :func:`jobledger.ledger.events.decode_entry` validates
 #: their data with this context, so an event's settings are the request's models, read in milliseconds.
@@ -43,7 +45,7 @@ def _duration(value: Any, info: ValidationInfo) -> Any:
     return parse_ms(value)
 
 
-Duration = Annotated[int, BeforeValidator(_duration)]
+Duration = Annotated[int, BeforeValidator(_duration), DURATION]
 #: At most 2**31 - 1: exact through Lua's 14-digit number encoding, so it reads back as set.
 Count = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
 
@@ -102,7 +104,7 @@ def _time(value: Any) -> int:
         raise ValueError(f"{value!r} is not an RFC 3339 time, e.g. 2026-11-20T18:52:42Z") from None
 
 
-Time = Annotated[int, BeforeValidator(_time)]
+Time = Annotated[int, BeforeValidator(_time), TIME]
 #: Ocypod's six statuses and jobledger's scheduled
 Status = Literal["queued", "running", "failed", "completed", "cancelled", "timed_out", "scheduled"]
 JOB_STATUSES: tuple[Status, ...] = get_args(Status)
@@ -118,71 +120,56 @@ class Backoff(BaseModel):
     # defer_build: validators built by the first validation, not by every process's start
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    base: Duration
-    factor: Annotated[float, Field(ge=1, le=100, strict=False)] = 2.0
-    max: Duration = 3_600_000
-
-
-class QueueSettings(BaseModel):
-    """Ocypod's queue settings and jobledger's; a field left out takes its default (as on PUT)."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    timeout: Duration = FIVE_MINUTES
-    heartbeat_timeout: Duration = 0
-    expires_after: Duration = FIVE_MINUTES
-    retries: Count = 0
-    retry_delays: list[Duration] = []
-    retry_backoff: Backoff | None = None
-    priority: Priority = 0
-    max_queued_time: Duration = 0
-    max_running: Count = 0
-    max_running_per_key: Count = 0
-    retry_on: ErrorKinds = []
-    no_retry_on: ErrorKinds = []
-    paused: StrictBool = False
-    #: limits on a job's files, in bytes (0: no limit): each file, and all of a job's files together
-    max_file_size: ByteCount = GIB
-    max_job_bytes: ByteCount = 4 * GIB
-
-    def to_json(self) -> str:
-        return json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))
-
-    def view(self) -> dict[str, Any]:
-        """As the API shows it: durations as compact strings."""
-        out = self.model_dump()
-        for name in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time"):
-            out[name] = format_ms(out[name])
-        out["retry_delays"] = [format_ms(d) for d in self.retry_delays]
-        if self.retry_backoff:
-            b = self.retry_backoff
-            out["retry_backoff"] = {"base": format_ms(b.base), "factor": b.factor, "max": format_ms(b.max)}
-        return out
+    base: Duration = Field(description="The first retry's delay.")
+    factor: Annotated[float, Field(ge=1, le=100, strict=False)] = Field(
+        default=2.0, description="Each retry waits this many times longer than the one before."
+    )
+    max: Duration = Field(default=3_600_000, description="No retry waits longer than this.")
 
 
 class JobOptions(BaseModel):
-    """A job's creation body.  Settings left out come from the queue, inside the create script."""
+    """A job's creation body.  Settings left out come from the queue, inside the create script.
+
+    Each field is the one declaration of its option: its name, type, bounds and description are
+    what the OpenAPI document, the command line's ``submit`` and the Lua scripts' lists of names
+    take (see :mod:`jobledger.ledger.option_lists`); a queue setting of the same name gives its
+    default."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    input: Any = None
-    tags: Tags | None = None
-    timeout: Duration | None = None
-    heartbeat_timeout: Duration | None = None
-    expires_after: Duration | None = None
-    retries: Count | None = None
-    retry_delays: list[Duration] | None = None
-    retry_backoff: Backoff | None = None
-    priority: Priority | None = None
-    run_at: Time | None = None
-    delay: Duration | None = None
-    unique_key: Key | None = None
-    quota_key: Key | None = None
-    max_queued_time: Duration | None = None
-    retry_on: ErrorKinds | None = None
-    no_retry_on: ErrorKinds | None = None
-    #: files already stored as blobs, by name and SHA-256 (a multipart create stores them first)
-    files: Annotated[list[FileSpec], Field(max_length=MAX_FILES)] | None = None
+    input: Any = Field(default=None, description="The job's input: any JSON, handed to the worker as given.")
+    tags: Tags | None = Field(default=None, description="Tags to find the job by.")
+    timeout: Duration | None = Field(default=None, description="Run at most this long (0s: no limit).")
+    heartbeat_timeout: Duration | None = Field(
+        default=None, description="Time out after this long without a heartbeat (0s: off)."
+    )
+    expires_after: Duration | None = Field(default=None, description="Keep the ended job this long.")
+    retries: Count | None = Field(default=None, description="Retries after a failure or a timeout.")
+    retry_delays: list[Duration] | None = Field(
+        default=None, description="The delay before each retry (the last one for those after it)."
+    )
+    retry_backoff: Backoff | None = Field(
+        default=None, description="Instead of retry_delays: delays that grow exponentially."
+    )
+    priority: Priority | None = Field(
+        default=None, description="0-100, higher first; first in first out within one."
+    )
+    run_at: Time | None = Field(default=None, description="Start no sooner than this time (RFC 3339).")
+    delay: Duration | None = Field(default=None, description="Start no sooner than this long from now.")
+    unique_key: Key | None = Field(
+        default=None,
+        description="At most one live job of the queue holds it: a create answers that job's id.",
+    )
+    quota_key: Key | None = Field(default=None, description="What the queue's max_running_per_key counts.")
+    max_queued_time: Duration | None = Field(
+        default=None, description="Time out when queued longer than this (0s: no limit)."
+    )
+    retry_on: ErrorKinds | None = Field(default=None, description="Retry only errors of these kinds.")
+    no_retry_on: ErrorKinds | None = Field(default=None, description="Never retry errors of these kinds.")
+    files: Annotated[list[FileSpec], Field(max_length=MAX_FILES)] | None = Field(
+        default=None,
+        description="Files stored as blobs already, by name and SHA-256 (a multipart create stores them).",
+    )
 
     @model_validator(mode="after")
     def _one_start(self) -> JobOptions:
@@ -209,6 +196,47 @@ class JobOptions(BaseModel):
 
     def input_text(self) -> str:
         return "" if self.input is None else json_text(self.input)
+
+
+def _default(option: str) -> str:
+    """The description of a queue setting that is a job option's default."""
+    return "The default of jobs that leave it out: " + str(JobOptions.model_fields[option].description)
+
+
+class QueueSettings(BaseModel):
+    """Ocypod's queue settings and jobledger's; a field left out takes its default (as on PUT).
+    A setting named as a job option is that option's default, taken by the create script."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    timeout: Duration = Field(default=FIVE_MINUTES, description=_default("timeout"))
+    heartbeat_timeout: Duration = Field(default=0, description=_default("heartbeat_timeout"))
+    expires_after: Duration = Field(default=FIVE_MINUTES, description=_default("expires_after"))
+    retries: Count = Field(default=0, description=_default("retries"))
+    retry_delays: list[Duration] = Field(default=[], description=_default("retry_delays"))
+    retry_backoff: Backoff | None = Field(default=None, description=_default("retry_backoff"))
+    priority: Priority = Field(default=0, description=_default("priority"))
+    max_queued_time: Duration = Field(default=0, description=_default("max_queued_time"))
+    max_running: Count = Field(default=0, description="Most jobs of the queue running at once (0: no limit).")
+    max_running_per_key: Count = Field(
+        default=0, description="Most running jobs of one quota_key at once (0: no limit)."
+    )
+    retry_on: ErrorKinds = Field(default=[], description=_default("retry_on"))
+    no_retry_on: ErrorKinds = Field(default=[], description=_default("no_retry_on"))
+    paused: StrictBool = Field(default=False, description="Take jobs but hand none out until resumed.")
+    max_file_size: ByteCount = Field(
+        default=GIB, description="The largest file a job may have, in bytes (0: no limit)."
+    )
+    max_job_bytes: ByteCount = Field(
+        default=4 * GIB, description="The most bytes all of a job's files may hold together (0: no limit)."
+    )
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(exclude_none=True), separators=(",", ":"))
+
+    def view(self) -> dict[str, Any]:
+        """As the API shows it: durations as compact strings."""
+        return shown(QueueSettings, self.model_dump())
 
 
 def _traceback(value: str) -> str:

@@ -23,6 +23,11 @@ itself (replay) can apply every type.  The applier of type T is ``projections/lu
 defining ``apply_T``, unless an applier's header declares that it applies T too, as
 ``projections/lua/apply/queue_created.lua`` does with ``--- @applies "queue_updated"``.
 
+Lists of names.  Where a file defines a table of option names, as
+``local JOB_NUMBERS = --[[ @names "job_numbers" ]] {}``, the composer writes in the ``{}`` the names
+:mod:`jobledger.ledger.option_lists` derives from the models that declare the options, so a new option
+reaches the scripts without a list to edit.
+
 The clock.  A command (an entry of ``ledger/lua``) gets its ``now`` as ``ARGV[1]``, stamped by the
 caller's clock before it was sent; a command held up on its way can arrive after one stamped later.
 So the prelude of every command reads the ledger's ``clock`` (the latest ``at`` in the stream) once,
@@ -82,6 +87,7 @@ _EMIT_CALL = re.compile(r"(?<!function )\bemit\(")
 _EMITS = re.compile(r"\bemit\(\s*[^,()]+,\s*'(\w+)'")
 _APPLY_CALL = re.compile(r"(?<!function )\bapply\(")
 _KEY_USE = re.compile(r"\bK\.(\w+)")
+_NAMES = re.compile(r'--\[\[ @names "(\w*)" \]\] \{\}')
 
 
 class CompositionError(ValueError):
@@ -117,7 +123,7 @@ class Library:
                 if declared_by:
                     raise CompositionError(f"{declared_by} includes {path}, which does not exist")
                 raise CompositionError(f"{path} does not exist")
-            text = file.read_text()
+            text = _NAMES.sub(lambda m: _names(path, m.group(1)), file.read_text())
             self._pieces[path] = Piece(path, text, tuple(_INCLUDE.findall(text)))
         return self._pieces[path]
 
@@ -215,6 +221,14 @@ class Library:
             for folder in ENTRY_DIRS
             for file in sorted((self.root / folder).glob("*.lua"))
         }
+
+
+def _names(path: str, name: str) -> str:
+    from jobledger.ledger.option_lists import LISTS, lua_table  # from the models: with the first script
+
+    if name not in LISTS:
+        raise CompositionError(f"{path} asks for the names {name!r}: there are {', '.join(LISTS)}")
+    return lua_table(name)
 
 
 @cache

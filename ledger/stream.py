@@ -5,7 +5,7 @@ A page scans forward from a cursor (exclusive) and returns the events that match
 request read the whole stream; ``next`` is then the last id scanned, and following ``next`` until it
 is ``None`` visits every matching event exactly once, in order.  The ``job`` filter reads the job's
 own event index instead of scanning, and names the ids of the page that are no longer in the stream
-(archived: see ``jobledger.replay.archive.feed``, which reads them and the archive's pages).
+(archived: see ``jobledger.projections.history``, which reads them and the archive's pages).
 """
 
 from __future__ import annotations

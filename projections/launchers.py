@@ -11,13 +11,12 @@ from typing import Any
 from jobledger.ledger.durations import format_ms, format_time
 from jobledger.ledger.errors import NotFound
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.option_kinds import shown
 from jobledger.ledger.partitions import id_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.requests import JobOptions
 from jobledger.projections.views import decode_hash
-
-#: Template options held in milliseconds, shown as compact durations.
-_DURATIONS = ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "delay")
 
 
 def _s(value: Any) -> str:
@@ -30,19 +29,7 @@ def _time(raw: str | None) -> str | None:
 
 def template_view(options_json: str, input_json: str | None) -> dict[str, Any]:
     """A stored template as a job body again: durations compact, input decoded."""
-    body: dict[str, Any] = json.loads(options_json)
-    for name in _DURATIONS:
-        if name in body:
-            body[name] = format_ms(body[name])
-    if "retry_delays" in body:
-        body["retry_delays"] = [format_ms(d) for d in body["retry_delays"]]
-    if "retry_backoff" in body:
-        b = body["retry_backoff"]
-        body["retry_backoff"] = {
-            "base": format_ms(b["base"]),
-            "factor": b["factor"],
-            "max": format_ms(b["max"]),
-        }
+    body = shown(JobOptions, json.loads(options_json))
     if input_json is not None:
         body["input"] = json.loads(input_json)
     return body

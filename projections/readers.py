@@ -164,7 +164,7 @@ def stream_events(ids: list[str]) -> Read[dict[str, Event]]:
 def history(job_id: int) -> Read[list[dict[str, Any]]]:
     """Every event of the job the stream holds, oldest first, as API event items; NotFound for an id
     never used.  ``GET /job/{id}/history`` adds the archived ones
-    (:func:`jobledger.replay.archive.feed.job_history`)."""
+    (:func:`jobledger.projections.history.job_history`)."""
 
     def events(r: list[Any]) -> Read[list[dict[str, Any]]]:
         ids = _history_ids(job_id, r)

@@ -6,10 +6,12 @@ import json
 from typing import Any
 
 from jobledger.ledger.durations import format_ms, format_time
-from jobledger.ledger.requests import Backoff, QueueSettings
+from jobledger.ledger.option_kinds import NUMBERS, kind, named, nested
+from jobledger.ledger.option_lists import job_numbers, job_recorded
+from jobledger.ledger.requests import JobOptions, QueueSettings
 
 #: Ocypod's job fields in Ocypod's order, then jobledger's.
-JOB_FIELDS = (
+_LISTED = (
     "id", "queue", "status", "tags", "created_at", "started_at", "ended_at", "last_heartbeat",
     "input", "output", "timeout", "heartbeat_timeout", "expires_after", "retries",
     "retries_attempted", "retry_delays", "ended",
@@ -17,13 +19,16 @@ JOB_FIELDS = (
     "message", "errors", "max_queued_time", "retry_backoff", "retry_on", "no_retry_on", "launcher",
     "files", "results",
 )  # fmt: skip
+#: Every field of a job: those, then any other its record copies from job_created (an option added
+#: to the models shows without being listed here).
+JOB_FIELDS = _LISTED + tuple(f for f in (*job_numbers(), *job_recorded()) if f not in _LISTED)
 
 
-_TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat", "run_at", "retry_at"}
-_DURATIONS = {"timeout", "heartbeat_timeout", "expires_after", "max_queued_time"}
+_TIMES = {"created_at", "started_at", "ended_at", "last_heartbeat", "retry_at", *named(JobOptions, "time")}
+_DURATIONS = set(named(JobOptions, "duration"))
 _JSON = {"input", "output", "tags"}
-_LISTS = {"retry_on", "no_retry_on", "files"}
-_COUNTS = {"retries", "retries_attempted", "attempt", "priority"}
+_LISTS = set(named(JobOptions, "list"))
+_COUNTS = {"retries_attempted", "attempt", *named(JobOptions, "number")}
 
 
 def decode_hash(raw: dict[Any, Any]) -> dict[str, str]:
@@ -86,24 +91,21 @@ def job_view(job_id: int, h: dict[str, str], fields: tuple[str, ...] = JOB_FIELD
     return {name: _job_field(name, job_id, h) for name in fields}
 
 
-_QUEUE_INTS = ("timeout", "heartbeat_timeout", "expires_after", "retries", "priority", "max_queued_time",
-               "max_running", "max_running_per_key", "max_file_size", "max_job_bytes")  # fmt: skip
-
-
-_FILE_LIMITS = ("max_file_size", "max_job_bytes")
-_QUEUE_DEFAULTS = {name: QueueSettings.model_fields[name].default for name in _FILE_LIMITS}
-
-
 def queue_settings(h: dict[str, str]) -> QueueSettings:
-    """A stored queue hash -> its settings (durations already in ms, so not parsed again)."""
-    backoff = json.loads(h["retry_backoff"]) if h.get("retry_backoff") else None
-    # a limit a queue created before it existed does not hold reads as its default
-    ints: dict[str, Any] = {name: int(h.get(name, _QUEUE_DEFAULTS.get(name, 0))) for name in _QUEUE_INTS}
-    return QueueSettings.model_construct(
-        **ints,
-        retry_delays=json.loads(h["retry_delays"]) if h.get("retry_delays") else [],
-        retry_on=json.loads(h["retry_on"]) if h.get("retry_on") else [],
-        no_retry_on=json.loads(h["no_retry_on"]) if h.get("no_retry_on") else [],
-        retry_backoff=Backoff.model_construct(**backoff) if backoff else None,
-        paused=h.get("paused") == "1",
-    )
+    """A stored queue hash -> its settings (durations already in ms, so not parsed again).  A
+    setting the hash does not hold reads as its default: a flag, list or model the queue has not set
+    (set_fields.lua writes none of false, [] and null), or a setting added after the queue was made."""
+    held = {name: _setting(name, h[name]) for name in QueueSettings.model_fields if h.get(name)}
+    return QueueSettings.model_construct(**held)
+
+
+def _setting(name: str, raw: str) -> Any:
+    field = QueueSettings.model_fields[name]
+    found = kind(field)
+    if found in NUMBERS:
+        return int(raw)
+    if found == "flag":
+        return raw == "1"
+    if found == "model":
+        return nested(field).model_construct(**json.loads(raw))
+    return json.loads(raw)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from jobledger.blobs.local import LocalBlobStore
 from jobledger.blobs.store import BlobStore
+from jobledger.ledger.event_lines import RawEntry
 from jobledger.replay.blob_audit import Referenced
-from jobledger.replay.ledger_file import RawEntry
 
 DROPPED = (b"job_expired", b"job_deleted")
 

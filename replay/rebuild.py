@@ -24,11 +24,11 @@ from typing import Any, TypeVar
 
 import redis
 
+from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source as script_source
-from jobledger.replay.archive.records import archive_key
-from jobledger.replay.ledger_file import RawEntry
+from jobledger.projections.archive import archive_key
 from jobledger.replay.progress import Callback
 from jobledger.replay.source import read_ledger
 

@@ -14,9 +14,10 @@ from typing import Any, cast
 import redis
 
 from jobledger.ledger.durations import parse_time
+from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.stream import id_key
-from jobledger.replay.archive.records import (
+from jobledger.projections.archive import (
     ArchiveRecord,
     archive_key,
     archived_entries,
@@ -25,7 +26,6 @@ from jobledger.replay.archive.records import (
     parse_record,
     segment_entries,
 )
-from jobledger.replay.ledger_file import RawEntry
 
 EVENT_ID = re.compile(r"^[0-9]+(-[0-9]+)?$")
 

@@ -6,7 +6,7 @@ swapped in (``jobledger replay rebuild --swap``).
    live generation.
 2. Catch-up rounds fold what was appended meanwhile, until less than ``tail`` events remain.
 3. ``swap_generation``, one script, applies that tail and switches the ``generation`` pointer. Writes
-   wait for that one call only (a few ms for a tail of 1,000 events); every command after it
+   wait for that one call only, which applies fewer than ``tail`` events; every command after it
    resolves the new generation in its own prelude, and every read through the runner notices the
    pointer in the same MULTI it reads in, and reads again with the new keys.
 4. The old generation's keys are unlinked (UNLINK frees memory off the main thread), in batches.

@@ -1,7 +1,7 @@
 """``events export`` and ``events import``: a whole ledger to a JSON-lines file and back.
 
 Export reads the ledger as replay does (archived events, then the stream) and writes one line per
-event (:mod:`jobledger.replay.ledger_file`), to a temporary file renamed into place once complete and
+event (:mod:`jobledger.ledger.event_lines`), to a temporary file renamed into place once complete and
 flushed to disk, so an interrupted export never leaves a half file under the name asked for.
 
 Import appends the events, with their own ids, to the stream of an empty namespace, and applies
@@ -12,7 +12,7 @@ for entry (each event's actor included, and no actor where an old entry had none
 projections.
 
 A ledger split into partitions is exported partition by partition, each event naming its partition
-(:mod:`jobledger.replay.ledger_file`), and imported into a ledger of the same count, each partition's
+(:mod:`jobledger.ledger.event_lines`), and imported into a ledger of the same count, each partition's
 events into its partition.
 """
 
@@ -24,16 +24,16 @@ from pathlib import Path
 
 import redis
 
-from jobledger.ledger.keys import Keys
-from jobledger.ledger.scripts import source
-from jobledger.ledger.stream import id_key
-from jobledger.replay.ledger_file import (
+from jobledger.ledger.event_lines import (
     LedgerFileError,
     RawEntry,
     header_line,
     read_partition_entries,
     write_entries,
 )
+from jobledger.ledger.keys import Keys
+from jobledger.ledger.scripts import source
+from jobledger.ledger.stream import id_key
 from jobledger.replay.parts import Part, ensure_empty_ledger
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import current_data, ensure_empty, prefetch

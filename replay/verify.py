@@ -30,7 +30,7 @@ from jobledger.ledger.runner import generation_of, live_keys
 from jobledger.ledger.scripts import source
 from jobledger.ledger.slot_routing import in_slot_of
 from jobledger.ledger.stream import id_key
-from jobledger.replay.archive.records import archive_key
+from jobledger.projections.archive import archive_key
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import Applier, ensure_empty, fold
 

@@ -29,10 +29,10 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.runner import Ledger
-from tests.cluster_redis import LocalCluster
-from tests.live_server import live_server
-from tests.private_redis import PrivateServer
-from tests.support import TEST_PARTITIONS, frozen_clock
+from tests.support.cluster_redis import LocalCluster
+from tests.support.ledger import TEST_PARTITIONS, frozen_clock
+from tests.support.live_server import live_server
+from tests.support.private_redis import PrivateServer
 
 #: The contract suites (marked ``contract``), which hold whatever the ledger's partitioning.
 CONTRACT = (

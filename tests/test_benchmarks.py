@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from jobledger.bench import figures as F
-from jobledger.bench import report
-from jobledger.bench.figures import Figure
+from tests.benchmarks.ours import figures as F
+from tests.benchmarks.ours import report
+from tests.benchmarks.ours.figures import Figure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,20 +55,9 @@ def test_the_table_prints_every_row(quick_run: dict[str, Any]) -> None:
     assert "jobledger's bars:" in text
 
 
-def test_jobledger_bench_is_part_of_the_command_line() -> None:
-    """``jobledger bench`` comes with the package: its harness is jobledger.bench, not the tests."""
-    from typer.testing import CliRunner
-
-    from jobledger.cli.main import build_app
-
-    out = CliRunner().invoke(build_app(), ["bench", "--help"])
-    assert out.exit_code == 0, out.output
-    assert "--redis-url" in out.output
-
-
 def test_only_names_the_peers_it_was_given() -> None:
-    from jobledger.bench.figures import OURS_PARTS
-    from jobledger.bench.run import parts
+    from tests.benchmarks.ours.figures import OURS_PARTS
+    from tests.benchmarks.ours.run import parts
 
     assert parts("ours") == set(OURS_PARTS)
     assert parts("ours,saq", ["saq", "bullmq"]) == {*OURS_PARTS, "saq"}

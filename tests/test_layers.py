@@ -1,9 +1,11 @@
 """The import graph: every import points down the layers, and no modules import each other in a circle.
 
-The layers, bottom up: the ledger (stream, keys, commands, runner); the projections (appliers and
-readers); replay, the runtime (configuration, embedded server) and the blob store; the scheduler; then the
-server, the client, the worker, the command line and the benchmark.  Within a layer a package may
-use another of the same layer, but never in a circle.  Imports inside functions and under
+The layers, bottom up: the contract (what the client and the server agree on: the rules of files'
+names and digests); the ledger (stream, keys, commands, runner); the projections (appliers and
+readers); replay, the runtime (configuration, embedded server) and the blob store; the scheduler; then
+the server, the client, the worker and the command line.  The client, besides, imports nothing but the
+contract: it talks to the server over HTTP only.  Within a layer a package may use another of the same
+layer, but never in a circle.  Imports inside functions and under
 ``TYPE_CHECKING`` count: deferring an import does not change what a module depends on.
 """
 
@@ -20,17 +22,17 @@ SOURCES = {"jobledger": REPO / "api", "jobledger.ledger": REPO / "ledger",
            "jobledger.projections": REPO / "projections", "jobledger.replay": REPO / "replay"}  # fmt: skip
 
 LAYERS = {
-    "jobledger.ledger": 0,
-    "jobledger.projections": 1,
-    "jobledger.replay": 2,
-    "jobledger.runtime": 2,
-    "jobledger.blobs": 2,
-    "jobledger.scheduler": 3,
-    "jobledger.server": 4,
-    "jobledger.client": 4,
-    "jobledger.worker": 4,
-    "jobledger.cli": 4,
-    "jobledger.bench": 4,
+    "jobledger.contract": 0,
+    "jobledger.ledger": 1,
+    "jobledger.projections": 2,
+    "jobledger.replay": 3,
+    "jobledger.runtime": 3,
+    "jobledger.blobs": 3,
+    "jobledger.scheduler": 4,
+    "jobledger.server": 5,
+    "jobledger.client": 5,
+    "jobledger.worker": 5,
+    "jobledger.cli": 5,
 }
 #: The package's own face (``from jobledger import Client, Worker``) sits above everything.
 FACE = "jobledger"
@@ -97,6 +99,21 @@ def test_no_import_points_up_a_layer() -> None:
         if layer(target) > layer(name)
     )
     assert upward == []
+
+
+def test_the_client_imports_only_the_contract() -> None:
+    """The HTTP client shares nothing with the server but :mod:`jobledger.contract`: a user's program
+    that only calls a server loads none of the ledger, the projections, replay, the runtime, the
+    blob store, the scheduler or the server."""
+    own = ("jobledger.client", "jobledger.contract")
+    outside = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if name.startswith("jobledger.client")
+        for target in targets
+        if not target.startswith(own)
+    )
+    assert outside == []
 
 
 def _circles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -1,10 +1,11 @@
 """What ``pip install .`` puts in site-packages, and what a user's project sees of it.
 
 The wheel holds one import name, ``jobledger`` (the repository's folders mapped under it), with its Lua
-scripts, the dashboard's templates and assets, and ``py.typed``: nothing named ``api``, ``ledger``,
-``replay`` or ``projections`` lands at the top of site-packages, where it would clash with a user's own
-packages. The second test runs the installed jobledger (whatever this environment installed: editable in
-a checkout, a plain install in CI) from a project that has packages of exactly those names.
+scripts, the dashboard's templates and assets, and ``py.typed``, and no benchmark (it runs from a
+checkout: ``tests/benchmarks``); nothing named ``api``, ``ledger``, ``replay`` or ``projections`` lands
+at the top of site-packages, where it would clash with a user's own packages. The second test runs the
+installed jobledger (whatever this environment installed: editable in a checkout, a plain install in
+CI) from a project that has packages of exactly those names.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from jobledger.client import Client
-from tests.live_server import eventually, live_server
+from tests.support.live_server import eventually, live_server
 
 REPO = Path(__file__).resolve().parent.parent
 #: Where each folder of the repository is installed, inside the wheel.
@@ -65,6 +66,8 @@ def test_the_wheel_holds_jobledger_only(tmp_path: Path) -> None:
     outside = sorted(n for n in names if n.split("/")[0] != "jobledger" and not (
         n.split("/")[0].startswith("jobledger-") and n.split("/")[0].endswith(".dist-info")))  # fmt: skip
     assert outside == []
+    benchmark = sorted(n for n in names if "bench" in n.split("/")[1].lower())
+    assert benchmark == [], "the benchmark runs from a checkout (tests/benchmarks), never from the wheel"
     missing = sorted(set(_source_files()) - names)
     assert missing == [], "not in the wheel (a package missing from pyproject's list, or its package-data)"
     assert "jobledger/py.typed" in names
@@ -98,7 +101,7 @@ USER_PROJECT = {
 IMPORT_ALL = """
 import sys
 from jobledger import AsyncClient, Client, Worker
-import jobledger.bench.cli, jobledger.cli.main, jobledger.replay.rebuild, jobledger.scheduler.loop
+import jobledger.cli.main, jobledger.replay.rebuild, jobledger.scheduler.loop
 import jobledger.server.app
 taken = sorted(n for n in ("api", "ledger", "projections", "replay") if n in sys.modules)
 assert taken == [], taken

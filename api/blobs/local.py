@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
+from jobledger.contract.files import valid_sha256
 from jobledger.runtime.private import private_dir, private_opener
 
 
@@ -35,8 +36,6 @@ class LocalBlobStore(BlobStore):
             private_dir(directory)
 
     def path(self, sha256: str) -> Path:
-        from jobledger.ledger.files import valid_sha256  # with the file models: not at a server's start
-
         if not valid_sha256(sha256):
             raise ValueError(f"{sha256!r} is not a SHA-256")
         return self._blobs / sha256[:2] / sha256
@@ -113,8 +112,6 @@ class LocalBlobStore(BlobStore):
             yield blob
 
     def _scan(self) -> builtins.list[Blob]:
-        from jobledger.ledger.files import valid_sha256
-
         found: builtins.list[Blob] = []
         if not self._blobs.is_dir():
             return found

@@ -51,7 +51,7 @@ from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError
 from obstore.store import from_url
 
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
-from jobledger.ledger.files import valid_sha256
+from jobledger.contract.files import valid_sha256
 
 #: Bytes a part of a multipart upload holds.
 PART = 8 * 1024 * 1024

@@ -43,9 +43,10 @@ from jobledger.cli.job_commands import UrlOption, connected
 from jobledger.cli.output import EVENT_STYLES, JsonOption, Output, event_details, when
 from jobledger.cli.replay_commands import ledger_parts, removed_unless_done, until_ids
 from jobledger.client import Event
+from jobledger.ledger.event_lines import LedgerFileError, count_lines, file_partitions, read_entries
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
-from jobledger.replay.archive.records import ArchiveError
+from jobledger.projections.archive import ArchiveError
 from jobledger.replay.blob_transfer import (
     BlobTransferError,
     Carried,
@@ -54,7 +55,6 @@ from jobledger.replay.blob_transfer import (
     export_blobs,
     import_blobs,
 )
-from jobledger.replay.ledger_file import LedgerFileError, count_lines, file_partitions, read_entries
 from jobledger.replay.parts import ensure_empty_ledger, mark, parts_of, stored_count
 from jobledger.replay.progress import Meter
 from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType

@@ -20,19 +20,21 @@ from jobledger.cli import result_commands as cli_results
 from jobledger.cli.http import AsJson, UrlOption, connected, done, parse_json
 from jobledger.cli.output import EVENT_STYLES, STATUS_STYLES, Cell, Output, cell, status_cell, when
 from jobledger.client import Event
-from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.option_kinds import bounds
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions
 
 app = typer.Typer()
 app.add_typer(cli_launchers.app, name="launcher")
 app.add_typer(cli_results.app, name="results")
 
 
-def _duration(help: str) -> Any:
-    return typer.Option(metavar="DURATION", help=help)
-
-
-def _repeated(metavar: str, help: str) -> Any:
-    return typer.Option(metavar=metavar, help=help + " (repeatable)")
+def _option(field: str, metavar: str | None = None, *, repeated: bool = False, after: str = "") -> Any:
+    """``submit``'s option for the job option ``field``: its help and bounds as the model declares
+    them (a test checks that every option has one)."""
+    declared = JobOptions.model_fields[field]
+    low, high = bounds(declared)
+    help = str(declared.description).rstrip(".") + after + (" (repeatable)" if repeated else "") + "."
+    return typer.Option(metavar=metavar, help=help, min=low, max=high)
 
 
 @app.command()
@@ -99,26 +101,23 @@ def history(
 def submit(
     queue_name: Annotated[str, typer.Argument(metavar="QUEUE", help="The queue to add the job to.")],
     input_json: Annotated[str | None, typer.Option("--input", help="The job's input, as JSON.")] = None,
-    tag: Annotated[list[str] | None, _repeated("TAG", "A tag")] = None,
-    priority: Annotated[int | None, typer.Option(min=0, max=100, help="0-100, higher first.")] = None,
-    delay: Annotated[str | None, _duration("Start no sooner than this from now.")] = None,
-    run_at: Annotated[str | None, typer.Option(metavar="TIME", help="Start no sooner (RFC 3339).")] = None,
-    unique_key: Annotated[str | None, typer.Option(help="At most one live job of the queue has it.")] = None,
-    quota_key: Annotated[str | None, typer.Option(help="What max_running_per_key counts.")] = None,
-    timeout: Annotated[str | None, _duration("Run at most this long.")] = None,
-    heartbeat_timeout: Annotated[
-        str | None, _duration("Time out after this long without a heartbeat.")
-    ] = None,
-    expires_after: Annotated[str | None, _duration("Keep the ended job this long.")] = None,
-    max_queued_time: Annotated[str | None, _duration("Time out when queued longer than this.")] = None,
-    retries: Annotated[int | None, typer.Option(min=0, help="Retries after a failure.")] = None,
-    retry_delay: Annotated[list[str] | None, _repeated("DURATION", "Delay before a retry")] = None,
+    tag: Annotated[list[str] | None, _option("tags", "TAG", repeated=True)] = None,
+    priority: Annotated[int | None, _option("priority")] = None,
+    delay: Annotated[str | None, _option("delay", "DURATION")] = None,
+    run_at: Annotated[str | None, _option("run_at", "TIME")] = None,
+    unique_key: Annotated[str | None, _option("unique_key")] = None,
+    quota_key: Annotated[str | None, _option("quota_key")] = None,
+    timeout: Annotated[str | None, _option("timeout", "DURATION")] = None,
+    heartbeat_timeout: Annotated[str | None, _option("heartbeat_timeout", "DURATION")] = None,
+    expires_after: Annotated[str | None, _option("expires_after", "DURATION")] = None,
+    max_queued_time: Annotated[str | None, _option("max_queued_time", "DURATION")] = None,
+    retries: Annotated[int | None, _option("retries")] = None,
+    retry_delay: Annotated[list[str] | None, _option("retry_delays", "DURATION", repeated=True)] = None,
     retry_backoff: Annotated[
-        str | None,
-        typer.Option(metavar="JSON", help='Instead of delays: {"base": "10s", "factor": 2, "max": "1h"}.'),
+        str | None, _option("retry_backoff", "JSON", after=', e.g. {"base": "10s", "factor": 2, "max": "1h"}')
     ] = None,
-    retry_on: Annotated[list[str] | None, _repeated("KIND", "Retry only errors of this kind")] = None,
-    no_retry_on: Annotated[list[str] | None, _repeated("KIND", "Never retry errors of this kind")] = None,
+    retry_on: Annotated[list[str] | None, _option("retry_on", "KIND", repeated=True)] = None,
+    no_retry_on: Annotated[list[str] | None, _option("no_retry_on", "KIND", repeated=True)] = None,
     file: Annotated[
         list[Path] | None,
         typer.Option(

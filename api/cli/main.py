@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import typer
 
 #: The commands of :mod:`jobledger.cli.server_commands`: run one of them, and the command line is
-#: built without the other modules (the client, the worker, the benchmark...), which it never uses.
+#: built without the other modules (the client, the worker...), which it never uses.
 SERVER_COMMANDS = ("serve", "scheduler", "version")
 #: The commands that say themselves when their start is over (``jobledger.runtime.startup.started``).
 LONG_STARTS = ("serve", "scheduler")
@@ -43,7 +43,6 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.command()(server_commands.version)
     if command in SERVER_COMMANDS:
         return app
-    from jobledger.bench import cli as bench_cli
     from jobledger.cli import event_commands, job_commands, replay_commands, token_commands, worker_command
 
     app.add_typer(job_commands.app)
@@ -51,7 +50,6 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
     app.add_typer(token_commands.app, name="token")
-    app.add_typer(bench_cli.app)
     return app
 
 

@@ -19,6 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from jobledger.ledger.durations import format_ms
+from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.option_kinds import named
+from jobledger.ledger.requests import JobOptions, QueueSettings
 
 JsonOption = typer.Option("--json", help="Print JSON (the default when piped is plain text).")
 
@@ -48,10 +51,14 @@ EVENT_STYLES = {
     "launcher_fired": "cyan",
     "launcher_skipped": "dim",
 }
-#: Event data fields that hold a duration in milliseconds, and a time in milliseconds since the epoch.
-DURATION_FIELDS = frozenset({"timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "debounce",
-                             "retry_delays"})  # fmt: skip
-TIME_FIELDS = frozenset({"run_at", "retry_at", "next_at", "due_at"})
+#: Event data fields that hold a duration in milliseconds (or a list of them), as the models of what
+#: the events record declare them, and a time in milliseconds since the epoch.
+DURATION_FIELDS = frozenset(
+    name
+    for model in (QueueSettings, JobOptions, LauncherSpec)
+    for name in named(model, "duration", "durations")
+)
+TIME_FIELDS = frozenset({"retry_at", "next_at", "due_at", *named(JobOptions, "time")})
 #: User JSON in event data (a job's input and output, a launcher's template): shown this long at most.
 JSON_WIDTH = 60
 

@@ -39,7 +39,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
-from jobledger.replay.archive.records import ArchiveError
+from jobledger.projections.archive import ArchiveError
 from jobledger.replay.blob_audit import BlobAudit, audit_blobs
 from jobledger.replay.parts import Part, mark, parts_of, stored_count
 from jobledger.replay.progress import Meter

@@ -134,7 +134,7 @@ def list_queues() -> ApiCall[list[str]]:
 
 def put_queue(name: str, settings: dict[str, Any]) -> ApiCall[bool]:
     """Create or replace a queue's settings (a setting left out takes its default); True if created."""
-    body = {k: wire_value(k, v) for k, v in settings.items() if v is not None}
+    body = {k: wire_value(v) for k, v in settings.items() if v is not None}
     return ApiCall("PUT", _queue(name), lambda r: r.status_code == 201, body=body)
 
 

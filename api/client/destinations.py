@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jobledger.client.errors import ClientError
-from jobledger.ledger.files import file_name_problem
+from jobledger.contract.files import file_name_problem
 
 
 class UnsafeName(ClientError):

@@ -18,8 +18,6 @@ from jobledger.client.errors import ClientError
 #: A duration as the server accepts it: "30s", "1h15m5s", a number of seconds, or a timedelta.
 DurationLike = str | int | float | timedelta
 
-_DURATIONS = frozenset({"timeout", "heartbeat_timeout", "expires_after", "max_queued_time", "delay"})
-
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -151,32 +149,25 @@ class JobSpec:
         return job if isinstance(job, JobSpec) else cls(**job)
 
     def body(self) -> dict[str, Any]:
-        """The JSON body of ``POST /queue/{q}/job``: only the options given."""
+        """The JSON body of ``POST /queue/{q}/job``: only the options given (the input as it is)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None:
-                out[f.name] = wire_value(f.name, value)
+                out[f.name] = value if f.name == "input" else wire_value(value)
         return out
 
 
-def duration(value: DurationLike) -> str | int | float:
-    """A duration as the server accepts it: a timedelta becomes seconds."""
-    return value.total_seconds() if isinstance(value, timedelta) else value
-
-
-def wire_value(name: str, value: Any) -> Any:
-    """One option's value as JSON: durations from timedeltas, datetimes as RFC 3339 UTC."""
-    if name in _DURATIONS:
-        return duration(value)
-    if name == "retry_delays":
-        return [duration(d) for d in value]
-    if name == "retry_backoff" and isinstance(value, Mapping):
-        return {k: duration(v) if k in ("base", "max") else v for k, v in value.items()}
+def wire_value(value: Any) -> Any:
+    """An option's or a setting's value as JSON, told by its type rather than its name, so that no
+    list of the options is kept here: a timedelta as seconds (a duration), a datetime as RFC 3339
+    UTC, inside lists and mappings too (``retry_delays``, ``retry_backoff``, ``files``)."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    if name == "files":
-        return [dict(f) for f in value]
+    if isinstance(value, Mapping):
+        return {k: wire_value(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
-        return list(value)
+        return [wire_value(v) for v in value]
     return value

@@ -33,7 +33,7 @@ from typing import IO, Any
 import httpx
 
 from jobledger.client.errors import DigestMismatch
-from jobledger.ledger.files import DEFAULT_MEDIA_TYPE, repr_digest, sha256_of_digest
+from jobledger.contract.files import DEFAULT_MEDIA_TYPE, repr_digest, sha256_of_digest
 
 CHUNK = 1024 * 1024
 Source = bytes | str | os.PathLike[str] | IO[bytes]

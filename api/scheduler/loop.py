@@ -88,7 +88,7 @@ Head = tuple[str, int]
 def anything_due(name: str, now: int) -> Read[bool]:
     """Whether the check ``name`` has work due by ``now``: one ZRANGE of its deadline set, LIMIT 1.
     A check runs its script only when this says so, so an idle check costs the server one O(log N)
-    read instead of a script call (which builds its Lua functions each time, ~20-40 µs).  The
+    read instead of a script call (which builds its Lua functions each time).  The
     script decides again on its own clock; work that falls due in between waits for the next round."""
     template = DEADLINES[name]
     return Read(

@@ -2,7 +2,8 @@
 document need to know of it, said once.
 
 An :class:`ApiRoute` names its endpoint lazily, as ``"module:function"``, imported on the route's
-first request (or by :func:`warm`), so that building the app imports no handler module.
+first request (or by :func:`warm`), so that building the app imports no handler module; and its
+OpenAPI operation by its name in :mod:`jobledger.server.openapi_paths`, loaded with the document.
 :class:`ApiPath` is the Starlette route that serves the records of one path: it dispatches on the
 method, so that a method the path does not take gets 405 with an Allow header naming all those it
 does.  The table of records is :data:`jobledger.server.routes.ROUTES`.
@@ -14,7 +15,7 @@ import importlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,6 +23,9 @@ from starlette.routing import Route
 
 from jobledger.server.auth import Needs, guarded
 from jobledger.server.errors import error_response
+
+if TYPE_CHECKING:
+    from jobledger.server.openapi_paths import Operation
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -39,14 +43,18 @@ class RouteError(TypeError):
 @dataclass(frozen=True, eq=False)
 class ApiRoute:
     """``method path``, served by ``endpoint`` (``"module:function"``), open to a token that has
-    ``needs``.  ``writes``: the route changes the ledger, so a read-only server refuses it (by
-    default every method but GET writes)."""
+    ``needs``, described by ``operation`` (a name in :mod:`jobledger.server.openapi_paths`).
+    ``writes``: the route changes the ledger, so a read-only server refuses it (by default every
+    method but GET writes).  ``idempotent``: the route takes an Idempotency-Key
+    (:func:`jobledger.server.inputs.idempotency` reads it on no other)."""
 
     method: str
     path: str
     endpoint: str
     needs: Needs = _REQUIRED
+    operation: str = _REQUIRED
     writes: bool | None = None
+    idempotent: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -56,6 +64,8 @@ class ApiRoute:
             raise RouteError(f"route {self.name}: its endpoint {self.endpoint!r} is not 'module:function'")
         if not isinstance(self.needs, Needs):
             raise RouteError(f"route {self.name}: no scope (needs) given")
+        if not (isinstance(self.operation, str) and self.operation.isidentifier()):
+            raise RouteError(f"route {self.name}: no OpenAPI operation named")
         if self.writes is None:
             object.__setattr__(self, "writes", self.method != "GET")
 
@@ -69,6 +79,16 @@ class ApiRoute:
         """The endpoint function, imported the first time it is asked for."""
         module, _, function = self.endpoint.partition(":")
         found: Endpoint = getattr(importlib.import_module(module), function)
+        return found
+
+    @cached_property
+    def described(self) -> Operation:
+        """The OpenAPI operation, loaded with :mod:`jobledger.server.openapi_paths`."""
+        from jobledger.server import openapi_paths
+
+        found = getattr(openapi_paths, self.operation, None)
+        if not isinstance(found, openapi_paths.Operation):
+            raise RouteError(f"route {self.name}: openapi_paths has no operation {self.operation}")
         return found
 
     async def __call__(self, request: Request) -> Response:

@@ -88,6 +88,7 @@ class Needs:
 
 OPEN, READ, ADMIN = Needs("open"), Needs("read"), Needs("admin")
 READ_QUEUE, READ_JOB = Needs("read", "queue"), Needs("read", "job")
+PRODUCE_QUEUE = Needs("produce", "queue")
 
 
 def unauthorized(message: str, invalid: bool = False) -> JSONResponse:

@@ -23,8 +23,9 @@ from starlette.responses import Response, StreamingResponse
 
 from jobledger.blobs import BlobStore
 from jobledger.blobs.store import Hashing
+from jobledger.contract.files import repr_digest
 from jobledger.ledger.errors import NotFound
-from jobledger.ledger.files import FileRef, repr_digest
+from jobledger.ledger.files import FileRef
 
 log = logging.getLogger("jobledger.api")
 

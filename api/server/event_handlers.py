@@ -16,7 +16,7 @@ A feed opened with a token ends the same way (status 401) within a moment of tha
 revocation (:func:`jobledger.server.auth.revocation`).
 
 Both read the archive (events retention moved out of the stream) before the stream, when the point
-they start from is older than the stream: :mod:`jobledger.replay.archive.feed`, in a thread; like
+they start from is older than the stream: :mod:`jobledger.projections.history`, in a thread; like
 every read of a feed's own, these are non-blocking reads on the request pool.
 
 On a ledger split into partitions both read every partition a filter concerns (a job's or a queue's
@@ -45,8 +45,8 @@ from jobledger.ledger.runner import AsyncLedger, translate
 from jobledger.ledger.stream import EventFilter, id_key, newest
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_key, parse_cursor
 from jobledger.ledger.taps import any_pending
-from jobledger.replay.archive.feed import archived_after, events_page, merged_page
-from jobledger.replay.archive.records import ArchiveError, ArchiveRecord, record
+from jobledger.projections.archive import ArchiveError, ArchiveRecord, record
+from jobledger.projections.history import archived_after, events_page, merged_page
 from jobledger.server.auth import revocation
 from jobledger.server.feed_reads import partition_readers
 from jobledger.server.feeds import FeedResponse, FeedSlots

@@ -19,7 +19,7 @@ from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.stream import decode_entries
 from jobledger.ledger.taps import Tap, open_tap
 from jobledger.ledger.watch import LedgerWatch
-from jobledger.replay.archive.records import ArchiveRecord, archive_key, parse_record
+from jobledger.projections.archive import ArchiveRecord, archive_key, parse_record
 
 #: Events one read of a feed's own takes at most.
 PAGE = 500

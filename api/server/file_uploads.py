@@ -23,16 +23,15 @@ from starlette.requests import ClientDisconnect
 
 from jobledger.blobs import Blob, BlobStore, DigestMismatch
 from jobledger.blobs import TooLarge as StoreTooLarge
-from jobledger.ledger.errors import BadRequest
-from jobledger.ledger.files import (
+from jobledger.contract.files import (
     DEFAULT_MEDIA_TYPE,
     MAX_FILES,
     MEDIA_TYPE_PATTERN,
-    FileRef,
-    FileSpec,
     checked_name,
     duplicate_name,
 )
+from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.files import FileRef, FileSpec
 from jobledger.ledger.requests import QueueSettings
 from jobledger.server.blob_access import NameCheck
 from jobledger.server.inputs import TooLarge

@@ -164,19 +164,23 @@ IDEMPOTENCY_HEADER = "idempotency-key"
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")
 
 
-def idempotency(request: Request, route: str, queue: str, body: Any) -> Idempotency | None:
-    """The request's Idempotency-Key (None without the header): 1 to 255 printable ASCII characters,
-    else 400.  Its request hash is the SHA-256 of the request's canonical form: the route, the queue
-    and the body parsed and dumped again with sorted keys, so that the same request, however its
-    JSON is spaced or its keys ordered, has the same hash."""
+def idempotency(request: Request, queue: str, body: Any) -> Idempotency | None:
+    """The request's Idempotency-Key (None without the header, or on a route whose record is not
+    ``idempotent``): 1 to 255 printable ASCII characters, else 400.  Its request hash is the SHA-256
+    of the request's canonical form: the route (``METHOD /path``), the queue and the body parsed and
+    dumped again with sorted keys, so that the same request, however its JSON is spaced or its keys
+    ordered, has the same hash."""
     key = request.headers.get(IDEMPOTENCY_HEADER)
-    if key is None:
+    route = request.state.route
+    if key is None or not route.idempotent:
         return None
     if not _IDEMPOTENCY_KEY.fullmatch(key):
         raise BadRequest("Idempotency-Key must be 1 to 255 printable ASCII characters")
     from jobledger.ledger.commands import Idempotency
 
-    canonical = json.dumps([route, queue, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        [route.name, queue, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Idempotency(key, digest, request.app.state.idempotency_window)
 

@@ -24,15 +24,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.blobs import BlobStore, DigestMismatch, TooLarge
+from jobledger.contract.files import DEFAULT_MEDIA_TYPE, MEDIA_TYPE_PATTERN, checked_name, name_clash
 from jobledger.ledger import commands
 from jobledger.ledger.errors import BadRequest, Conflict, NotFound
-from jobledger.ledger.files import (
-    DEFAULT_MEDIA_TYPE,
-    MEDIA_TYPE_PATTERN,
-    FileRef,
-    checked_name,
-    name_clash,
-)
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import QueueSettings
 from jobledger.projections import readers

@@ -10,8 +10,8 @@ from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
 from jobledger.projections import readers
+from jobledger.projections.history import job_history
 from jobledger.projections.views import JOB_FIELDS
-from jobledger.replay.archive.feed import job_history
 from jobledger.server.inputs import (
     attempt,
     checked_tag,

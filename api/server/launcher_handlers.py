@@ -31,7 +31,7 @@ def launcher_id(request: Request) -> int:
 
 async def create_launcher(request: Request) -> Response:
     spec, body = await read_model_and_body(request, LauncherSpec)
-    key = idempotency(request, "POST /launcher", "", body)
+    key = idempotency(request, "", body)
     ledger = _ledger(request)
     data = launchers.created_data(spec, ledger.clock())
     made = await ledger.run(commands.create_launcher(spec.queue, data, key))

@@ -1,18 +1,18 @@
 """``GET /openapi.json``: an OpenAPI 3.1 description of every route the app serves.
 
-Built at request time from the app's routes (``jobledger.server.app.ROUTES``), so a route added later appears
-without editing a list: described by its entry in :data:`jobledger.server.openapi_paths.OPERATIONS`, or,
-without
-one, by its path parameters and a generic answer.  Request body schemas come from the pydantic
+Built at request time from the records of the routes the app serves (:data:`jobledger.server.routes.ROUTES`),
+each described by the operation its record names in :mod:`jobledger.server.openapi_paths`, with the
+Idempotency-Key where the record says the route takes one.  Request body schemas come from the pydantic
 models of ``jobledger.ledger.requests``; their nested models are collected into ``components.schemas``.
 ``components.securitySchemes`` names the bearer token; on a server with auth on, every route the
-token check guards (:data:`jobledger.server.auth.REQUIRES`) wants it and answers 401 and 403 too.
+token check guards (its record's ``needs``) wants it and answers 401 and 403 too.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,8 +28,9 @@ from jobledger.projections.views import JOB_FIELDS
 from jobledger.runtime.version import version as installed_version
 from jobledger.server.api_route import ApiPath, ApiRoute
 from jobledger.server.openapi_paths import (
+    IDEMPOTENT,
     JSON,
-    OPERATIONS,
+    MISMATCH,
     PATH_PARAMS,
     QUERY_PARAMS,
     REF,
@@ -194,8 +195,11 @@ def _operation_id(method: str, path: str) -> str:
     return "_".join([method.lower(), *words])
 
 
-def described(method: str, path: str, op: Operation, components: Components) -> JSON:
-    """The Operation Object of a route that has metadata."""
+def described(route: ApiRoute, components: Components) -> JSON:
+    """The Operation Object of ``route``."""
+    method, path, op = route.method, route.path, route.described
+    if route.idempotent:
+        op = replace(op, responses={**op.responses, **MISMATCH}, headers={**op.headers, **IDEMPOTENT})
     out: JSON = {"operationId": _operation_id(method, path), "summary": op.summary}
     if op.description:
         out["description"] = op.description
@@ -210,20 +214,6 @@ def described(method: str, path: str, op: Operation, components: Components) -> 
     return out
 
 
-def undescribed(method: str, path: str) -> JSON:
-    """A route with no metadata yet: still listed, with its path parameters and a generic answer."""
-    out: JSON = {
-        "operationId": _operation_id(method, path),
-        "summary": f"{method} {path}",
-        "description": "Not described yet: add an entry to jobledger.server.openapi_paths.OPERATIONS.",
-        "responses": {"default": {"description": "JSON; errors are {\"error\": ...}.",
-                                  "content": {"application/json": {"schema": {}}}}},
-    }  # fmt: skip
-    if params := path_params(path):
-        out["parameters"] = params
-    return out
-
-
 def openapi_path(path: str) -> str:
     """Starlette's ``{name:convertor}`` -> OpenAPI's ``{name}``."""
     return _PATH_PARAM.sub(r"{\1}", path)
@@ -235,12 +225,10 @@ def document(routes: Iterable[ApiRoute], auth: bool = False) -> JSON:
     components = Components()
     paths: dict[str, JSON] = {}
     for route in routes:
-        method, path = route.method, route.path
-        op = OPERATIONS.get((method, path))
-        item = described(method, path, op, components) if op else undescribed(method, path)
+        item = described(route, components)
         if auth:
             _guard(route, item)
-        paths.setdefault(openapi_path(path), {})[method.lower()] = item
+        paths.setdefault(openapi_path(route.path), {})[route.method.lower()] = item
     out: JSON = {
         "openapi": "3.1.0",
         "info": {

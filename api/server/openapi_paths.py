@@ -1,10 +1,10 @@
 """What ``/openapi.json`` says about each endpoint: summary, body, query parameters, answers.
 
-Keyed by ``(METHOD, path)`` exactly as ``jobledger.server.app.ROUTES`` spells them.  Add an entry beside a new
-route; a route with none is still described (its path parameters and a generic answer), so the
-document always covers every route.  Statuses every endpoint of a kind shares (400 for a body or a
-queue name, 413 for a body, 404 for a job id, 503 when Redis is unreachable) are added by
-``jobledger.server.openapi``; these entries list the rest.
+One :class:`Operation` per route, named by the ``operation`` of its record in
+:data:`jobledger.server.routes.ROUTES` (and loaded with the document, not at a server's start).
+Statuses every endpoint of a kind shares (400 for a body or a queue name, 413 for a body, 404 for a
+job id, 503 when Redis is unreachable) are added by ``jobledger.server.openapi``, and the
+Idempotency-Key where the record says so; these entries list the rest.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.option_kinds import named
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, JobUpdate, QueueSettings
 from jobledger.projections.views import JOB_FIELDS
 from jobledger.server.batch_handlers import JobBatch
@@ -133,6 +134,7 @@ class Operation:
     headers: dict[str, Param] = field(default_factory=dict)
 
 
+#: What a route whose record is ``idempotent`` takes, and answers when the key was used before.
 IDEMPOTENT = {
     "Idempotency-Key": Param(
         {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
@@ -171,8 +173,8 @@ _JOB_FIELD_SCHEMAS: dict[str, JSON] = {
     "tags": {"type": ["array", "null"], "items": {"type": "string"}},
     **{t: TIME_OR_NULL for t in TIME_FIELDS},
     "input": {}, "output": {},
-    **{d: DURATION_TEXT for d in ("timeout", "heartbeat_timeout", "expires_after", "max_queued_time")},
-    **{c: {"type": "integer"} for c in ("retries", "retries_attempted", "attempt", "priority")},
+    **{d: DURATION_TEXT for d in named(JobOptions, "duration")},
+    **{c: {"type": "integer"} for c in ("retries_attempted", "attempt", *named(JobOptions, "number"))},
     "retry_delays": {"type": ["array", "null"], "items": DURATION_TEXT}, "ended": {"type": "boolean"},
     "progress": {"type": ["integer", "null"]},
     "errors": array({"type": "object", "properties": {
@@ -306,248 +308,271 @@ RESULTS: JSON = {
 
 LAUNCHER_ID: JSON = {"type": "object", "required": ["id"], "properties": {"id": JOB_ID}}
 
-OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("GET", "/queue"): Operation("List queue names", {200: Reply("Queue names.", array({"type": "string"}))}),
-    ("PUT", "/queue/{queue}"): Operation(
-        "Create a queue or replace its settings",
-        {201: Reply("Created.", location=True), 204: Reply("Settings replaced.", location=True)},
-        body=Body(QueueSettings, required=False),
-        description="A field left out takes its default, as in Ocypod.",
-    ),
-    ("GET", "/queue/{queue}"): Operation(
-        "A queue's settings",
-        {200: Reply("Settings, durations as compact strings.", ref("QueueSettings")), **NO_QUEUE},
-    ),
-    ("DELETE", "/queue/{queue}"): Operation(
-        "Delete a queue and its queued jobs",
-        {204: NO_CONTENT, **NO_QUEUE},
-        description="Running and ended jobs stay.",
-    ),
-    ("GET", "/queue/{queue}/size"): Operation(
-        "Number of queued jobs", {200: Reply("Queued jobs.", {"type": "integer"}), **NO_QUEUE}
-    ),
-    ("GET", "/queue/{queue}/job_ids"): Operation(
-        "Job ids by status",
-        {
-            200: Reply("{status: [ids]} for every status.", ref("JobIds")),
-            404: Reply("No such queue, and no job of it is left."),
-        },
-        description="A deleted queue answers with the jobs it left behind (running, failed, ended...).",
-    ),
-    ("POST", "/queue/{queue}/job"): Operation(
-        "Create a job",
-        {
-            201: Reply("Created: the new id.", JOB_ID, location=True),
-            200: Reply("A live job of the queue holds the unique_key: its id.", JOB_ID, location=True),
-            **NO_QUEUE,
-            **MISMATCH,
-        },
-        body=Body(JobOptions, required=False, also={"multipart/form-data": JOB_FORM}),
-        headers=IDEMPOTENT,
-        description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
-        "stored before the job is created; 413 when a file is over the queue's max_file_size or "
-        "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob) "
-        "and, with auth on, held by a queue the token may read; else 400, as for a blob not stored.",
-    ),
-    ("PUT", "/blob"): Operation(
-        "Store a blob (a file for jobs to name by its SHA-256)",
-        {
-            201: Reply("Stored (whether or not the store held these bytes already).", BLOB),
-            404: Reply("No such queue (?queue)."),
-            413: Reply("Over the queue's max_file_size; nothing stored."),
-        },
-        body=Body(schema=BINARY, media_type="application/octet-stream"),
-        query=("queue", "sha256"),
-        headers=DIGESTS,
-        description="The body streams into the store; a digest given (?sha256, Repr-Digest or "
-        "Content-Digest) that the bytes do not hash to is a 400, with nothing stored.",
-    ),
-    ("POST", "/upload"): Operation(
-        "Create a job from the job-orchestrator's upload form",
-        {
-            201: Reply("Created: the job-orchestrator's answer.", ORCHESTRATOR_STATE),
-            413: Reply("A file over the service queue's limits."),
-        },
-        body=Body(schema=ORCHESTRATOR_FORM, media_type="multipart/form-data"),
-        description="Form fields user_id (a number) and service (the queue); every part with a "
-        "filename is a file of the job.  Errors carry the orchestrator's message beside error.",
-    ),
-    ("GET", "/download/{job_id}"): Operation(
-        "The job-orchestrator's download: the job's state, or once it completed, the zip of its results",
-        {
-            200: Reply(
-                "The state until the job completed.", ORCHESTRATOR_STATE, also={"application/zip": BINARY}
-            )
-        },
-    ),
-    ("GET", "/queue/{queue}/job"): Operation(
-        "Fetch the next job(s), now running",
-        {
-            200: Reply(
-                "The job, or with count a list of up to count jobs.",
-                {"oneOf": [ref("Fetched"), array(ref("Fetched"))]},
-            ),
-            204: Reply("No job to hand out."),
-            **NO_QUEUE,
-        },
-        query=("count", "worker", "wait", "fields"),
-    ),
-    ("POST", "/queue/{queue}/jobs"): Operation(
-        "Create many jobs in one request",
-        {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE, **MISMATCH},
-        body=Body(JobOptions, many=(1, 10_000)),
-        headers=IDEMPOTENT,
-    ),
-    ("GET", "/queue/{queue}/jobs"): Operation(
-        "Job summaries of a queue, paged",
-        {200: Reply("A page; next goes back as cursor.", ref("JobPage")), **NO_QUEUE},
-        query=("status", "tag", "limit", "cursor"),
-    ),
-    ("PUT", "/queue/{queue}/pause"): Operation("Pause a queue", {204: NO_CONTENT, **NO_QUEUE}),
-    ("PUT", "/queue/{queue}/resume"): Operation("Resume a queue", {204: NO_CONTENT, **NO_QUEUE}),
-    ("GET", "/job/{job_id}"): Operation(
-        "A job's fields", {200: Reply("All fields, or those named.", ref("Job"))}, query=("fields",)
-    ),
-    ("GET", "/job/{job_id}/status"): Operation(
-        "A job's status",
-        {200: Reply("The status, a JSON string.", {"type": "string", "enum": list(JOB_STATUSES)})},
-    ),
-    ("PATCH", "/job/{job_id}"): Operation(
-        "Update a job: status, output, progress, message, error",
-        {204: NO_CONTENT, **NOT_RUNNING},
-        body=Body(JobUpdate),
-        query=("attempt",),
-    ),
-    ("PATCH", "/jobs"): Operation(
-        "Update many jobs, and fetch the next ones, in one request",
-        {
-            200: Reply(
-                "Each update's status (its error when refused), in order; with a fetch, the jobs "
-                "it started or its refusal.",
-                ref("Batched"),
-            )
-        },
-        body=Body(JobBatch),
-        description="Each update is applied as its PATCH /job/{id} would be, and refused on its own "
-        "(404, 409 in its item); a body that is not valid is a 400 with nothing appended.",
-    ),
-    ("DELETE", "/job/{job_id}"): Operation("Delete a job", {204: NO_CONTENT}),
-    ("PUT", "/job/{job_id}/heartbeat"): Operation(
-        "Heartbeat a running job",
-        {204: NO_CONTENT, **NOT_RUNNING},
-        body=Body(schema={"type": "object", "properties": {"attempt": JOB_ID}}, required=False),
-        query=("attempt",),
-    ),
-    ("GET", "/job/{job_id}/output"): Operation("A job's output", {200: Reply("The output (any JSON).", {})}),
-    ("PUT", "/job/{job_id}/output"): Operation(
-        "Set a job's output", {204: NO_CONTENT, **NOT_RUNNING}, body=Body(schema={}), query=("attempt",)
-    ),
-    ("GET", "/job/{job_id}/history"): Operation(
-        "Every event of a job, oldest first",
-        {200: Reply("Event items.", array(ref("Event")))},
-        description="Answers after the job expired or was deleted; 404 only for an id that never existed.",
-    ),
-    ("GET", "/job/{job_id}/files/{name}"): Operation(
-        "Download one of a job's input files",
-        {
-            200: Reply("The file's bytes; ETag and Repr-Digest carry its SHA-256.", BYTES, OCTETS),
-            404: Reply("No such job, no file of that name, or its blob is gone from the store."),
-        },
-        description="Content-Type is the file's media type.",
-    ),
-    ("PUT", "/job/{job_id}/results/{name}"): Operation(
-        "Store a result of the attempt running a job (job_result_added)",
-        {
-            200: Reply("The result as recorded, with the attempt that added it.", RESULT),
-            **NOT_RUNNING,
-            413: Reply("The result is over the queue's max_file_size; nothing recorded."),
-        },
-        body=Body(schema=BYTES, media_type=OCTETS),
-        query=("attempt",),
-        headers=DIGESTS,
-        description="The body is the result's bytes, its Content-Type the result's media type.",
-    ),
-    ("GET", "/job/{job_id}/results"): Operation(
-        "A job's results: the manifest", {200: Reply("Each result, with its actor and URL.", RESULTS)}
-    ),
-    ("GET", "/job/{job_id}/results/{name}"): Operation(
-        "One result's bytes",
-        {
-            200: Reply("The bytes, with ETag and Repr-Digest from the SHA-256.", BINARY, "*/*"),
-            304: Reply("If-None-Match named its ETag."),
-            404: Reply("No such job, no result of that name, or its blob is gone."),
-        },
-        headers={"If-None-Match": Param({"type": "string"}, "An ETag from a previous answer.")},
-    ),
-    ("GET", "/job/{job_id}/results.zip"): Operation(
-        "A job's results as one zip, streamed",
-        {200: Reply("The zip; cut off if a blob does not hash to its SHA-256.", BINARY, "application/zip")},
-    ),
-    ("GET", "/tag/{tag}"): Operation(
-        "Ids of jobs with a tag", {200: Reply("Ids (empty if none).", array(JOB_ID))}
-    ),
-    ("GET", "/events"): Operation(
-        "The ledger, paged",
-        {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
-        query=("after", "limit", "type", "queue", "job", "actor"),
-    ),
-    ("GET", "/events/stream"): Operation(
-        "The ledger live, as Server-Sent Events",
-        {
-            200: Reply(
-                "id: the position after the event, data: the event item.",
-                {"type": "string"},
-                "text/event-stream",
-            )
-        },
-        query=("after", "type", "queue", "job", "actor"),
-        headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
-    ),
-    ("POST", "/launcher"): Operation(
-        "Create a launcher (@cron, @interval, @at, @event)",
-        {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE, **MISMATCH},
-        body=Body(LauncherSpec),
-        headers=IDEMPOTENT,
-    ),
-    ("GET", "/launcher"): Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))}),
-    ("GET", "/launcher/{launcher_id}"): Operation(
-        "A launcher", {200: Reply("The launcher.", ref("Launcher")), 404: Reply("No such launcher.")}
-    ),
-    ("DELETE", "/launcher/{launcher_id}"): Operation(
-        "Stop and remove a launcher (the jobs it created stay)",
-        {204: NO_CONTENT, 404: Reply("No such launcher.")},
-    ),
-    ("GET", "/info"): Operation(
-        "Per-queue counts by status and global statistics", {200: Reply("Counts.", ref("Info"))}
-    ),
-    ("GET", "/info/version"): Operation(
-        "Server version", {200: Reply("Version.", {"type": "string"})}, uses_redis=False
-    ),
-    ("GET", "/health"): Operation(
-        "Health",
-        {200: Reply("healthy, or unhealthy with the reason (always 200).", ref("Health"))},
-        uses_redis=False,
-    ),
-    ("GET", "/ready"): Operation(
-        "Readiness",
-        {
-            200: Reply("Redis answers and the scheduler runs.", {"type": "object"}),
-            503: Reply("Not ready: Redis is unreachable, or the scheduler has stopped or fails."),
-        },
-        uses_redis=False,
-    ),
-    ("GET", "/metrics"): Operation(
-        "Prometheus metrics",
-        {
-            200: Reply(
-                "Prometheus text; jobledger_redis_up 0 when Redis is unreachable.",
-                {"type": "string"},
-                "text/plain",
-            )
-        },
-        uses_redis=False,
-    ),
-    ("GET", "/openapi.json"): Operation(
-        "This document", {200: Reply("OpenAPI 3.1.", {"type": "object"})}, uses_redis=False
-    ),
-}
+# The operations, in the order of the routes' table.
+
+LIST_QUEUES = Operation("List queue names", {200: Reply("Queue names.", array({"type": "string"}))})
+
+PUT_QUEUE = Operation(
+    "Create a queue or replace its settings",
+    {201: Reply("Created.", location=True), 204: Reply("Settings replaced.", location=True)},
+    body=Body(QueueSettings, required=False),
+    description="A field left out takes its default, as in Ocypod.",
+)
+
+GET_QUEUE = Operation(
+    "A queue's settings",
+    {200: Reply("Settings, durations as compact strings.", ref("QueueSettings")), **NO_QUEUE},
+)
+
+DELETE_QUEUE = Operation(
+    "Delete a queue and its queued jobs",
+    {204: NO_CONTENT, **NO_QUEUE},
+    description="Running and ended jobs stay.",
+)
+
+QUEUE_SIZE = Operation("Number of queued jobs", {200: Reply("Queued jobs.", {"type": "integer"}), **NO_QUEUE})
+
+QUEUE_JOB_IDS = Operation(
+    "Job ids by status",
+    {
+        200: Reply("{status: [ids]} for every status.", ref("JobIds")),
+        404: Reply("No such queue, and no job of it is left."),
+    },
+    description="A deleted queue answers with the jobs it left behind (running, failed, ended...).",
+)
+
+CREATE_JOB = Operation(
+    "Create a job",
+    {
+        201: Reply("Created: the new id.", JOB_ID, location=True),
+        200: Reply("A live job of the queue holds the unique_key: its id.", JOB_ID, location=True),
+        **NO_QUEUE,
+    },
+    body=Body(JobOptions, required=False, also={"multipart/form-data": JOB_FORM}),
+    description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
+    "stored before the job is created; 413 when a file is over the queue's max_file_size or "
+    "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob) "
+    "and, with auth on, held by a queue the token may read; else 400, as for a blob not stored.",
+)
+
+PUT_BLOB = Operation(
+    "Store a blob (a file for jobs to name by its SHA-256)",
+    {
+        201: Reply("Stored (whether or not the store held these bytes already).", BLOB),
+        404: Reply("No such queue (?queue)."),
+        413: Reply("Over the queue's max_file_size; nothing stored."),
+    },
+    body=Body(schema=BINARY, media_type="application/octet-stream"),
+    query=("queue", "sha256"),
+    headers=DIGESTS,
+    description="The body streams into the store; a digest given (?sha256, Repr-Digest or "
+    "Content-Digest) that the bytes do not hash to is a 400, with nothing stored.",
+)
+
+UPLOAD = Operation(
+    "Create a job from the job-orchestrator's upload form",
+    {
+        201: Reply("Created: the job-orchestrator's answer.", ORCHESTRATOR_STATE),
+        413: Reply("A file over the service queue's limits."),
+    },
+    body=Body(schema=ORCHESTRATOR_FORM, media_type="multipart/form-data"),
+    description="Form fields user_id (a number) and service (the queue); every part with a "
+    "filename is a file of the job.  Errors carry the orchestrator's message beside error.",
+)
+
+DOWNLOAD = Operation(
+    "The job-orchestrator's download: the job's state, or once it completed, the zip of its results",
+    {200: Reply("The state until the job completed.", ORCHESTRATOR_STATE, also={"application/zip": BINARY})},
+)
+
+FETCH_JOB = Operation(
+    "Fetch the next job(s), now running",
+    {
+        200: Reply(
+            "The job, or with count a list of up to count jobs.",
+            {"oneOf": [ref("Fetched"), array(ref("Fetched"))]},
+        ),
+        204: Reply("No job to hand out."),
+        **NO_QUEUE,
+    },
+    query=("count", "worker", "wait", "fields"),
+)
+
+CREATE_JOBS = Operation(
+    "Create many jobs in one request",
+    {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE},
+    body=Body(JobOptions, many=(1, 10_000)),
+)
+
+LIST_JOBS = Operation(
+    "Job summaries of a queue, paged",
+    {200: Reply("A page; next goes back as cursor.", ref("JobPage")), **NO_QUEUE},
+    query=("status", "tag", "limit", "cursor"),
+)
+
+PAUSE_QUEUE = Operation("Pause a queue", {204: NO_CONTENT, **NO_QUEUE})
+
+RESUME_QUEUE = Operation("Resume a queue", {204: NO_CONTENT, **NO_QUEUE})
+
+GET_JOB = Operation(
+    "A job's fields", {200: Reply("All fields, or those named.", ref("Job"))}, query=("fields",)
+)
+
+GET_STATUS = Operation(
+    "A job's status",
+    {200: Reply("The status, a JSON string.", {"type": "string", "enum": list(JOB_STATUSES)})},
+)
+
+UPDATE_JOB = Operation(
+    "Update a job: status, output, progress, message, error",
+    {204: NO_CONTENT, **NOT_RUNNING},
+    body=Body(JobUpdate),
+    query=("attempt",),
+)
+
+UPDATE_JOBS = Operation(
+    "Update many jobs, and fetch the next ones, in one request",
+    {
+        200: Reply(
+            "Each update's status (its error when refused), in order; with a fetch, the jobs "
+            "it started or its refusal.",
+            ref("Batched"),
+        )
+    },
+    body=Body(JobBatch),
+    description="Each update is applied as its PATCH /job/{id} would be, and refused on its own "
+    "(404, 409 in its item); a body that is not valid is a 400 with nothing appended.",
+)
+
+DELETE_JOB = Operation("Delete a job", {204: NO_CONTENT})
+
+HEARTBEAT = Operation(
+    "Heartbeat a running job",
+    {204: NO_CONTENT, **NOT_RUNNING},
+    body=Body(schema={"type": "object", "properties": {"attempt": JOB_ID}}, required=False),
+    query=("attempt",),
+)
+
+GET_OUTPUT = Operation("A job's output", {200: Reply("The output (any JSON).", {})})
+
+PUT_OUTPUT = Operation(
+    "Set a job's output", {204: NO_CONTENT, **NOT_RUNNING}, body=Body(schema={}), query=("attempt",)
+)
+
+HISTORY = Operation(
+    "Every event of a job, oldest first",
+    {200: Reply("Event items.", array(ref("Event")))},
+    description="Answers after the job expired or was deleted; 404 only for an id that never existed.",
+)
+
+GET_FILE = Operation(
+    "Download one of a job's input files",
+    {
+        200: Reply("The file's bytes; ETag and Repr-Digest carry its SHA-256.", BYTES, OCTETS),
+        404: Reply("No such job, no file of that name, or its blob is gone from the store."),
+    },
+    description="Content-Type is the file's media type.",
+)
+
+PUT_RESULT = Operation(
+    "Store a result of the attempt running a job (job_result_added)",
+    {
+        200: Reply("The result as recorded, with the attempt that added it.", RESULT),
+        **NOT_RUNNING,
+        413: Reply("The result is over the queue's max_file_size; nothing recorded."),
+    },
+    body=Body(schema=BYTES, media_type=OCTETS),
+    query=("attempt",),
+    headers=DIGESTS,
+    description="The body is the result's bytes, its Content-Type the result's media type.",
+)
+
+MANIFEST = Operation(
+    "A job's results: the manifest", {200: Reply("Each result, with its actor and URL.", RESULTS)}
+)
+
+GET_RESULT = Operation(
+    "One result's bytes",
+    {
+        200: Reply("The bytes, with ETag and Repr-Digest from the SHA-256.", BINARY, "*/*"),
+        304: Reply("If-None-Match named its ETag."),
+        404: Reply("No such job, no result of that name, or its blob is gone."),
+    },
+    headers={"If-None-Match": Param({"type": "string"}, "An ETag from a previous answer.")},
+)
+
+RESULTS_ZIP = Operation(
+    "A job's results as one zip, streamed",
+    {200: Reply("The zip; cut off if a blob does not hash to its SHA-256.", BINARY, "application/zip")},
+)
+
+TAGGED = Operation("Ids of jobs with a tag", {200: Reply("Ids (empty if none).", array(JOB_ID))})
+
+LIST_EVENTS = Operation(
+    "The ledger, paged",
+    {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
+    query=("after", "limit", "type", "queue", "job", "actor"),
+)
+
+STREAM_EVENTS = Operation(
+    "The ledger live, as Server-Sent Events",
+    {
+        200: Reply(
+            "id: the position after the event, data: the event item.",
+            {"type": "string"},
+            "text/event-stream",
+        )
+    },
+    query=("after", "type", "queue", "job", "actor"),
+    headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
+)
+
+CREATE_LAUNCHER = Operation(
+    "Create a launcher (@cron, @interval, @at, @event)",
+    {201: Reply("The new launcher's id.", LAUNCHER_ID, location=True), **NO_QUEUE},
+    body=Body(LauncherSpec),
+)
+
+LIST_LAUNCHERS = Operation("Every launcher", {200: Reply("Launchers.", array(ref("Launcher")))})
+
+GET_LAUNCHER = Operation(
+    "A launcher", {200: Reply("The launcher.", ref("Launcher")), 404: Reply("No such launcher.")}
+)
+
+DELETE_LAUNCHER = Operation(
+    "Stop and remove a launcher (the jobs it created stay)",
+    {204: NO_CONTENT, 404: Reply("No such launcher.")},
+)
+
+INFO = Operation("Per-queue counts by status and global statistics", {200: Reply("Counts.", ref("Info"))})
+
+VERSION = Operation("Server version", {200: Reply("Version.", {"type": "string"})}, uses_redis=False)
+
+HEALTH = Operation(
+    "Health",
+    {200: Reply("healthy, or unhealthy with the reason (always 200).", ref("Health"))},
+    uses_redis=False,
+)
+
+READY = Operation(
+    "Readiness",
+    {
+        200: Reply("Redis answers and the scheduler runs.", {"type": "object"}),
+        503: Reply("Not ready: Redis is unreachable, or the scheduler has stopped or fails."),
+    },
+    uses_redis=False,
+)
+
+METRICS = Operation(
+    "Prometheus metrics",
+    {
+        200: Reply(
+            "Prometheus text; jobledger_redis_up 0 when Redis is unreachable.",
+            {"type": "string"},
+            "text/plain",
+        )
+    },
+    uses_redis=False,
+)
+
+OPENAPI = Operation("This document", {200: Reply("OpenAPI 3.1.", {"type": "object"})}, uses_redis=False)

@@ -96,7 +96,7 @@ async def _upload(request: Request) -> Response:
     job_input = {**fields, "user_id": user_id}
     options = JobOptions(input=job_input, quota_key=str(user_id)).with_files(files.refs)
     canonical = {"input": job_input, "files": [ref.model_dump() for ref in files.refs]}
-    key = idempotency(request, "POST /upload", service, canonical)
+    key = idempotency(request, service, canonical)
     ledger: OpeningLedger = request.state.ledger
     made = await ledger.run(commands.create_job(service, options, idempotency=key))
     return status_body(201, made.id, "Queued", "Job successfully uploaded", user_id=user_id, service=service)

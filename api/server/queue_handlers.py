@@ -82,7 +82,7 @@ async def create_job(request: Request) -> Response:
     else:
         options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
         [options] = await with_stored_files(request, name, [options])
-    key = idempotency(request, "POST /queue/{queue}/job", name, body)
+    key = idempotency(request, name, body)
     made = await _ledger(request).run(commands.create_job(name, options, idempotency=key))
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
     headers = {"location": f"/job/{made.id}", **replayed(made.again)}
@@ -188,7 +188,7 @@ async def create_jobs(request: Request) -> Response:
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_BATCH:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
     jobs = await with_stored_files(request, name, [_job_body(request, i, item) for i, item in enumerate(raw)])
-    key = idempotency(request, "POST /queue/{queue}/jobs", name, raw)
+    key = idempotency(request, name, raw)
     made = await _ledger(request).run(commands.create_jobs(name, jobs, idempotency=key))
     return JSONResponse([m.id for m in made], status_code=201, headers=replayed(any(m.again for m in made)))
 

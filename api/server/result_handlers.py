@@ -34,7 +34,7 @@ from jobledger.ledger.errors import NotFound
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.projections import readers
-from jobledger.replay.archive.feed import job_history
+from jobledger.projections.history import job_history
 from jobledger.server.blob_responses import blob_response, blob_store, content_disposition, verified
 from jobledger.server.inputs import job_id
 

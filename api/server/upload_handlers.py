@@ -29,8 +29,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.blobs.holders import remember_upload
+from jobledger.contract.files import MAX_FILES, sha256_of_digest, valid_sha256
 from jobledger.ledger.errors import BadRequest
-from jobledger.ledger.files import MAX_FILES, sha256_of_digest, valid_sha256
 from jobledger.ledger.keys import valid_queue_name
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobOptions, QueueSettings

@@ -1,10 +1,9 @@
 """The event loop a worker runs on when it owns one (:meth:`Worker.run`, ``jobledger worker``).
 
 uvloop's where it is installed (it is a dependency on the platforms it supports), else asyncio's own.
-A worker's cost per job is mostly event-loop turns and the Redis client's awaits, and on uvloop's
-loop a no-op job at concurrency 1 costs the worker's process about a quarter fewer instructions
-(docs/benchmarks.md).  A worker run with :meth:`Worker.run_async` runs on whatever loop its caller
-runs.
+A worker's cost per job is mostly event-loop turns and the Redis client's awaits, which uvloop's
+loop makes cheaper (by how much: docs/benchmarks.md).  A worker run with :meth:`Worker.run_async`
+runs on whatever loop its caller runs.
 """
 
 from __future__ import annotations

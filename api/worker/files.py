@@ -33,7 +33,7 @@ from pathlib import Path
 
 from jobledger.client.destinations import UnsafeName, inside
 from jobledger.client.errors import ClientError, Conflict, DigestMismatch, NotFound
-from jobledger.ledger.files import MAX_FILES, checked_name, duplicate_name
+from jobledger.contract.files import MAX_FILES, checked_name, duplicate_name
 from jobledger.worker.result_files import ResultRefused, open_result
 from jobledger.worker.transports import Assignment, Failure, Transport
 

@@ -228,9 +228,9 @@ class HttpTransport(Finishing):
     asked job by job).  At most :data:`IN_FLIGHT` of the worker's short requests (completions,
     heartbeats, reads) are on their way at once, each on a connection kept open for the next: a
     worker of high concurrency would otherwise queue hundreds of requests inside the HTTP client's
-    pool, whose hand-out of connections costs in proportion to the queue for every request (a
-    worker at concurrency 64 did 40 jobs/s), and open and close a connection per request past its
-    keep-alive limit.
+    pool, whose hand-out of connections costs in proportion to the queue for every request (what
+    that did to a worker of concurrency 64 is in docs/benchmarks.md), and open and close a
+    connection per request past its keep-alive limit.
     """
 
     def __init__(

@@ -515,8 +515,8 @@ class _JobLine:
 
     def log(self, level: int, outcome: str, what: str, *args: Any, error: str | None = None) -> None:
         """Log ``what`` % ``args`` as ``log.log`` would, but without looking up the caller's file and
-        line, which no line of a job shows: that walk up the stack was a quarter of the cost of the
-        line each job logs."""
+        line, which no line of a job shows: that walk up the stack was a good part of the cost of
+        the line each job logs."""
         if not log.isEnabledFor(level):
             return
         job = self.job

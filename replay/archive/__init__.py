@@ -1,1 +1,2 @@
-"""The archive: ledger events moved out of the stream into segment files, and read back."""
+"""Retention: ledger events moved out of the stream into segment files (read back by
+:mod:`jobledger.projections.archive`)."""

@@ -30,10 +30,11 @@ import redis.asyncio
 
 from jobledger.ledger.durations import format_ms
 from jobledger.ledger.errors import Unavailable
+from jobledger.ledger.event_lines import RawEntry, entry_line
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source
 from jobledger.ledger.stream import id_key
-from jobledger.replay.archive.records import (
+from jobledger.projections.archive import (
     MANIFEST,
     ArchiveError,
     Segment,
@@ -42,7 +43,6 @@ from jobledger.replay.archive.records import (
     read_manifest,
     segment_name,
 )
-from jobledger.replay.ledger_file import RawEntry, entry_line
 from jobledger.runtime.private import private_dir, private_opener
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The comparison run: jobledger's own benchmark (:mod:`jobledger.bench`) with the peers beside it.
-
-The peers (Dramatiq, saq, BullMQ) are measured here only, never by the installed ``jobledger bench``.
+"""The benchmark, run from a checkout (``python -m tests.benchmarks``): jobledger's own parts and
+harness (:mod:`tests.benchmarks.ours`) with the peers (Dramatiq, saq, BullMQ: :mod:`tests.benchmarks.peers`)
+beside it.  None of it is installed with jobledger.
 """

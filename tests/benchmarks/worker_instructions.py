@@ -27,11 +27,11 @@ from typing import Any
 
 import redis
 
-from jobledger.bench.server import bundled_server
 from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
+from tests.benchmarks.ours.server import bundled_server
 
 from .instructions import _total
 

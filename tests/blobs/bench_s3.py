@@ -11,8 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from jobledger.bench.ours_files import through_store, write_file
 from jobledger.blobs.objects import ObjectBlobStore
+from tests.benchmarks.ours.ours_files import through_store, write_file
 from tests.blobs.radosgw import RadosGW
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
 
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 BINARIES = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool", "ceph")
 START_DEADLINE = 60.0  # seconds the whole cluster may take to answer

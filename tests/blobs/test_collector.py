@@ -37,8 +37,8 @@ from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler import loop as scheduler
-from tests.blob_support import chunks, stored
-from tests.support import assert_well_placed, fetch_one, put_queue, run_tick, update
+from tests.support.blobs import chunks, stored
+from tests.support.ledger import assert_well_placed, fetch_one, put_queue, run_tick, update
 
 T = TypeVar("T")
 GRACE_MS = 3_600_000

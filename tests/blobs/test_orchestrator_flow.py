@@ -17,7 +17,7 @@ import pytest
 
 from tests.blobs.radosgw import RadosGW
 from tests.cli.process_support import jobledger, wait_serving
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 RUN_SH = b"""#!/bin/bash
 set -e

@@ -18,10 +18,10 @@ from pathlib import Path
 import obstore
 import pytest
 
-from jobledger.bench.ours_files import PeakMemory
 from jobledger.blobs import BlobMissing, BlobStore, DigestMismatch, LocalBlobStore, TooLarge, open_store
 from jobledger.blobs.objects import ObjectBlobStore
 from jobledger.runtime.config import BlobsConfig
+from tests.benchmarks.ours.ours_files import PeakMemory
 from tests.blobs.radosgw import RadosGW
 
 MiB = 1024 * 1024

@@ -11,7 +11,7 @@ from jobledger.client import Client
 from jobledger.ledger.runner import Ledger
 from tests.cli.exec_support import Flow
 from tests.cli.process_support import jobledger, wait_serving
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 
 @pytest.fixture

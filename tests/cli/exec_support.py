@@ -12,7 +12,7 @@ from pathlib import Path
 from jobledger.client import Client, Job
 from jobledger.ledger.runner import Ledger
 from tests.cli.process_support import REPO, Command, wait_for
-from tests.files_support import blob_path, create_with_files
+from tests.support.files import blob_path, create_with_files
 
 DATA = b"b,2\na,1\nc,3\n"
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from jobledger.cli.main import build_app
 from jobledger.client import Client, NotFound
-from tests.live_server import live_server
+from tests.support.live_server import live_server
 
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_URL": None}
 TERMINAL = {**PIPED, "TTY_COMPATIBLE": "1", "COLUMNS": "200"}

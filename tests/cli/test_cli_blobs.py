@@ -20,9 +20,9 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
-from tests.blob_support import chunks, stored
 from tests.cli.test_cli_replay import PIPED, jobledger
-from tests.support import fetch_one, put_queue, run_tick, update
+from tests.support.blobs import chunks, stored
+from tests.support.ledger import fetch_one, put_queue, run_tick, update
 
 
 def in_store(root: Path) -> dict[str, str | None]:

@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from jobledger.cli.main import build_app
 from jobledger.client import Client
-from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.requests import JOB_STATUSES, JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import tick
-from tests.http_support import DEFAULT_SETTINGS
-from tests.live_server import live_server
+from tests.support.http import DEFAULT_SETTINGS
+from tests.support.live_server import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 ANSI = "\x1b["
@@ -179,6 +180,22 @@ def test_submit(world: World) -> None:
     assert run(world, "submit", "no such", code=1).startswith("jobledger: bad request: invalid queue name")
 
 
+def test_submit_has_an_option_for_every_job_option_described_as_declared() -> None:
+    """``--name`` (a list's in the singular, ``--tag``: repeatable), its help the option's description;
+    but ``--input`` (JSON text) and ``--file`` (a path streamed up, not a stored blob's name)."""
+    submit = typer.main.get_command(build_app()).commands["submit"]  # type: ignore[attr-defined]
+    helps = {
+        flag.removeprefix("--").replace("-", "_"): param.help
+        for param in submit.params
+        for flag in param.opts
+    }
+    for name, field in JobOptions.model_fields.items():
+        option = name if name in helps else name.removesuffix("s")
+        assert option in helps, f"submit has no option for {name}"
+        if name not in ("input", "files"):
+            assert helps[option].startswith(str(field.description).rstrip(".")), name
+
+
 def test_an_unreachable_server_is_reported() -> None:
     result = CliRunner().invoke(build_app(), ["queues", "--url", "http://127.0.0.1:9"], env=PIPED)
     assert result.exit_code == 1
@@ -192,7 +209,7 @@ def test_an_unreachable_server_is_reported() -> None:
     ("handler", "message"),
     [
         ("no_module_here:run", "cannot import 'no_module_here'"),
-        ("tests.worker_handlers:nope", "has no 'nope'"),
+        ("tests.support.worker_handlers:nope", "has no 'nope'"),
         ("justaname", "module:function"),
     ],
 )  # fmt: skip

@@ -29,9 +29,9 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.stream_merge import Cursor
 from jobledger.replay.compare import compare
-from tests.live_server import live_server
-from tests.replay_support import stream_entries, stream_ids, workload
-from tests.support import create, fetch_one, put_queue, update
+from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.live_server import live_server
+from tests.support.replay import stream_entries, stream_ids, workload
 
 REPO = Path(__file__).resolve().parents[2]
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_REDIS_URL": None,

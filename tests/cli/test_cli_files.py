@@ -15,9 +15,9 @@ from jobledger.cli.main import build_app
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
-from tests.blob_support import add_result
 from tests.cli.test_cli_commands import PIPED
-from tests.live_server import live_server
+from tests.support.blobs import add_result
+from tests.support.live_server import live_server
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers, tokens
 from jobledger.replay.compare import compare
 from tests.cli.process_support import REPO, jobledger
-from tests.private_redis import free_port
-from tests.support import events
+from tests.support.ledger import events
+from tests.support.private_redis import free_port
 
 QUEUES = [f"q{n}" for n in range(9)]
 COUNT = 3

@@ -25,9 +25,9 @@ from jobledger.ledger.runner import Ledger
 from jobledger.projections.readers import job as readers_job
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
-from tests.live_server import eventually, live_server
-from tests.replay_support import stream_ids
-from tests.support import START_MS, create, fetch, put_queue, update
+from tests.support.ledger import START_MS, create, fetch, put_queue, update
+from tests.support.live_server import eventually, live_server
+from tests.support.replay import stream_ids
 
 #: Nothing of the surroundings leaks in: no colours, and no ledger but the one on the command line.
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.runtime.config import DEFAULT_NAMESPACE
 from jobledger.runtime.embedded import ServerRecord
 from tests.cli.process_support import jobledger, no_server_left, serve_args, wait_serving
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 MIB = 1024 * 1024
 SIZE = 100 * MIB

@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli.process_support import Command, jobledger, wait_for
 from tests.cli.test_serve_tls import self_signed
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 SETTINGS = '[server]\nheader_timeout = "1s"\nmin_body_rate = 1000\n'
 

@@ -14,8 +14,8 @@ import httpx
 
 from jobledger.runtime.embedded import ServerRecord
 from tests.cli.process_support import REPO, jobledger, no_server_left, serve_args, wait_for, wait_serving
-from tests.private_redis import free_port
 from tests.runtime.test_embedded_private import deep_dir, port_of, refused_without_password
+from tests.support.private_redis import free_port
 
 
 def loose(root: Path) -> list[str]:
@@ -80,7 +80,7 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
         verify = ["replay", "verify", "--data-dir", str(data_dir)]
         with jobledger(verify, tmp_path / "v.log", REPO, **env) as cli:
             assert cli.wait(timeout=30) == 0, cli.output()
-        worker_args = ["worker", "tests.worker_handlers:wait_for_release", "--queue", "q",
+        worker_args = ["worker", "tests.support.worker_handlers:wait_for_release", "--queue", "q",
                        "--transport", "redis", "--data-dir", str(data_dir)]  # fmt: skip
         with jobledger(worker_args, tmp_path / "w.log", REPO, **env) as worker:
 

@@ -28,7 +28,7 @@ from tests.cli.process_support import (
     wait_for,
     wait_serving,
 )
-from tests.private_redis import PrivateServer
+from tests.support.private_redis import PrivateServer
 
 #: Seconds a process may take beyond what it promises (the machine is shared and loaded).
 SLACK = 2.0
@@ -177,8 +177,8 @@ def test_a_redis_worker_stopped_by_sigterm_stops_its_embedded_server(tmp_path: P
     data_dir = tmp_path / "data"
     with EmbeddedServer(data_dir):  # a ledger lives there
         pass
-    args = ["worker", "tests.worker_handlers:wait_for_release", "--queue", "q", "--transport", "redis",
-            "--data-dir", str(data_dir)]  # fmt: skip
+    args = ["worker", "tests.support.worker_handlers:wait_for_release", "--queue", "q",
+            "--transport", "redis", "--data-dir", str(data_dir)]  # fmt: skip
     with no_server_left(data_dir), jobledger(args, tmp_path / "w.log") as worker:
         wait_for(lambda: valkeys_in(data_dir), "the worker's embedded server")
         time.sleep(0.5)

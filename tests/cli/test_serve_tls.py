@@ -14,7 +14,7 @@ import pytest
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from tests.cli.process_support import jobledger, wait_for
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 

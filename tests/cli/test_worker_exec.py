@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.exec_support import Flow, group_gone, stopped
 from tests.cli.process_support import wait_for
-from tests.files_support import blob_path
+from tests.support.files import blob_path
 
 
 @pytest.mark.parametrize("transport", ["http", "redis"])

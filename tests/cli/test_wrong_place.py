@@ -13,7 +13,7 @@ import pytest
 from jobledger.runtime.embedded import AOF_DIR, EmbeddedServer
 from tests.cli.process_support import DEADLINE, clean_env, no_server_left, valkeys_in
 
-HANDLER = "tests.worker_handlers:wait_for_release"
+HANDLER = "tests.support.worker_handlers:wait_for_release"
 #: One command of each kind that finds Redis through the data directory.
 COMMANDS: dict[str, list[str]] = {
     "replay verify": ["replay", "verify"],

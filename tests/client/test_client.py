@@ -30,7 +30,7 @@ from jobledger.client import (
 )
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import tick
-from tests.live_server import live_server
+from tests.support.live_server import live_server
 
 FAST = Retry(attempts=3, base=0.01, cap=0.02)
 

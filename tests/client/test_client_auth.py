@@ -11,7 +11,7 @@ from jobledger.client import Client, Forbidden, Unauthorized
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.worker.worker import JobContext, Worker
-from tests.live_server import live_server
+from tests.support.live_server import live_server
 from tests.worker.worker_support import working
 
 

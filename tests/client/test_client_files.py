@@ -17,8 +17,8 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.client import AsyncClient, BadRequest, Client, DigestMismatch, NotFound, Upload
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
-from tests.blob_support import add_result
-from tests.live_server import live_server
+from tests.support.blobs import add_result
+from tests.support.live_server import live_server
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 
 from jobledger.client import AsyncClient, Client, Conflict, NotFound, Retry, StoredResult, Unavailable
 from jobledger.ledger.runner import Ledger
-from tests.files_support import blob_path, create_with_files
+from tests.support.files import blob_path, create_with_files
 
 FAST = Retry(attempts=3, base=0.01, cap=0.02)
 DATA = b"a,b\n" + b"1,2\n" * 100_000  # several chunks

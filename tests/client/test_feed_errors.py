@@ -23,9 +23,9 @@ import redis
 from jobledger.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
 from jobledger.client.sse import SseDecoder, StreamFailed
 from jobledger.ledger.runner import Ledger
-from tests.live_server import eventually, live_server
-from tests.private_redis import PrivateServer
-from tests.support import create, put_queue
+from tests.support.ledger import create, put_queue
+from tests.support.live_server import eventually, live_server
+from tests.support.private_redis import PrivateServer
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = Retry(attempts=3, base=0.05, cap=0.1)

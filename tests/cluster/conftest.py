@@ -1,4 +1,4 @@
-"""One Valkey Cluster of three nodes per test module (see tests/cluster_redis.py)."""
+"""One Valkey Cluster of three nodes per test module (see tests/support/cluster_redis.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster_redis import LocalCluster
+from tests.support.cluster_redis import LocalCluster
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from jobledger.ledger.partitions import CLUSTER_PARTITIONS
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers
 from tests.cli.test_cli_partitions import close, run
-from tests.cluster_redis import LocalCluster
+from tests.support.cluster_redis import LocalCluster
 
 QUEUES = [f"queue-{n}" for n in range(30)]
 

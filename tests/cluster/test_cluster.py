@@ -28,9 +28,9 @@ from jobledger.replay.verify import scratch_name, verify
 from jobledger.runtime.embedded import free_port
 from jobledger.worker import Worker
 from tests.cli.process_support import jobledger, serve_args, wait_for, wait_serving
-from tests.cluster_redis import LocalCluster
-from tests.live_server import live_server
-from tests.support import assert_well_placed, events
+from tests.support.cluster_redis import LocalCluster
+from tests.support.ledger import assert_well_placed, events
+from tests.support.live_server import live_server
 
 
 def namespace_on(cluster: LocalCluster, index: int, stem: str) -> str:

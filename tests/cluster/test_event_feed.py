@@ -14,10 +14,10 @@ from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.stream import id_key
 from tests.cluster.test_partitions import close, nodes_of
-from tests.cluster_redis import LocalCluster
-from tests.live_server import live_server
 from tests.server.test_events_partitions import BASE_MS, Clock, _seen
 from tests.server.test_events_stream import Sse
+from tests.support.cluster_redis import LocalCluster
+from tests.support.live_server import live_server
 
 
 def test_the_feed_merges_partitions_on_different_nodes(cluster: LocalCluster) -> None:

@@ -19,12 +19,12 @@ from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers
 from jobledger.replay.placement import misplaced
 from jobledger.replay.verify import verify
-from tests.cluster_redis import LocalCluster
-from tests.deadline_support import scheduler_running
 from tests.ledger.test_partitions import watch_wakes_each_partition
 from tests.scheduler.launcher_support import complete_job, data_of, launched, new_launcher
 from tests.scheduler.test_split_launchers import IDLE, wait_for
-from tests.support import put_queue
+from tests.support.cluster_redis import LocalCluster
+from tests.support.deadlines import scheduler_running
+from tests.support.ledger import put_queue
 
 QUEUES = [f"queue-{n}" for n in range(30)]
 

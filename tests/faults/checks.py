@@ -26,7 +26,7 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.replay.placement import misplaced
 from tests.ledger.test_transitions import ALLOWED
-from tests.support import STATUS_OF
+from tests.support.ledger import STATUS_OF
 
 #: status -> {event: status after}: the transition table as the transition tests hold it
 #: (tests/ledger/test_transitions.py), with what only the ledger itself does (create, fetch, the

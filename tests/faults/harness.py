@@ -38,7 +38,7 @@ from jobledger.ledger.runner import Ledger
 from tests.cli.process_support import REPO, Command, clean_env
 from tests.faults import checks
 from tests.faults.proxy import DropProxy
-from tests.private_redis import PrivateServer, answers, free_port
+from tests.support.private_redis import PrivateServer, answers, free_port
 
 FAULTS = ("kill-worker", "kill-valkey", "kill-server", "pause-valkey", "drop-replies")
 NAMESPACE = "faults"

@@ -12,7 +12,7 @@ import threading
 import time
 
 from tests.faults.checks import Drop
-from tests.private_redis import free_port
+from tests.support.private_redis import free_port
 
 CHUNK = 65536
 #: What a request carrying a script starts with, as redis-py writes it (RESP bulk strings).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobledger.ledger.runner import Ledger
-from tests.support import put_queue
+from tests.support.ledger import put_queue
 
 
 @pytest.fixture

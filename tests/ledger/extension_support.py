@@ -10,7 +10,17 @@ from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.runner import Ledger
-from tests.support import assert_well_placed, at, create, events, fetch_one, job, run_tick, status, update
+from tests.support.ledger import (
+    assert_well_placed,
+    at,
+    create,
+    events,
+    fetch_one,
+    job,
+    run_tick,
+    status,
+    update,
+)
 
 HEARTBEAT_MESSAGE = "no heartbeat within heartbeat_timeout"
 TIMEOUT_MESSAGE = "running longer than timeout"

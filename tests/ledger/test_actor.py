@@ -24,7 +24,7 @@ from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler.loop import tick
 from tests.scheduler.launcher_support import advance_to, new_launcher
-from tests.support import create, events, fetch_one, put_queue, update
+from tests.support.ledger import create, events, fetch_one, put_queue, update
 
 
 def actors(ledger: Ledger) -> list[tuple[str, str]]:

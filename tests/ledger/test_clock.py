@@ -18,8 +18,17 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.source import resolve_until
 from jobledger.replay.transfer import export_ledger, import_ledger
-from tests.private_redis import PrivateServer, wait_until
-from tests.support import START_MS, assert_well_placed, create, events, fetch_one, put_queue, raw_job, update
+from tests.support.ledger import (
+    START_MS,
+    assert_well_placed,
+    create,
+    events,
+    fetch_one,
+    put_queue,
+    raw_job,
+    update,
+)
+from tests.support.private_redis import PrivateServer, wait_until
 
 
 def _ats(client: redis.Redis, namespace: str) -> list[int]:

@@ -22,9 +22,9 @@ from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler.loop import tick
-from tests.http_support import app_client
 from tests.ledger.extension_support import HEARTBEAT_MESSAGE, TIMEOUT_MESSAGE, error
-from tests.support import at, create, events, fetch_one, frozen_clock, put_queue, raw_job
+from tests.support.http import app_client
+from tests.support.ledger import at, create, events, fetch_one, frozen_clock, put_queue, raw_job
 
 UPCAST = {
     "error": {"kind": "heartbeat_timeout", "message": HEARTBEAT_MESSAGE},

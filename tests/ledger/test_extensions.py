@@ -18,7 +18,7 @@ from jobledger.ledger.requests import JobOptions, JobUpdate
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
 from tests.ledger.extension_support import when
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     at,
     create,

@@ -25,7 +25,7 @@ from tests.ledger.extension_support import (
     time_out,
     when,
 )
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     create,
     event_types,

@@ -18,7 +18,7 @@ from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Conflict
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import Ledger
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     create,
     event_types,

@@ -17,7 +17,7 @@ from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     create,
     event_types,

@@ -12,7 +12,7 @@ from jobledger.projections import readers
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
 from jobledger.replay.verify import drop_namespace
-from tests.support import create, events, fetch_one, raw_job, update
+from tests.support.ledger import create, events, fetch_one, raw_job, update
 
 
 def stream_ids(ledger: Ledger, job_id: int) -> list[str]:

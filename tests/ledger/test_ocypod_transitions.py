@@ -17,7 +17,7 @@ from jobledger.ledger.events import JobRequeued, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.rebuild import rebuild
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     at,
     create,

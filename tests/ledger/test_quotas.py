@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import redis
 
-from jobledger.bench.server import bundled_server
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
@@ -16,6 +15,7 @@ from jobledger.projections import readers
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
+from tests.benchmarks.ours.server import bundled_server
 
 
 def _queue(ledger: Ledger, **settings: object) -> None:

@@ -15,7 +15,7 @@ import redis
 import redis.asyncio.connection
 
 from jobledger.ledger.redis_clients import LeanConnection, async_client
-from tests.private_redis import PrivateServer
+from tests.support.private_redis import PrivateServer
 
 
 def _counting_tasks(loop: asyncio.AbstractEventLoop, made: list[str]) -> None:

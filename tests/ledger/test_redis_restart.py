@@ -16,7 +16,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.partitioned import OpeningLedger, open_ledger
 from jobledger.ledger.redis_clients import async_client, sync_client
 from jobledger.ledger.requests import QueueSettings
-from tests.private_redis import PrivateServer
+from tests.support.private_redis import PrivateServer
 
 POOLED = 3  # connections in the pool when Redis goes away
 

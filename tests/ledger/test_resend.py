@@ -10,7 +10,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.errors import Conflict
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.runner import Ledger
-from tests.support import (
+from tests.support.ledger import (
     assert_well_placed,
     create,
     event_types,

@@ -13,7 +13,7 @@ from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.keys import TEMPLATES, Keys, lua_inline_keys, lua_prelude
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import APPLIER_DIR, CompositionError, Library, library, source, sources
-from tests.support import put_queue
+from tests.support.ledger import put_queue
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")

@@ -18,8 +18,8 @@ from jobledger.ledger.clock import now_ms
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.verify import verify
 from jobledger.scheduler.loop import tick
-from tests.private_redis import PrivateServer, wait_until
-from tests.support import create, put_queue, raw_job, status, update
+from tests.support.ledger import create, put_queue, raw_job, status, update
+from tests.support.private_redis import PrivateServer, wait_until
 
 TIMEOUT_S = 2
 STALL_S = 2.5  # longer than the job's timeout

@@ -14,7 +14,7 @@ from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Conflict, NotFound
 from jobledger.ledger.requests import JobOptions, JobUpdate
 from jobledger.ledger.runner import Ledger
-from tests.support import (
+from tests.support.ledger import (
     STATES,
     assert_well_placed,
     at,

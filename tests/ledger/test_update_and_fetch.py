@@ -11,7 +11,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
-from tests.support import create, event_types, fetch, put_queue, status
+from tests.support.ledger import create, event_types, fetch, put_queue, status
 
 
 def test_the_updates_go_first_then_the_fetch(client: redis.Redis, ledger: Ledger, namespace: str) -> None:

@@ -11,7 +11,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
-from tests.support import create, event_types, fetch, put_queue, status, stream_length
+from tests.support.ledger import create, event_types, fetch, put_queue, status, stream_length
 
 DISK = ErrorReport(kind="io", message="disk")
 

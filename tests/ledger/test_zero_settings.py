@@ -16,7 +16,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
 from jobledger.replay.rebuild import rebuild
 from jobledger.replay.verify import drop_namespace
-from tests.support import create, events, fetch_one, job, put_queue, raw_job, status
+from tests.support.ledger import create, events, fetch_one, job, put_queue, raw_job, status
 
 
 def without_history(stored: dict[str, str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from jobledger.ledger.commands import Call
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.partitioned import Partitioned, open_ledger, runners_of
 from jobledger.ledger.runner import Ledger
-from tests.support import TEST_PARTITIONS, nth_id
+from tests.support.ledger import TEST_PARTITIONS, nth_id
 
 DEFAULT_QUEUE = "default"
 BATCH = 500

@@ -22,7 +22,7 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import Partitioned, runners_of
 from jobledger.ledger.runner import Ledger
-from tests.support import TEST_PARTITIONS
+from tests.support.ledger import TEST_PARTITIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0

@@ -13,10 +13,10 @@ from datetime import datetime
 import httpx
 import pytest
 
-from tests.http_support import RFC3339
 from tests.ocypod.manager import connect
 from tests.ocypod.server import Served, wipe_ledger
-from tests.support import TEST_PARTITIONS
+from tests.support.http import RFC3339
+from tests.support.ledger import TEST_PARTITIONS
 
 #: The guide's job is job 1: a ledger split into partitions hands out ids that name their partition.
 pytestmark = pytest.mark.skipif(

@@ -16,8 +16,8 @@ from jobledger.replay import rebuild as rebuild_module
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import Applier, rebuild
 from jobledger.replay.verify import drop_namespace
-from tests.replay_support import workload
-from tests.support import create, fetch, put_queue
+from tests.support.ledger import create, fetch, put_queue
+from tests.support.replay import workload
 
 
 @pytest.fixture

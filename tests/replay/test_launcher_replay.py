@@ -24,7 +24,7 @@ from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler.loop import tick
-from tests.support import events, frozen_clock
+from tests.support.ledger import events, frozen_clock
 
 QUEUES = ("A", "B")
 SCHEDULES: list[tuple[str, Any]] = [

@@ -13,7 +13,7 @@ from freezegun.api import FrozenDateTimeFactory
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
-from tests.support import at, create, fetch_one, put_queue, run_tick, update
+from tests.support.ledger import at, create, fetch_one, put_queue, run_tick, update
 
 Damage = Callable[[Ledger, dict[str, int]], None]
 

@@ -53,7 +53,7 @@ from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
 from jobledger.scheduler.loop import tick
-from tests.support import START, stream_length
+from tests.support.ledger import START, stream_length
 
 QUEUES = ("alpha", "beta", "gamma")
 TAGS = ("red", "green", "blue")

@@ -12,8 +12,8 @@ from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.source import UntilError, ledger_length, resolve_until
-from tests.replay_support import archive, stream_ids, workload
-from tests.support import START_MS
+from tests.support.ledger import START_MS
+from tests.support.replay import archive, stream_ids, workload
 
 STEP = 60_000  # a minute between the workloads
 

@@ -21,8 +21,8 @@ from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
 from jobledger.replay.swap import SwapConflict, swap
 from jobledger.replay.verify import verify
-from tests.replay_support import workload
-from tests.support import create, fetch, job, put_queue, update
+from tests.support.ledger import create, fetch, job, put_queue, update
+from tests.support.replay import workload
 
 
 class Load:

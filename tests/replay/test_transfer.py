@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import redis
 
+from jobledger.ledger.event_lines import LedgerFileError, count_lines
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.stream import EventFilter, scan
 from jobledger.replay.compare import compare
-from jobledger.replay.ledger_file import LedgerFileError, count_lines
 from jobledger.replay.rebuild import NamespaceNotEmpty
 from jobledger.replay.transfer import export_ledger, import_ledger
-from tests.replay_support import stream_entries, stream_ids, workload
-from tests.support import put_queue
+from tests.support.ledger import put_queue
+from tests.support.replay import stream_entries, stream_ids, workload
 
 
 def test_export_then_import_gives_the_same_stream_and_projections(

@@ -12,8 +12,8 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.rebuild import UnknownEventType
 from jobledger.replay.verify import verify
-from tests.replay_support import workload
-from tests.support import create, fetch, put_queue, update
+from tests.support.ledger import create, fetch, put_queue, update
+from tests.support.replay import workload
 
 
 def scratch_keys(client: redis.Redis, namespace: str) -> list[bytes]:

@@ -19,8 +19,8 @@ from jobledger.ledger.redis_clients import masked_url
 from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.live_server import live_server
-from tests.private_redis import answers, free_port, wait_until
+from tests.support.live_server import live_server
+from tests.support.private_redis import answers, free_port, wait_until
 
 PASSWORD = "default-pass-7f3a"
 ACL_PASSWORD = "acl-pass-91bc"

@@ -24,8 +24,8 @@ from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.live_server import live_server
-from tests.private_redis import answers, free_port
+from tests.support.live_server import live_server
+from tests.support.private_redis import answers, free_port
 
 ACL_PASSWORD = "tls-acl-pass-4d2e"
 PIPED = {"TTY_COMPATIBLE": "0", "NO_COLOR": "1"}

@@ -14,7 +14,7 @@ from jobledger.ledger.partitioned import Partitioned
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import launchers as readers
 from jobledger.scheduler.loop import tick
-from tests.support import START, create, events, fetch_one, later, update
+from tests.support.ledger import START, create, events, fetch_one, later, update
 
 
 def new_launcher(

@@ -12,9 +12,9 @@ import redis
 
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import WAKE_THROTTLE
-from tests.deadline_support import SCENARIOS, lateness_ms, scheduler_running
-from tests.private_redis import PrivateServer
-from tests.support import create, put_queue
+from tests.support.deadlines import SCENARIOS, lateness_ms, scheduler_running
+from tests.support.ledger import create, put_queue
+from tests.support.private_redis import PrivateServer
 
 #: "About a second", with room for a loaded machine.
 MARGIN_MS = 1500

@@ -22,7 +22,7 @@ from tests.scheduler.launcher_support import (
     new_launcher,
     view,
 )
-from tests.support import (
+from tests.support.ledger import (
     START,
     assert_well_placed,
     at,

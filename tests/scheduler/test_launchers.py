@@ -29,7 +29,7 @@ from tests.scheduler.launcher_support import (
     pending,
     view,
 )
-from tests.support import (
+from tests.support.ledger import (
     START,
     START_MS,
     assert_well_placed,

@@ -21,7 +21,7 @@ from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.projections import readers
 from jobledger.scheduler.loop import BATCH, CHECKS, _tick_steps, check, tick
-from tests.support import assert_well_placed, events, fetch, put_queue, run_tick, unchanged
+from tests.support.ledger import assert_well_placed, events, fetch, put_queue, run_tick, unchanged
 
 JOBS = 300
 SCHEDULERS = 2

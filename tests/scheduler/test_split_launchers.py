@@ -25,9 +25,9 @@ from jobledger.replay.placement import misplaced
 from jobledger.replay.verify import verify
 from jobledger.scheduler import launchers as launcher_checks
 from jobledger.scheduler.launchers import SourcesRead
-from tests.deadline_support import scheduler_running
 from tests.scheduler.launcher_support import complete_job, data_of, launched, new_launcher
-from tests.support import START, at, events, later, put_queue
+from tests.support.deadlines import scheduler_running
+from tests.support.ledger import START, at, events, later, put_queue
 
 COUNT = 3
 #: Check intervals (ms) so long that only events wake a running scheduler within a test.

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from tests.http_support import app_client, put_queue
+from tests.support.http import app_client, put_queue
 
 
 @pytest.fixture

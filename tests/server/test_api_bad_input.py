@@ -12,8 +12,8 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.server.inputs import MAX_DEPTH
-from tests.http_support import app_client, create_job, error_of, fetch, put_queue, unchanged
-from tests.support import nth_id
+from tests.support.http import app_client, create_job, error_of, fetch, put_queue, unchanged
+from tests.support.ledger import nth_id
 
 LIMIT = 1024
 JSON = {"content-type": "application/json"}

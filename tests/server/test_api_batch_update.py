@@ -8,8 +8,8 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from tests.http_support import app_client, put_queue, unchanged
-from tests.support import events
+from tests.support.http import app_client, put_queue, unchanged
+from tests.support.ledger import events
 
 QUEUES = ("q", "other")
 

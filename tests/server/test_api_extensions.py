@@ -12,7 +12,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
-from tests.http_support import (
+from tests.support.http import (
     RFC3339,
     create_job,
     error_of,
@@ -24,7 +24,7 @@ from tests.http_support import (
     tick_at,
     unchanged,
 )
-from tests.support import ID_STEP
+from tests.support.ledger import ID_STEP
 
 FAR = "2099-06-01T12:00:00+02:00"  # a run_at in the future, with an offset
 FAR_UTC = "2099-06-01T10:00:00.000000Z"

@@ -10,7 +10,7 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from tests.http_support import app_client, unchanged
+from tests.support.http import app_client, unchanged
 
 QUEUES = ("q",)  # created on the app before each test (the api fixture)
 

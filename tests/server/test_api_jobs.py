@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from jobledger import __version__
 from jobledger.ledger.runner import Ledger
 from jobledger.projections.views import JOB_FIELDS
-from tests.http_support import (
+from tests.support.http import (
     JOB_STATUSES,
     RFC3339,
     app_client,

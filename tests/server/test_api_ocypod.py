@@ -14,7 +14,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.server.app import create_app
-from tests.http_support import (
+from tests.support.http import (
     BASE_URL,
     app_client,
     create_job,

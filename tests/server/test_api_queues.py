@@ -11,7 +11,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
-from tests.http_support import (
+from tests.support.http import (
     DEFAULT_SETTINGS,
     JOB_STATUSES,
     create_job,
@@ -23,7 +23,7 @@ from tests.http_support import (
     tick_at,
     unchanged,
 )
-from tests.support import nth_id
+from tests.support.ledger import nth_id
 
 # GET /queue
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from tests.http_support import DEFAULT_SETTINGS, app_client, error_of, no_content
-from tests.private_redis import PrivateServer, wait_until
+from tests.support.http import DEFAULT_SETTINGS, app_client, error_of, no_content
+from tests.support.private_redis import PrivateServer, wait_until
 
 #: Requests of every kind, reads and writes, against a queue "q" with job 1 queued.
 REQUESTS: list[tuple[str, str, object]] = [

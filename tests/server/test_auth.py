@@ -16,7 +16,7 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
 from jobledger.server.routes import ROUTES
-from tests.http_support import app_client
+from tests.support.http import app_client
 
 REQUIRES = {(route.method, route.path): route.needs for route in ROUTES}
 OPEN = {("GET", "/health"), ("GET", "/ready")}

@@ -13,7 +13,7 @@ import pytest
 
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
-from tests.live_server import eventually, live_server
+from tests.support.live_server import eventually, live_server
 
 
 def token(ledger: Ledger, name: str, *scopes: str) -> dict[str, str]:

@@ -15,8 +15,9 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
-from jobledger.ledger.files import FileRef, repr_digest
-from jobledger.ledger.files import sha256_of_digest as parse_digest
+from jobledger.contract.files import repr_digest
+from jobledger.contract.files import sha256_of_digest as parse_digest
+from jobledger.ledger.files import FileRef
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.errors import HANDLERS
 

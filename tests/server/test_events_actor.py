@@ -17,12 +17,12 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.transfer import export_ledger, import_ledger
 from jobledger.scheduler.loop import tick
-from tests.http_support import app_client, create_job, error_of, fetch
-from tests.live_server import live_server
-from tests.replay_support import stream_entries, workload
 from tests.scheduler.launcher_support import advance_to, new_launcher
 from tests.server.test_events_stream import Sse
-from tests.support import create, fetch_one, put_queue, update
+from tests.support.http import app_client, create_job, error_of, fetch
+from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.live_server import live_server
+from tests.support.replay import stream_entries, workload
 
 
 def _events(api: TestClient, **params: Any) -> list[dict[str, Any]]:

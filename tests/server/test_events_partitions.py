@@ -23,12 +23,12 @@ from jobledger.ledger.partitioned import Partitioned, open_ledger, open_ledger_a
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.stream import EventFilter, id_key
 from jobledger.ledger.stream_merge import START, Cursor, parse_cursor
-from jobledger.replay.archive.feed import merged_page
+from jobledger.projections.history import merged_page
 from jobledger.replay.source import xrange
-from tests.http_support import app_client, error_of
-from tests.live_server import eventually, live_server
-from tests.replay_support import archive
 from tests.server.test_events_stream import Sse, xread_clients
+from tests.support.http import app_client, error_of
+from tests.support.live_server import eventually, live_server
+from tests.support.replay import archive
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000

@@ -16,9 +16,9 @@ import redis
 
 from jobledger.client import AsyncClient, Client, Event
 from jobledger.ledger.runner import Ledger
-from tests.live_server import eventually
-from tests.replay_support import archive, stream_ids, workload
-from tests.support import START_MS, create, put_queue
+from tests.support.ledger import START_MS, create, put_queue
+from tests.support.live_server import eventually
+from tests.support.replay import archive, stream_ids, workload
 
 
 class Sse:

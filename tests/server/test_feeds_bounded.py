@@ -19,8 +19,8 @@ import redis
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.runtime.config import ServerConfig
-from tests.live_server import eventually, live_server
-from tests.private_redis import PrivateServer
+from tests.support.live_server import eventually, live_server
+from tests.support.private_redis import PrivateServer
 
 #: More feeds than redis-py's default pool of 100 connections.
 MANY = 150

@@ -12,8 +12,8 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
-from jobledger.ledger.files import checked_name, duplicate_name
-from tests.http_support import app_client, error_of, fetch, job_field, put_queue, unchanged
+from jobledger.contract.files import checked_name, duplicate_name
+from tests.support.http import app_client, error_of, fetch, job_field, put_queue, unchanged
 
 NFD = unicodedata.normalize("NFD", "café.txt")
 NFC = unicodedata.normalize("NFC", "café.txt")

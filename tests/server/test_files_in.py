@@ -17,11 +17,11 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.blobs import Blob, LocalBlobStore
-from jobledger.ledger.files import repr_digest
+from jobledger.contract.files import repr_digest
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
-from tests.http_support import app_client, error_of, job_field, put_queue, unchanged
-from tests.live_server import eventually, live_server
+from tests.support.http import app_client, error_of, job_field, put_queue, unchanged
+from tests.support.live_server import eventually, live_server
 
 
 def sha(data: bytes) -> str:

@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.http_support import app_client, error_of, unchanged
-from tests.live_server import live_server
+from tests.support.http import app_client, error_of, unchanged
+from tests.support.live_server import live_server
 
 QUEUES = ("q",)
 

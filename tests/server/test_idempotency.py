@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 from jobledger.ledger.events import IdempotencyExpired, decode_entry
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.source import xrange
-from tests.http_support import app_client, error_of, put_queue, state_of, tick_at, unchanged
-from tests.support import ID_STEP, in_partition_of, queue_ledger
+from tests.support.http import app_client, error_of, put_queue, state_of, tick_at, unchanged
+from tests.support.ledger import ID_STEP, in_partition_of, queue_ledger
 
 QUEUES = ("q", "other")
 

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
-from tests.http_support import app_client, error_of, put_queue, unchanged
+from tests.support.http import app_client, error_of, put_queue, unchanged
 
 HUGE = "9" * 4301  # past Python's limit on converting digits to an int
 OVER = str(2**63)  # past Redis's integers

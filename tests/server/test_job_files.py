@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.runner import Ledger
-from tests.files_support import blob_path, create_with_files
-from tests.http_support import app_client, error_of, fetch, job_field, put_queue, unchanged
+from tests.support.files import blob_path, create_with_files
+from tests.support.http import app_client, error_of, fetch, job_field, put_queue, unchanged
 
 RUN = b"#!/bin/sh\necho hi > out.txt\n"
 DATA = b"a,b\n1,2\n"

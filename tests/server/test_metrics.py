@@ -17,8 +17,8 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
 from jobledger.server.metrics import DEADLINE_SETS
 from jobledger.server.process_metrics import ProcessMetrics
-from tests.http_support import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
-from tests.support import one_queue_per_partition
+from tests.support.http import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
+from tests.support.ledger import one_queue_per_partition
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -11,20 +11,15 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.testclient import TestClient
 
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from jobledger.server.api_route import ApiPath, ApiRoute
 from jobledger.server.app import create_app
-from jobledger.server.auth import READ
 from jobledger.server.openapi import openapi_path
-from jobledger.server.openapi_paths import OPERATIONS
 from jobledger.server.routes import ROUTES
-from tests.http_support import BASE_URL, create_job, fetch, make_config, put_queue
+from tests.support.http import BASE_URL, create_job, fetch, make_config, put_queue
 
 Doc = dict[str, Any]
 
@@ -67,12 +62,6 @@ def test_every_route_is_described(doc: Doc) -> None:
         assert operation["responses"], (method, path)
         declared = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
         assert declared == set(path.replace("}", "{").split("{")[1::2]), (method, path)
-
-
-def test_every_metadata_entry_names_a_route() -> None:
-    """No stale entries: each (method, path) of OPERATIONS is served."""
-    served = {(route.method, route.path) for route in ROUTES}
-    assert set(OPERATIONS) <= served, set(OPERATIONS) - served
 
 
 def test_bodies_come_from_the_pydantic_models(doc: Doc) -> None:
@@ -126,22 +115,13 @@ def test_answers_match_their_schemas(api: TestClient, doc: Doc) -> None:
     conforms(doc, "Error", api.get("/job/999999").json())
 
 
-async def _extra(request: Request) -> Response:
-    return JSONResponse(request.path_params["thing"])
-
-
-def test_a_route_without_metadata_is_still_listed(redis_url: str, namespace: str) -> None:
-    app = create_app(make_config(namespace), redis_url, run_scheduler=False)
-    extra = [ApiRoute(m, "/extra/{thing:int}", f"{__name__}:_extra", READ) for m in ("GET", "POST")]
-    app.router.routes.append(ApiPath(extra, read_only=False, auth=False))
-    with TestClient(app, base_url=BASE_URL) as client:
-        doc = client.get("/openapi.json").json()
-    validate(doc)
-    for method in ("get", "post"):
-        operation = doc["paths"]["/extra/{thing}"][method]
-        assert [p["name"] for p in operation["parameters"]] == ["thing"]
-        assert "default" in operation["responses"]
-    assert "head" not in doc["paths"]["/extra/{thing}"]
+def test_the_idempotent_routes_and_only_they_take_an_idempotency_key(doc: Doc) -> None:
+    for route in ROUTES:
+        operation = doc["paths"][openapi_path(route.path)][route.method.lower()]
+        headers = {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+        assert ("Idempotency-Key" in headers) == route.idempotent, route.name
+        assert ("422" in operation["responses"]) == route.idempotent, route.name
+    assert "Idempotency-Key" in {p["name"] for p in doc["paths"]["/upload"]["post"]["parameters"]}
 
 
 def test_with_auth_the_guarded_routes_want_the_bearer_token(redis_url: str, namespace: str) -> None:

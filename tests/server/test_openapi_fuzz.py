@@ -28,7 +28,7 @@ from schemathesis.core.result import Ok
 from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.live_server import live_server
+from tests.support.live_server import live_server
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 EXAMPLES = 10

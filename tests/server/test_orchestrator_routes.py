@@ -21,9 +21,9 @@ from jobledger.ledger import commands
 from jobledger.ledger.requests import JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
-from tests.blob_support import add_result
-from tests.http_support import app_client, put_queue, unchanged
-from tests.live_server import live_server
+from tests.support.blobs import add_result
+from tests.support.http import app_client, put_queue, unchanged
+from tests.support.live_server import live_server
 
 
 @pytest.fixture

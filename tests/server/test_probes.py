@@ -14,9 +14,9 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
 from jobledger.server.app import create_app
-from tests.deadline_support import SCENARIOS, lateness_ms
-from tests.http_support import BASE_URL, error_of, make_config
-from tests.private_redis import PrivateServer, wait_until
+from tests.support.deadlines import SCENARIOS, lateness_ms
+from tests.support.http import BASE_URL, error_of, make_config
+from tests.support.private_redis import PrivateServer, wait_until
 
 
 @contextmanager

@@ -18,8 +18,8 @@ import pytest
 
 from jobledger.client import AsyncClient, Client, Event, Job
 from jobledger.ledger.runner import Ledger
-from tests.live_server import live_server
-from tests.support import create, fetch_one, put_queue, update
+from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.live_server import live_server
 
 #: Seconds with no event at all: longer than redis-py 8's default socket timeout.
 QUIET = 6.5

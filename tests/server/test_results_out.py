@@ -13,14 +13,14 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.blobs import LocalBlobStore
+from jobledger.contract.files import sha256_of_digest as parse_digest
 from jobledger.ledger import commands
-from jobledger.ledger.files import sha256_of_digest as parse_digest
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
 from jobledger.replay.verify import verify
-from tests.blob_support import add_result
-from tests.http_support import RFC3339, app_client, create_job, error_of, fetch, put_queue
+from tests.support.blobs import add_result
+from tests.support.http import RFC3339, app_client, create_job, error_of, fetch, put_queue
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
-from jobledger.replay.archive.records import load_record
+from jobledger.projections.archive import load_record
 from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
-from tests.http_support import BASE_URL
 from tests.server.test_api_unavailable import wait_until
+from tests.support.http import BASE_URL
 
 
 def test_serve_archives_and_a_history_keeps_every_event(

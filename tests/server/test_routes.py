@@ -8,10 +8,14 @@ import subprocess
 import sys
 
 import pytest
+from starlette.testclient import TestClient
 
 from jobledger.server.api_route import ApiPath, ApiRoute, RouteError
-from jobledger.server.auth import READ
+from jobledger.server.auth import PRODUCE_QUEUE, READ
+from jobledger.server.openapi_paths import Operation
 from jobledger.server.routes import ROUTES, warm
+
+QUEUES = ("q",)
 
 #: Endpoint modules a start loads for something else than a route's endpoint (the dashboard's pages,
 #: the probes' limit, the metrics the app records).
@@ -49,7 +53,20 @@ def test_warm_resolves_and_keeps_every_endpoint() -> None:
 
 def test_a_record_without_a_scope_cannot_be_built() -> None:
     with pytest.raises(RouteError, match=r"route GET /thing: no scope"):
-        ApiRoute("GET", "/thing", "jobledger.server.info_handlers:info")
+        ApiRoute("GET", "/thing", "jobledger.server.info_handlers:info", operation="INFO")
+
+
+def test_a_record_without_an_operation_cannot_be_built() -> None:
+    with pytest.raises(RouteError, match=r"route GET /thing: no OpenAPI operation"):
+        ApiRoute("GET", "/thing", "jobledger.server.info_handlers:info", READ)
+
+
+def test_every_record_names_an_operation_that_exists() -> None:
+    for route in ROUTES:
+        assert isinstance(route.described, Operation), route.name
+    missing = ApiRoute("GET", "/thing", "m:f", READ, "NO_SUCH_OPERATION")
+    with pytest.raises(RouteError, match="route GET /thing: openapi_paths has no operation NO_SUCH"):
+        missing.described  # noqa: B018
 
 
 @pytest.mark.parametrize(
@@ -58,11 +75,11 @@ def test_a_record_without_a_scope_cannot_be_built() -> None:
 )
 def test_a_bad_method_or_endpoint_cannot_be_built(method: str, endpoint: str, says: str) -> None:
     with pytest.raises(RouteError, match=f"route {method} /thing.*{says}"):
-        ApiRoute(method, "/thing", endpoint, READ)
+        ApiRoute(method, "/thing", endpoint, READ, "INFO")
 
 
 def test_a_route_twice_in_the_table_is_refused() -> None:
-    twice = [ApiRoute("GET", "/thing", "m:f", READ), ApiRoute("GET", "/thing", "m:g", READ)]
+    twice = [ApiRoute("GET", "/thing", "m:f", READ, "INFO"), ApiRoute("GET", "/thing", "m:g", READ, "INFO")]
     with pytest.raises(RouteError, match="route GET /thing is in the table twice"):
         ApiPath(twice, read_only=False, auth=False)
 
@@ -71,3 +88,15 @@ def test_only_gets_read_unless_the_record_says_otherwise() -> None:
     writes = {route.name for route in ROUTES if route.writes}
     assert "GET /queue/{queue}/job" in writes  # a fetch starts jobs
     assert {route.name for route in ROUTES if route.method != "GET"} <= writes
+
+
+def test_only_a_route_whose_record_is_idempotent_reads_the_idempotency_key(api: TestClient) -> None:
+    create = "jobledger.server.queue_handlers:create_job"
+    plain = ApiRoute("POST", "/plain/{queue}/job", create, PRODUCE_QUEUE, "CREATE_JOB")
+    api.app.router.routes.append(ApiPath([plain], read_only=False, auth=False))  # type: ignore[attr-defined]
+    key = {"idempotency-key": "k-1"}
+    keyed = [api.post("/queue/q/job", json={"input": 1}, headers=key) for _ in range(2)]
+    unkeyed = [api.post("/plain/q/job", json={"input": 1}, headers=key) for _ in range(2)]
+    assert keyed[1].headers.get("idempotent-replayed") == "true"
+    assert all(a.status_code == 201 and "idempotent-replayed" not in a.headers for a in unkeyed)
+    assert len({a.json() for a in [*keyed, *unkeyed]}) == 3

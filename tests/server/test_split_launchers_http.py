@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
-from tests.http_support import app_client, error_of, no_content, put_queue
 from tests.server.ui.html import parse
+from tests.support.http import app_client, error_of, no_content, put_queue
 
 COUNT = 3
 INTERVAL = {"type": "@interval", "arguments": "1h"}

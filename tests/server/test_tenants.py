@@ -20,7 +20,7 @@ from jobledger.blobs import Blob, LocalBlobStore
 from jobledger.blobs.holders import holders
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest
-from tests.http_support import app_client, error_of, unchanged
+from tests.support.http import app_client, error_of, unchanged
 
 TOKENS: dict[str, list[str]] = {
     "admin": ["admin"],

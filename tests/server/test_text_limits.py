@@ -13,13 +13,13 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.contract.files import MAX_FILES, MAX_NAME
 from jobledger.ledger import requests
-from jobledger.ledger.files import MAX_FILES, MAX_NAME
 from jobledger.ledger.launchers import MAX_CRON
 from jobledger.ledger.tokens import MAX_SCOPES, ScopeError, create_token
 from jobledger.server.upload_form import MAX_FIELD, MAX_FIELDS
 from jobledger.worker.worker import Worker
-from tests.http_support import app_client, create_job, error_of, unchanged
+from tests.support.http import app_client, create_job, error_of, unchanged
 
 BODY_LIMIT = 256 * 1024
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"

@@ -14,7 +14,7 @@ import pytest
 
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.live_server import live_server
+from tests.support.live_server import live_server
 from tests.ui.browser import VIEWPORT, Chromium, Dashboard, missing, screenshot_dir, unavailable
 
 if TYPE_CHECKING:  # playwright is imported only once a browser is there

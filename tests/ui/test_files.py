@@ -14,9 +14,9 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
-from tests.blob_support import stored
-from tests.live_server import live_server
-from tests.support import fetch_one, update
+from tests.support.blobs import stored
+from tests.support.ledger import fetch_one, update
+from tests.support.live_server import live_server
 from tests.ui.browser import expect
 from tests.ui.conftest import OpenTab, Token
 from tests.ui.test_signin import sign_in

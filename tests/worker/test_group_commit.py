@@ -12,7 +12,7 @@ from jobledger.client.errors import Conflict, NotFound
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.worker.transports import Assignment, Failure, RedisTransport
-from tests.support import create, event_types, fetch, job, put_queue, status, stream_length
+from tests.support.ledger import create, event_types, fetch, job, put_queue, status, stream_length
 
 
 def _assignments(ledger: Ledger, n: int) -> list[Assignment]:

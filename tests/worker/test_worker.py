@@ -15,7 +15,6 @@ import httpx
 import pytest
 import redis
 
-from jobledger.bench.server import bundled_server
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, QueueSettings
@@ -23,8 +22,9 @@ from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import tick
 from jobledger.worker.transports import tail
 from jobledger.worker.worker import JobContext
-from tests.live_server import eventually, live_server
-from tests.support import stream_length
+from tests.benchmarks.ours.server import bundled_server
+from tests.support.ledger import stream_length
+from tests.support.live_server import eventually, live_server
 from tests.worker.worker_support import (
     TRANSPORTS,
     command_counts,

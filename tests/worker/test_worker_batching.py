@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import redis
 
-from jobledger.bench.server import bundled_server
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.scripts import sources
 from jobledger.worker.worker import JobContext, Worker
-from tests.live_server import eventually, live_server, without_route
+from tests.benchmarks.ours.server import bundled_server
+from tests.support.live_server import eventually, live_server, without_route
 from tests.worker.worker_support import TRANSPORTS, command_counts, make_worker, ran_between, working
 
 NS = "batching"

@@ -17,7 +17,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.scheduler.loop import tick
 from jobledger.worker.worker import JobContext
-from tests.live_server import eventually
+from tests.support.live_server import eventually
 from tests.worker.worker_support import TRANSPORTS, make_worker, types, working
 
 #: How soon a handler must learn of its cancellation (about a second, with a margin for a busy machine).

@@ -14,7 +14,7 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.client import Client
 from jobledger.ledger.runner import Ledger
 from jobledger.worker.worker import JobContext
-from tests.files_support import blob_path, create_with_files
+from tests.support.files import blob_path, create_with_files
 from tests.worker.worker_support import TRANSPORTS, make_worker, types, working
 
 DATA = b"a,b\n1,2\n"

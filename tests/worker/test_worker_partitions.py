@@ -15,7 +15,7 @@ from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers
 from jobledger.worker.worker import JobContext, Worker
-from tests.live_server import eventually
+from tests.support.live_server import eventually
 from tests.worker.worker_support import working
 
 COUNT = 4

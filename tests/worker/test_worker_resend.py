@@ -21,9 +21,9 @@ from jobledger.worker import worker as worker_module
 from jobledger.worker.jobs import JobContext
 from jobledger.worker.transports import RedisTransport
 from jobledger.worker.worker import Worker
-from tests.live_server import live_server
-from tests.private_redis import PrivateServer, free_port, wait_until
-from tests.support import events
+from tests.support.ledger import events
+from tests.support.live_server import live_server
+from tests.support.private_redis import PrivateServer, free_port, wait_until
 from tests.worker.worker_support import wait_for, working
 
 

@@ -18,7 +18,7 @@ from jobledger.client import Client, Conflict
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.placement import misplaced
 from jobledger.worker.worker import JobContext
-from tests.live_server import eventually
+from tests.support.live_server import eventually
 from tests.worker.worker_support import (
     TRANSPORTS,
     cli_transport_args,

@@ -64,7 +64,7 @@ def wait_for(gate: threading.Event) -> None:
 
 @contextmanager
 def cli_worker(
-    *args: str, handler: str = "tests.worker_handlers:wait_for_release"
+    *args: str, handler: str = "tests.support.worker_handlers:wait_for_release"
 ) -> Iterator[subprocess.Popen[str]]:
     """``jobledger worker HANDLER ARGS`` as a process (``python -m jobledger.cli.main``), killed after the
     block if it is still running."""

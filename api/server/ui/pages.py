@@ -21,13 +21,13 @@ from jobledger.ledger.events import EVENT_TYPES, Event
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.reads import Read
-from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
 from jobledger.ledger.stream import EventFilter, Extent, extent, id_key, recent
 from jobledger.ledger.stream_merge import Cursor, concerned, newest_first
 from jobledger.projections import job_pages, readers, throughput
+from jobledger.projections.archive import ArchiveRecord, record
+from jobledger.projections.history import job_history
 from jobledger.projections.launchers import launchers as all_launchers
-from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import ArchiveRecord, record
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter, live_end
@@ -83,6 +83,10 @@ async def overview(request: Request) -> Response:
     return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES)
 
 
+#: What each queue setting does, as declared: the queue page's hint on each setting's name.
+SETTINGS_ABOUT = {name: field.description for name, field in QueueSettings.model_fields.items()}
+
+
 @answered
 async def queue(request: Request) -> Response:
     """A queue's jobs, one page of one status (or all) and tag (or any); ``?id=`` goes to a job."""
@@ -95,8 +99,8 @@ async def queue(request: Request) -> Response:
     counts = (await ledger.read(readers.status_counts([name])))[name]
     found = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
     return page(
-        request, "queue.html", queue=name, settings=settings.view(), counts=counts, statuses=JOB_STATUSES,
-        status=status, tag=tag, number=number, jobs=found.jobs, more=found.more,
+        request, "queue.html", queue=name, settings=settings.view(), about=SETTINGS_ABOUT, counts=counts,
+        statuses=JOB_STATUSES, status=status, tag=tag, number=number, jobs=found.jobs, more=found.more,
     )  # fmt: skip
 
 

@@ -9,9 +9,10 @@
 --- @include "ledger/lua/lib/handed_out.lua"
 --- @include "projections/lua/lib/job_numbers.lua"
 -- the settings a job takes besides its numeric ones (JOB_NUMBERS), by kind (numeric for loops over
--- them: ipairs costs a call per field)
-local NEW_JOB_POLICIES = {'retry_delays', 'retry_on', 'no_retry_on', 'retry_backoff'}
-local NEW_JOB_OWN = {'tags', 'unique_key', 'quota_key', 'files'}
+-- them: ipairs costs a call per field), generated from the models: those a queue gives the default
+-- of, and those it does not (but the input, run_at and launcher, worked out below)
+local NEW_JOB_POLICIES = --[[ @names "job_policies" ]] {}
+local NEW_JOB_OWN = --[[ @names "job_own" ]] {}
 local function new_job(now, name, queue, options, input, launcher, extra)
   -- present(v) is spelled out throughout (v ~= nil and v ~= null): this runs for every job, and a
   -- call per field cost more than the rest of these loops

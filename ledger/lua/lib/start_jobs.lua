@@ -5,7 +5,7 @@
 -- two heads and never looks at the jobs held back.  worker: its id, '' for none.
 -- Appends to `started` (a list, returned) five values per job started: id, attempt, input JSON text
 -- or false, heartbeat_timeout in ms, files JSON text or false; one flat list, not a list per job,
--- because each list in a script's answer costs the server a reply of its own (~5k instructions).
+-- because each list in a script's answer costs the server a reply of its own.
 -- Refuses NOT_FOUND, before it starts any job, when there is no such queue.  The jobs start at
 -- start_time(now): a fetch held up in a stalled Redis starts them when it runs, not when it was sent.
 --- @include "ledger/lua/lib/emit.lua"

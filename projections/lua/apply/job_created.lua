@@ -15,9 +15,8 @@
 --- @include "projections/lua/lib/set_fields.lua"
 --- @include "projections/lua/lib/track_pending.lua"
 -- the fields a job's hash copies from the event besides its numeric settings (JOB_NUMBERS; numeric for
--- loops over them: ipairs costs a call per field)
-local JOB_CREATED_FIELDS = {'retry_delays', 'retry_backoff', 'tags', 'input', 'unique_key', 'quota_key',
-  'retry_on', 'no_retry_on', 'launcher', 'run_at', 'files'}
+-- loops over them: ipairs costs a call per field), generated from the event's model
+local JOB_CREATED_FIELDS = --[[ @names "job_recorded" ]] {}
 local function apply_job_created(e)
   local d, id, null = e.data, e.job, cjson.null
   redis.call('SET', K.job_id, id)

@@ -8,7 +8,7 @@ peers install from the ``bench`` extra; BullMQ from ``tests/benchmarks/node/pack
 
 from __future__ import annotations
 
-from jobledger.bench.run import Peer
+from tests.benchmarks.ours.run import Peer
 
 from . import bullmq_peer, dramatiq_peer, saq_peer
 

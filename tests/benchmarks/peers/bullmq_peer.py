@@ -24,11 +24,11 @@ from typing import Any
 
 import redis
 
-from jobledger.bench import figures as F
-from jobledger.bench.figures import Figure, Results, Settings
-from jobledger.bench.runs import Probe, RunFailed, process
-from jobledger.bench.sampling import Meter, sample
-from jobledger.bench.server import Servers
+from tests.benchmarks.ours import figures as F
+from tests.benchmarks.ours.figures import Figure, Results, Settings
+from tests.benchmarks.ours.runs import Probe, RunFailed, process
+from tests.benchmarks.ours.sampling import Meter, sample
+from tests.benchmarks.ours.server import Servers
 
 from .common import (
     PeerRun,

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobledger.bench import figures as F
-from jobledger.bench.figures import Figure, Results, Settings
-from jobledger.bench.runs import RunFailed
-from jobledger.bench.sampling import Usage, script_calls
+from tests.benchmarks.ours import figures as F
+from tests.benchmarks.ours.figures import Figure, Results, Settings
+from tests.benchmarks.ours.runs import RunFailed
+from tests.benchmarks.ours.sampling import Usage, script_calls
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def best_of_grid(
     run_once: RunOnce, grid: Sequence[Config], settings: Settings, name: str, log: Any
 ) -> tuple[Config, list[PeerRun], dict[str, int]]:
     """Try each (procs, concurrency) on ``grid_jobs``; re-run the best on ``jobs``, ``repeats`` times.
-    A full run's grid has as many configurations as ours (:data:`jobledger.bench.figures.GRID_SIZE`)."""
+    A full run's grid has as many configurations as ours (:data:`tests.benchmarks.ours.figures.GRID_SIZE`)."""
     if not settings.quick and len(grid) != F.GRID_SIZE:
         raise ValueError(f"{name}: a grid of {len(grid)} configurations, not {F.GRID_SIZE} as every system's")
     tried: dict[Config, float] = {}

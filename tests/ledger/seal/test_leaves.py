@@ -19,7 +19,7 @@ from jobledger.ledger.seal.errors import Malformed
 from jobledger.ledger.seal.leaves import LOCAL as LEAF_LOCAL
 from jobledger.ledger.seal.leaves import leaf_bytes, parse_leaf
 from jobledger.ledger.tokens import create_token
-from tests.support import START_MS, create, fetch_one, put_queue, update
+from tests.support.ledger import START_MS, create, fetch_one, put_queue, update
 
 QUEUE_SETTINGS = (
     '{"expires_after":300000,"heartbeat_timeout":0,"max_file_size":1073741824,"max_job_bytes":4294967296,'

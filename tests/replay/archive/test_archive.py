@@ -15,14 +15,14 @@ from starlette.testclient import TestClient
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import AsyncLedger, Ledger
-from jobledger.replay.archive.feed import job_history
-from jobledger.replay.archive.records import (
+from jobledger.projections.archive import (
     ArchiveError,
     ArchiveRecord,
     events_by_id,
     load_record,
     read_manifest,
 )
+from jobledger.projections.history import job_history
 from jobledger.replay.archive.writer import SEGMENT_EVENTS, ArchiveSettings, write_segment
 from jobledger.replay.compare import compare
 from jobledger.replay.rebuild import rebuild
@@ -30,10 +30,10 @@ from jobledger.replay.source import read_ledger, xrange
 from jobledger.replay.transfer import export_ledger, import_ledger
 from jobledger.scheduler.loop import CHECKS
 from jobledger.scheduler.loop import run as run_scheduler
-from tests.http_support import app_client
-from tests.replay_support import archive as archive_round
-from tests.replay_support import stream_entries, stream_ids, workload
-from tests.support import START_MS
+from tests.support.http import app_client
+from tests.support.ledger import START_MS
+from tests.support.replay import archive as archive_round
+from tests.support.replay import stream_entries, stream_ids, workload
 
 OLD, NEW = START_MS, START_MS + 86_400_000  # a day apart
 CUTOFF = START_MS + 3_600_000  # archive what is older than an hour after OLD

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret
-from tests.http_support import app_client, put_queue
+from tests.support.http import app_client, put_queue
 
 #: name -> scopes of the tokens of the secured app.
 ROLES = {"admin": ["admin"], "reader": ["read"], "worker": ["read", "work:q"], "producer": ["produce:q"],

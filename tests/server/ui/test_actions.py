@@ -9,9 +9,9 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from tests.http_support import app_client, create_job, error_of, fetch, unchanged
 from tests.server.ui.html import parse
-from tests.support import events
+from tests.support.http import app_client, create_job, error_of, fetch, unchanged
+from tests.support.ledger import events
 
 
 def failed_job(ui: TestClient) -> int:

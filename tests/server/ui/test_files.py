@@ -16,11 +16,11 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.ledger import commands
 from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
-from tests.blob_support import stored
-from tests.http_support import app_client, put_queue
 from tests.server.ui.conftest import Secured
 from tests.server.ui.html import parse
-from tests.support import fetch_one
+from tests.support.blobs import stored
+from tests.support.http import app_client, put_queue
+from tests.support.ledger import fetch_one
 
 RUN = b"echo hi > out.txt\n"
 OUT = "h\u00e9llo\n".encode()

@@ -13,9 +13,9 @@ from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
 from jobledger.server.ui.render import duration
 from jobledger.server.ui.session import COOKIE
-from tests.live_server import live_server
 from tests.server.ui.html import Element, parse
-from tests.support import create, fetch_one, put_queue, update
+from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.live_server import live_server
 
 
 def blocks(response: httpx.Response) -> Iterator[tuple[str | None, str]]:

@@ -11,9 +11,10 @@ import pytest
 from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
+from jobledger.ledger.requests import QueueSettings
 from jobledger.projections import job_pages
-from tests.http_support import create_job, fetch, put_queue
 from tests.server.ui.html import Element, parse
+from tests.support.http import create_job, fetch, put_queue
 
 NAV = {"/ui", "/ui/events", "/ui/failed", "/ui/launchers", "/ui/ledger"}
 
@@ -100,6 +101,17 @@ def test_the_queue_page_lists_its_jobs_newest_first_and_pages(ui: TestClient) ->
     second = page(ui, "/ui/queue/q" + following)
     assert [int(r.attrs["data-job"]) for r in second.all("tr", data_job=True)] == ids[::-1][50:]
     assert second.all("a", rel="next") == [] and second.one("a", rel="prev")
+
+
+def test_the_queue_page_shows_every_setting_as_the_api_does_and_says_what_it_does(ui: TestClient) -> None:
+    put_queue(ui, "q", timeout="90s", retry_delays=["5s", "1m"], max_queued_time="2m", max_running=3)
+    settings = page(ui, "/ui/queue/q").one("dl", id="settings")
+    shown = {dd.attrs["data-setting"]: dd.text() for dd in settings.all("dd", data_setting=True)}
+    assert set(shown) == set(QueueSettings.model_fields) - {"paused"}  # paused: the badge
+    assert (shown["timeout"], shown["max_queued_time"], shown["max_running"]) == ("1m30s", "2m", "3")
+    assert (shown["retry_delays"], shown["retry_on"], shown["retry_backoff"]) == ('["5s", "1m"]', "—", "—")
+    hints = {dt.text(): dt.attrs["title"] for dt in settings.all("dt")}
+    assert hints["max running"] == QueueSettings.model_fields["max_running"].description
 
 
 def test_the_queue_page_filters_by_status_and_by_tag(ui: TestClient) -> None:

@@ -21,14 +21,14 @@ from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.stream import id_key
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.projections import job_pages
-from jobledger.replay.archive.records import load_record
+from jobledger.projections.archive import load_record
 from jobledger.server.ui import pages
 from jobledger.server.ui.session import csrf_for
-from tests.http_support import app_client, create_job, put_queue
-from tests.replay_support import archive
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
-from tests.support import one_queue_per_partition
+from tests.support.http import app_client, create_job, put_queue
+from tests.support.ledger import one_queue_per_partition
+from tests.support.replay import archive
 
 PARTITIONS = 3
 

@@ -9,10 +9,10 @@ import redis
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import revoke_token
 from jobledger.server.ui.session import COOKIE, csrf_for
-from tests.http_support import unchanged
 from tests.server.ui.conftest import Secured
 from tests.server.ui.html import parse
-from tests.support import events
+from tests.support.http import unchanged
+from tests.support.ledger import events
 
 PAGES = ["/ui", "/ui/queue/q", "/ui/job/1", "/ui/events", "/ui/failed", "/ui/launchers", "/ui/ledger"]
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from jobledger.blobs import LocalBlobStore
+from jobledger.contract.files import DEFAULT_MEDIA_TYPE
 from jobledger.ledger import commands
-from jobledger.ledger.files import DEFAULT_MEDIA_TYPE, FileRef
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
 

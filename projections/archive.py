@@ -1,19 +1,19 @@
-"""The archive: events trimmed from the stream, kept in JSON-lines segment files.
+"""The archive: events trimmed from the stream, kept in JSON-lines segment files, and read back.
 
 Retention moves the oldest events of a ledger into segment files (``jobledger.replay.archive.writer``)
-and trims
-them from the stream.  What was archived is recorded in two places, written in this order:
+and trims them from the stream.  What was archived is recorded in two places, written in this order:
 
 - on disk, in the ledger's archive directory (``<archive_dir>/<namespace>/``): the segment files,
   ``events-<first id>_<last id>.jsonl`` in the format of ``events export``
-  (:mod:`jobledger.replay.ledger_file`), and ``manifest.jsonl``, one line per segment;
+  (:mod:`jobledger.ledger.event_lines`), and ``manifest.jsonl``, one line per segment;
 - in Redis, the hash ``{NS}:archive`` (:class:`ArchiveRecord`): the directory and ``last_id``, the
   newest archived event.  It is set in the same script that trims the stream, so every event with an
   id up to ``last_id`` is in a segment, and every later one is in the stream: the two never overlap
   and nothing falls between them.
 
-Readers (replay, verify, export, the feed, job history) read events up to ``last_id`` from the
-segments and the rest from the stream.  This module reads; :mod:`jobledger.replay.archive.writer` writes.
+Readers (replay, verify, export, and on every request the feed and job history) read events up to
+``last_id`` from the segments and the rest from the stream.  This module reads, and is a live read of
+the server's as much as replay's; :mod:`jobledger.replay.archive.writer` writes.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import IO, Any
 
 import redis
 
+from jobledger.ledger.event_lines import RawEntry, parse_line
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.stream import id_key
-from jobledger.replay.ledger_file import RawEntry, parse_line
 
 MANIFEST = "manifest.jsonl"
 

@@ -1,6 +1,6 @@
 """Core figures of the ledger through the Python library, on one connection.
 
-    python -m jobledger.bench.core [--redis-url URL] [--jobs N] [--json]
+    python -m tests.benchmarks.ours.core [--redis-url URL] [--jobs N] [--json]
 
 Measures, on a fresh namespace: create, fetch and complete one command at a time (one round trip
 each) and pipelined in batches, and a create with an Idempotency-Key (its request hash computed as

@@ -1,10 +1,10 @@
 """The :class:`jobledger.worker.worker.Worker`'s latency, one job at a time, at its default settings.
 
-``python -m jobledger.bench.worker_latency [--samples N] [--gap S] [--transport redis|http|both]``
-``python -m jobledger.bench.worker_latency --idle S``: instead, what an idle worker costs the server
+``python -m tests.benchmarks.ours.worker_latency [--samples N] [--gap S] [--transport redis|http|both]``
+``python -m tests.benchmarks.ours.worker_latency --idle S``: instead, what an idle worker costs the server
 (the commands ``INFO commandstats`` counts over S seconds, the HTTP server's scheduler off).
 
-The producer side is :mod:`jobledger.bench.ours_client`'s latency measurement (create a job, block
+The producer side is :mod:`tests.benchmarks.ours.ours_client`'s latency measurement (create a job, block
 on ``XREAD`` until its ``job_completed``); the worker is the real ``Worker`` class (an async no-op
 handler, concurrency 1, every other setting at its default) in a process of its own, over Redis or
 over HTTP (a ``jobledger`` app served by uvicorn in another process).  Each transport runs on a

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from jobledger.blobs import LocalBlobStore
 from jobledger.blobs.store import BlobStore
+from jobledger.contract.files import DEFAULT_MEDIA_TYPE
 from jobledger.ledger import commands
-from jobledger.ledger.files import DEFAULT_MEDIA_TYPE, FileRef
+from jobledger.ledger.files import FileRef
 from jobledger.ledger.runner import Ledger
 
 

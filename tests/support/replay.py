@@ -15,7 +15,7 @@ from jobledger.ledger.runner import Ledger
 from jobledger.replay.archive.writer import SEGMENT_EVENTS, Archiver
 from jobledger.replay.source import xrange
 from jobledger.scheduler.loop import tick
-from tests.support import create, fetch, put_queue, update
+from tests.support.ledger import create, fetch, put_queue, update
 
 QUEUES = ("mail", "video")
 

@@ -26,8 +26,8 @@ from jobledger.replay.compare import snapshot
 from jobledger.runtime.config import Config, config_from
 from jobledger.scheduler.loop import tick
 from jobledger.server.app import create_app
-from tests.blob_support import temporary_store
-from tests.support import TEST_PARTITIONS
+from tests.support.blobs import temporary_store
+from tests.support.ledger import TEST_PARTITIONS
 
 #: Where the TestClient's requests go: a loopback name, one the server answers to with auth off.
 BASE_URL = "http://localhost"

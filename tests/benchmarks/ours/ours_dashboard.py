@@ -4,7 +4,7 @@ A ledger of N jobs (1,000,000 by default; 10,000 with ``--quick``) is seeded fas
 create command, on four queues kept forever (``expires_after`` 0s): 5% of each queue left queued,
 the rest fetched and ended (1 in 20 failed with an error, the others completed), 1 job in 10 tagged
 ``vip``, and one job halfway through with a longer story (failed, retried, progressed, completed).
-Then the app is served (uvicorn, one process, as :mod:`jobledger.bench.ours_http` serves it) and each
+Then the app is served (uvicorn, one process, as :mod:`tests.benchmarks.ours.ours_http` serves it) and each
 page is fetched over HTTP, one request at a time: the queues overview, a queue's first page, a deep
 page of its completed jobs (halfway, or the deepest page the dashboard serves), its failed jobs, its
 ``vip`` jobs, the storied job's page, the failed jobs page, the ledger page and the live ledger page.

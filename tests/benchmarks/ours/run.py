@@ -6,7 +6,7 @@ job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost
 ``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
 large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
 Starlette app's).  ``raw``: the raw server's EVALSHA rate
-(:mod:`jobledger.bench.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
+(:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
 down over HTTP) runs only when named.
 A part that fails is recorded (and makes the run fail).
 
@@ -46,9 +46,8 @@ from .server import Servers, describe
 
 Log = Callable[[str], None]
 
-#: The repository, when jobledger runs from a source checkout (its package is the api/ folder there).
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
-CHECKOUT = _PACKAGE_DIR.parent if _PACKAGE_DIR.name == "api" else None
+#: The checkout the benchmark runs from, whose source it measures.
+CHECKOUT: Path | None = Path(__file__).resolve().parents[3]
 
 
 class Peer(Protocol):

@@ -1,5 +1,5 @@
 """Handlers that the worker tests run in a ``jobledger worker`` subprocess (importable as
-``tests.worker_handlers:NAME`` from the repository root)."""
+``tests.support.worker_handlers:NAME`` from the repository root)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from jobledger.blobs import BlobStore
 from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
-from tests.blob_support import temporary_store
+from tests.support.blobs import temporary_store
 
 T = TypeVar("T")
 

@@ -1,8 +1,8 @@
-"""The raw server, measured the way the issue's reference figures were: EVALSHA of ``return 1`` from
+"""The raw server, measured the way the bars' reference figures were: EVALSHA of ``return 1`` from
 50 clients, unpipelined and pipelined 16 deep, with ``valkey-benchmark`` or ``redis-benchmark``.
 
-It says how this machine, at this moment, compares with the reference machine (~80,000/s and
-~500,000/s), so the absolute figures of a run can be read in that light.
+It says how this machine, at this moment, compares with the reference machine (:data:`REFERENCE`),
+so the absolute figures of a run can be read in that light.
 """
 
 from __future__ import annotations

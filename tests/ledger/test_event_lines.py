@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobledger.replay.ledger_file import (
+from jobledger.ledger.event_lines import (
     LedgerFileError,
     count_lines,
     entry_line,

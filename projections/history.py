@@ -1,10 +1,10 @@
-"""The event feed's view of the archive: ``GET /events`` pages and ``GET /events/stream`` read the
-archived events first, then the stream, as if retention had never moved them.
+"""The ledger's history as the live reads see it, archived events included: the pages of ``GET
+/events`` and ``GET /events/stream``, and a job's events (``GET /job/{id}/history``, the dashboard's
+job page), which read the archived events first, then the stream, as if retention had never moved them.
 
-Everything here reads files: from the server's event loop, call it in a thread
-(``asyncio.to_thread``).  The record (:func:`jobledger.replay.archive.records.record`) is read from Redis
-first and
-passed in.
+The functions that take an :class:`ArchiveRecord` read files: from the server's event loop, call them
+in a thread (``asyncio.to_thread``); the record (:func:`jobledger.projections.archive.record`) is read
+from Redis first and passed in.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.stream import DEFAULT_SCAN_BUDGET, EventFilter, Page, id_key, scan
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_pages
+from jobledger.projections.archive import ArchiveRecord, archived_entries, events_by_id, record
 from jobledger.projections.readers import history_ids, stream_events
-from jobledger.replay.archive.records import ArchiveRecord, archived_entries, events_by_id, record
 
 if TYPE_CHECKING:
     from jobledger.ledger.runner import AsyncLedger

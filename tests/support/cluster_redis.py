@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from tests.private_redis import PrivateServer, free_port, wait_until
+from tests.support.private_redis import PrivateServer, free_port, wait_until
 
 SLOTS = 16_384
 BUS_OFFSET = 10_000  # a node's cluster bus listens on its port + 10,000

@@ -1,7 +1,7 @@
 """Ours over HTTP: a job's lifecycle through the app, beside bare Starlette requests, in one run.
 
 Both apps run under the same uvicorn command (a subprocess; ``--workers`` 1 and 2 are tried), on
-the same fresh server, driven by the same load generator (:mod:`jobledger.bench.http_load`) with
+the same fresh server, driven by the same load generator (:mod:`tests.benchmarks.ours.http_load`) with
 the same three requests per job.  The figure is the cost ratio: time per job through ours over
 time per three bare requests (each one Redis call).  The ``--workers`` count that gives ours its
 best rate is the one reported.
@@ -38,7 +38,7 @@ from .runs import PyWorkers, process
 from .server import Servers
 
 WORKER_COUNTS = (1, 2)
-APPS = {name: f"jobledger.bench.http_apps:{name}" for name in ("ours", "ours_auth", "bare")}
+APPS = {name: f"tests.benchmarks.ours.http_apps:{name}" for name in ("ours", "ours_auth", "bare")}
 
 
 def _free_port() -> int:

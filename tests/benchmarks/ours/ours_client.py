@@ -1,5 +1,5 @@
 """Ours, from a producer's side: enqueue rates (bulk and one by one), and how a producer sees a
-job end (the latency itself, with the Worker class, is :mod:`jobledger.bench.worker_latency`'s).
+job end (the latency itself, with the Worker class, is :mod:`tests.benchmarks.ours.worker_latency`'s).
 
 - Bulk: ``create_jobs`` calls, the best of a few batch sizes.
 - One by one: ``Ledger.run(create_job)`` in a loop, one round trip each; its rate and the server's

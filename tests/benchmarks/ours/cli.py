@@ -1,13 +1,11 @@
-"""The benchmark's command lines.
+"""The benchmark's command line (``python -m tests.benchmarks``).
 
-``jobledger bench [--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL]`` measures
-jobledger here, each measurement on a fresh bundled Valkey (``--save '' --appendonly no``), or
-against the user's server when ``--redis-url`` names one (each measurement in a namespace of its
-own, removed after), and prints the table (or JSON).  :func:`main` is the same harness as a plain
-command line that also measures the peers it is given (a comparison run with other job queues).
+``[--quick] [--only NAMES] [--json] [--jobs N] [--redis-url URL]`` measures jobledger here, and the
+peers it is given, each measurement on a fresh bundled Valkey (``--save '' --appendonly no``), or
+ours against the user's server when ``--redis-url`` names one (each measurement in a namespace of its
+own, removed after), and prints the table (or JSON).
 
 Progress goes to stderr; the report to stdout.  The exit code is 1 when a part of ours failed.
-This module imports the harness only when a benchmark runs, so ``jobledger`` starts as fast as ever.
 """
 
 from __future__ import annotations
@@ -17,9 +15,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from jobledger.ledger.redis_clients import masked_url
 
@@ -89,30 +85,3 @@ def main(
         command = command.replace(args.redis_url, masked_url(args.redis_url))
     sys.exit(execute(args.quick, args.only, args.json, args.jobs, args.redis_url, command.strip(), args.save,
                      peers, checkout))  # fmt: skip
-
-
-#: ``jobledger bench``, joined to the jobledger command line by ``jobledger.cli.main.build_app``.
-app = typer.Typer()
-
-
-@app.command("bench")
-def bench(
-    redis_url: Annotated[
-        str | None,
-        typer.Option("--redis-url", help="Measure against this server (default: fresh bundled ones)."),
-    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A small, fast smoke run.")] = False,
-    only: Annotated[
-        str | None, typer.Option(help=f"Comma-separated parts: {', '.join((*OURS_PARTS, *NAMED_PARTS))}.")
-    ] = None,
-    jobs: Annotated[int | None, typer.Option(help="Jobs per run (default 20,000).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")] = False,
-) -> None:
-    """Benchmark jobledger here: throughput, latency, HTTP cost, memory, scheduler, replay, dashboard."""
-    chosen = only or "ours"
-    command = (
-        "jobledger bench"
-        + (f" --redis-url {masked_url(redis_url)}" if redis_url else "")
-        + (" --quick" if quick else "")
-    )
-    raise typer.Exit(execute(quick, chosen, as_json, jobs, redis_url, command))

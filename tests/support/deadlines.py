@@ -23,7 +23,7 @@ from jobledger.ledger.runner import AsyncLedger, Ledger
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.runtime.config import Config
 from jobledger.scheduler import loop as scheduler
-from tests.support import create, events, fetch_one, put_queue, update
+from tests.support.ledger import create, events, fetch_one, put_queue, update
 
 #: The check intervals ``serve`` runs with when none are configured (30 s, 1 m, 5 m).
 DEFAULT_EVERY = scheduler.intervals(Config())

@@ -1,8 +1,8 @@
 """How late the scheduler keeps deadlines with the default check intervals: each scenario of
-:mod:`tests.deadline_support` (a deadline two seconds out) run several times, each on a fresh
+:mod:`tests.support.deadlines` (a deadline two seconds out) run several times, each on a fresh
 namespace with a fresh scheduler; prints the median and the largest lateness in ms.
 
-    python -m tests.deadline_lateness [--runs 10] [--redis-url URL] [--scenario NAME ...]
+    python -m tests.benchmarks.deadline_lateness [--runs 10] [--redis-url URL] [--scenario NAME ...]
 
 Without ``--redis-url`` (or ``$JOBLEDGER_TEST_REDIS_URL``) it runs on a bundled valkey-server of its
 own, in a temporary directory.
@@ -24,7 +24,7 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.runtime.embedded import EmbeddedServer
-from tests.deadline_support import SCENARIOS, lateness_ms, scheduler_running
+from tests.support.deadlines import SCENARIOS, lateness_ms, scheduler_running
 
 
 @contextmanager

@@ -1,0 +1,1 @@
+"""What the client and the server agree on, below both: it imports nothing of jobledger."""
