@@ -35,7 +35,7 @@ from typing import Self
 
 import redis
 
-from jobledger.ledger.redis_clients import masked_url
+from jobledger.ledger.redis_clients import library, masked_url
 from jobledger.runtime.listener import Listener, listener, remove_socket_dir
 from jobledger.runtime.listener import free_port as free_port  # where tests and tools found it
 from jobledger.runtime.private import private_dir, private_opener
@@ -355,7 +355,9 @@ def _retire_previous(data_dir: Path, timeout: float) -> None:
 
 
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0, decode_responses=True)
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=1.0, socket_timeout=2.0, decode_responses=True, **library()
+    )
 
 
 def _listening(url: str) -> bool:
