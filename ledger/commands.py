@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from jobledger.contract.files import MAX_FILES
+from jobledger.contract.traceparent import valid as valid_traceparent
 from jobledger.ledger import errors
 from jobledger.ledger.calls import Call as Call  # a command, as every runner takes it
 from jobledger.ledger.errors import JobLedgerError
@@ -28,14 +29,16 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Fetched:
     """A job handed to a worker: Ocypod's ``{id, input}`` plus the attempt it runs as, its
-    ``heartbeat_timeout`` in ms (0: off), and its files (JSON text of a list of references, None when
-    it has none), read with it so a worker need not ask again."""
+    ``heartbeat_timeout`` in ms (0: off), its files (JSON text of a list of references, None when
+    it has none) and the traceparent it was created with (None: none), read with it so a worker need
+    not ask again."""
 
     id: int
     attempt: int
     input_text: str | None
     heartbeat_timeout_ms: int = 0
     files_text: str | None = None
+    traceparent: str | None = None
 
 
 def _int(reply: Any) -> int:
@@ -52,11 +55,19 @@ def _text(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+#: The values a fetch's answer holds per job started (``ledger/lua/lib/start_jobs.lua``).
+FETCHED_VALUES = 6
+
+
 def _fetched(reply: Any) -> list[Fetched]:
-    """The jobs a fetch started, from the script's flat list of five values per job (one list: each
+    """The jobs a fetch started, from the script's flat list of six values per job (one list: each
     list of a script's answer costs the server a reply of its own)."""
-    jobs = (reply[at : at + 5] for at in range(0, len(reply), 5))
-    return [Fetched(int(i), int(a), _text(inp), int(beat), _text(files)) for i, a, inp, beat, files in jobs]
+    n = FETCHED_VALUES
+    jobs = (reply[at : at + n] for at in range(0, len(reply), n))
+    return [
+        Fetched(int(i), int(a), _text(inp), int(beat), _text(files), _text(trace))
+        for i, a, inp, beat, files, trace in jobs
+    ]
 
 
 def put_queue(name: str, settings: QueueSettings) -> Call[bool]:
@@ -102,15 +113,30 @@ def _created(reply: Any) -> Created:
     return Created(int(reply[0]), int(reply[1]) == 1, len(reply) > 2 and int(reply[2]) == 1)
 
 
+def _traced(options_json: str, traceparent: str | None) -> str:
+    """A create's options JSON with the request's traceparent, which job_created records (a
+    traceparent is no option of the request's body: it comes from its header)."""
+    if traceparent is None:
+        return options_json
+    if not valid_traceparent(traceparent):
+        raise ValueError(f"not a traceparent: {traceparent[:60]!r}")
+    return f'{options_json[:-1]}{"," if options_json != "{}" else ""}"traceparent":"{traceparent}"}}'
+
+
 def create_job(
-    queue: str, options: JobOptions, launcher: str | None = None, idempotency: Idempotency | None = None
+    queue: str,
+    options: JobOptions,
+    launcher: str | None = None,
+    idempotency: Idempotency | None = None,
+    traceparent: str | None = None,
 ) -> Call[Created]:
     """Create a job (queued, or scheduled until run_at), unless its unique_key is held or its
-    Idempotency-Key already answered.  Its files must be resolved (sizes known: the blob store's)."""
+    Idempotency-Key already answered.  Its files must be resolved (sizes known: the blob store's).
+    ``traceparent``: the creating request's (W3C), recorded in job_created."""
     _require_resolved(options)
     args = (
         queue,
-        options.options_json(),
+        _traced(options.options_json(), traceparent),
         options.input_text(),
         launcher or "",
         *_idempotency_args(idempotency),
@@ -119,14 +145,14 @@ def create_job(
 
 
 def create_jobs(
-    queue: str, jobs: list[JobOptions], idempotency: Idempotency | None = None
+    queue: str, jobs: list[JobOptions], idempotency: Idempotency | None = None, traceparent: str | None = None
 ) -> Call[list[Created]]:
     """Create many jobs on one queue in one script (one round trip); answered again (each
-    ``again``) when the Idempotency-Key already answered."""
+    ``again``) when the Idempotency-Key already answered.  Each records ``traceparent``."""
     args: list[str | int] = [queue, *_idempotency_args(idempotency)]
     for options in jobs:
         _require_resolved(options)
-        args += [options.options_json(), options.input_text()]
+        args += [_traced(options.options_json(), traceparent), options.input_text()]
     return Call("create_jobs", tuple(args), lambda reply: [_created(r) for r in reply], queue_route(queue))
 
 
@@ -216,7 +242,7 @@ def update_and_fetch(
     route = Route(queue=queue, ids=ids, part=part, join=join)
 
     def parse(reply: list[Any]) -> UpdatedAndFetched:
-        # one flat list: an outcome per update, then five values per job started, or the refusal
+        # one flat list: an outcome per update, then six values per job started, or the refusal
         outcomes, started = reply[: len(updates)], reply[len(updates) :]
         if len(started) == 1:
             return UpdatedAndFetched(_outcomes(outcomes), _refusal(started[0]))
@@ -246,6 +272,12 @@ def set_output(job_id: int, output: Any, attempt: int | None = None) -> Call[int
 def pause_queue(name: str, paused: bool) -> Call[bool]:
     """Pause or resume a queue; True when its state changed."""
     return Call("pause_queue", (name, "1" if paused else "0"), lambda r: int(r) == 1, queue_route(name))
+
+
+def drain_queue(name: str, most: int) -> Call[tuple[int, int]]:
+    """Cancel up to ``most`` of the jobs waiting in a queue (queued or scheduled): how many were
+    cancelled, and how many still wait."""
+    return Call("drain_queue", (name, most), lambda r: (int(r[0]), int(r[1])), queue_route(name))
 
 
 def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:

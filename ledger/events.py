@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from jobledger.contract.traceparent import PATTERN as TRACEPARENT
+
 # the actors' names, kept where the runner reads them, and read here too by the models' users
 from jobledger.ledger.actors import ACTOR_PATTERN, LOCAL, MAX_ACTOR, SCHEDULER, launcher_actor, valid_actor  # noqa: F401
 from jobledger.ledger.durations import format_time
@@ -113,6 +115,9 @@ class JobCreated(IdempotencyData):
     no_retry_on: list[str] = []
     launcher: str | None = None
     files: list[FileRef] = []  # the job's input files: references to blobs, never bytes
+    # the W3C traceparent of the request that created it (absent: none was sent, or it was no
+    # traceparent); handed out with the job, so that the handler's span is a child of the producer's
+    traceparent: str | None = Field(default=None, pattern=TRACEPARENT)
 
 
 class JobReleased(EventData):
@@ -192,11 +197,20 @@ class JobTimedOut(EventData):
     output: str | None = None
 
 
-class JobCancelled(EventData):
+class BulkJobData(EventData):
+    """A job event that a bulk operation may append: ``operation`` is then that operation's id (its
+    ``bulk_started`` event's id), recorded by the command, so the audit finds every job it touched."""
+
+    operation: str | None = None
+
+
+class JobCancelled(BulkJobData):
     type = "job_cancelled"
     json_text_fields = ("output",)
 
     output: str | None = None
+    #: Set when the cancel was not the job's own: its queue was drained.
+    reason: Literal["queue_drained"] | None = None
 
 
 def _requeued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -204,7 +218,7 @@ def _requeued_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "keep_run": True}
 
 
-class JobRequeued(EventData):
+class JobRequeued(BulkJobData):
     """Back to its queue: by the scheduler after a retry delay (``retry``), or by a client (manual).
     v2, as Ocypod: the last run's ``started_at``, ``ended_at``, ``last_heartbeat`` and ``output``
     are cleared (the history keeps them) and every requeue counts in ``total_jobs_retried``.  A v1
@@ -250,10 +264,42 @@ class JobExpired(EventData):
     type = "job_expired"
 
 
-class JobDeleted(EventData):
+class JobDeleted(BulkJobData):
     type = "job_deleted"
 
     reason: Literal["queue_deleted"] | None = None
+
+
+BulkAction = Literal["requeue", "cancel", "delete"]
+
+
+class BulkStarted(EventData):
+    """A bulk operation started: ``action`` on every job that matches the filter (``queue``,
+    ``status``, ``tag``, ``error_kind``, ``since`` and ``until`` in ms, ``ids``; each left out when
+    not given).  The event's id is the operation's id; its entry's actor is who asked."""
+
+    type = "bulk_started"
+
+    action: BulkAction
+    queue: str | None = None
+    status: str | None = None
+    tag: str | None = None
+    error_kind: str | None = None
+    since: int | None = None
+    until: int | None = None
+    ids: list[int] | None = None
+
+
+class BulkFinished(EventData):
+    """The bulk operation ``operation`` went through every job its filter matched: its finishing run
+    matched ``matched`` jobs and appended ``done`` events (a run before it, interrupted, may have
+    done more: the record counts every one)."""
+
+    type = "bulk_finished"
+
+    operation: str
+    matched: int
+    done: int
 
 
 class IdempotencyExpired(EventData):
@@ -391,6 +437,8 @@ EVENT_TYPES: dict[str, type[EventData]] = {
         JobResultAdded,
         JobExpired,
         JobDeleted,
+        BulkStarted,
+        BulkFinished,
         LauncherCreated,
         LauncherDeleted,
         LauncherFired,

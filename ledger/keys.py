@@ -30,6 +30,10 @@ TEMPLATES: dict[str, str] = {
     "generation": "generation",  # which generation of projections is live; absent: 0 (unprefixed)
     "archive": "archive",  # retention's record: where archived events are, up to which (hash)
     "archive_lock": "archive:lock",  # held by the scheduler archiving a round (string)
+    # the sealer's bookkeeping: the size, last event id and root of the latest checkpoint it
+    # published outside Redis (hash; the archive trims no event after `last`); its lock (string)
+    "seal": "seal",
+    "seal_lock": "seal:lock",
     # the blob collector's bookkeeping: SHA-256 -> when (ms) it first saw that stored blob named by
     # no job, or ``deleting:<ms>`` while it deletes it (hash); its counters (hash); its lock (string)
     "blob_unmarked": "blobs:unmarked",
@@ -71,7 +75,18 @@ TEMPLATES: dict[str, str] = {
     # the last hour's throughput: minute % 60 -> "minute:completed:failed" (hash; a slot whose minute is
     # over an hour old is stale, and is reset by the next end counted in it)
     "queue_throughput": "queue:{name}:throughput",
+    # queued job ids by when they joined the queue (created, released, requeued, handed back): the
+    # oldest one's age is what a metric shows (zset, score ms; quota lanes included)
+    "queue_waiting": "queue:{name}:waiting",
+    # lifetime counts of the queue's job events (created, started, completed, failed, timed_out,
+    # cancelled, expired, returned) and the wait and run time histograms: "wait:<bound ms>" and
+    # "wait:inf" count the waits in each bucket (not cumulative), "wait:sum" adds them up in ms;
+    # "run:..." likewise (hash; kept when the queue is deleted, like its throughput)
+    "queue_totals": "queue:{name}:totals",
     "tag": "tag:{tag}",  # ids of jobs with this tag (set)
+    # a bulk operation, under its id (its bulk_started event's): in the home partition its action,
+    # filter, queue, start and finish; in each partition, how many of its jobs' events it holds (hash)
+    "bulk": "bulk:{operation}",
     # SHA-256 -> how many files and results of jobs still in the projections name that blob (hash); a
     # blob none names can be swept from the blob store
     "blob_refs": "blobs",
@@ -91,9 +106,9 @@ TEMPLATES: dict[str, str] = {
 }
 
 #: Keys of the ledger itself, under the namespace prefix whatever the generation of the projections.
-LEDGER = frozenset({"events", "generation", "clock", "archive", "archive_lock"}) | frozenset(
-    {"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"}
-)
+LEDGER = frozenset(
+    {"events", "generation", "clock", "archive", "archive_lock", "seal", "seal_lock"}
+) | frozenset({"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER if "{" not in TEMPLATES[name])
 _GENERATION_KEY = re.compile(r"^g\d+:")
 

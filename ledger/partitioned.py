@@ -20,9 +20,11 @@ import asyncio
 import copy
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, Generic, Self, TypeVar
 
 import redis
+import redis.asyncio
 
 from jobledger.ledger import errors
 from jobledger.ledger.actors import LOCAL
@@ -33,16 +35,17 @@ from jobledger.ledger.partitions import (
     Partitioning,
     Route,
     marker_key,
-    settle,
-    settle_async,
+    settling,
 )
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
-from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, checked_actor, refusals_gathered, translate
-from jobledger.ledger.slot_routing import on_cluster, on_cluster_async
+from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, checked_actor, driving, translate
+from jobledger.ledger.slot_routing import asking_cluster
+from jobledger.ledger.sync_or_async import AtOnce, Work, awaited, done
 
 T = TypeVar("T")
 R = TypeVar("R", Ledger, AsyncLedger)
+Router = TypeVar("Router", "Partitioned", "AsyncPartitioned")
 
 
 def _plan(partitioning: Partitioning, call: Call[Any]) -> list[tuple[int, Call[Any], list[int]]]:
@@ -129,52 +132,69 @@ class _Router(Generic[R]):
             raise ValueError(f"a read spans partitions {where}: read each partition's part on its own")
         return where
 
+    # What each router method does, written once (see jobledger.ledger.sync_or_async): the runners'
+    # replies-to-be are yielded, a batch's parts and a spread read's as AtOnce.
+
+    def _running(self, call: Call[T]) -> Work[T]:
+        plan = _plan(self.partitioning, call)
+        if len(plan) == 1:
+            return (yield self.runners[plan[0][0]].run(call))  # type: ignore[no-any-return]
+        results = yield AtOnce(self.runners[p].run(c) for p, c, _ in plan)
+        return _joined(call.route, [(indices, r) for (_, _, indices), r in zip(plan, results, strict=True)])  # type: ignore[no-any-return]
+
+    def _running_many(self, calls: list[Call[Any]]) -> Work[list[Any]]:
+        groups, alone = _grouped(self.partitioning, calls)
+        piped = yield AtOnce(
+            self.runners[p].run_many(calls[i] for i in indices) for p, indices in groups.items()
+        )
+        results: dict[int, Any] = {}
+        for indices, outcomes in zip(groups.values(), piped, strict=True):
+            results.update(zip(indices, outcomes, strict=True))
+        for i in alone:  # a call that spans partitions: alone, after, in order
+            try:
+                results[i] = yield from self._running(calls[i])
+            except errors.JobLedgerError as exc:
+                results[i] = exc
+        return [results[i] for i in range(len(calls))]
+
+    def _reading(self, read: Read[T]) -> Work[T]:
+        where = self._read_where(read)
+        if where is None:
+            assert read.route.spread is not None
+            return read.route.spread(list((yield AtOnce(r.read(read) for r in self.runners))))  # type: ignore[no-any-return]
+        return (yield self.runners[where[0]].read(read))  # type: ignore[no-any-return]
+
+    def _driving(self, steps: Steps[T]) -> Work[T]:
+        return driving(steps, self._reading, self._running, self._running_many)
+
 
 class Partitioned(_Router[Ledger]):
-    """Synchronous router over one :class:`~jobledger.ledger.runner.Ledger` per partition."""
+    """Synchronous router over one :class:`~jobledger.ledger.runner.Ledger` per partition.  Each
+    method goes straight to the one runner of a ledger of one partition (every command of an
+    unsplit ledger takes that path), else does what :class:`_Router` writes once."""
 
     def run(self, call: Call[T]) -> T:
         if self.partitioning.count == 1:
             return self.home.run(call)
-        plan = _plan(self.partitioning, call)
-        if len(plan) == 1:
-            return self.runners[plan[0][0]].run(call)
-        return _joined(call.route, [(indices, self.runners[p].run(c)) for p, c, indices in plan])  # type: ignore[no-any-return]
+        return done(self._running(call))
 
     def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
         """Each result, or the exception it raised, in order: the calls of each partition in one
         pipeline, in their order (as on one ledger); a call that spans partitions on its own."""
-        calls = list(calls)
         if self.partitioning.count == 1:
             return self.home.run_many(calls)
-        groups, alone = _grouped(self.partitioning, calls)
-        results: dict[int, Any] = {}
-        for partition, indices in groups.items():
-            results.update(
-                zip(indices, self.runners[partition].run_many(calls[i] for i in indices), strict=True)
-            )
-        results.update((i, _captured(self.run, calls[i])) for i in alone)
-        return [results[i] for i in range(len(calls))]
+        return done(self._running_many(list(calls)))
 
     def read(self, read: Read[T]) -> T:
-        where = self._read_where(read)
-        if where is None:
-            assert read.route.spread is not None
-            return read.route.spread([r.read(read) for r in self.runners])  # type: ignore[no-any-return]
-        return self.runners[where[0]].read(read)
+        if self.partitioning.count == 1:
+            return self.home.read(read)
+        return done(self._reading(read))
 
     def drive(self, steps: Steps[T]) -> T:
         """As the runner's ``drive``, each step on its partition."""
         if self.partitioning.count == 1:
             return self.home.drive(steps)
-        driving = refusals_gathered(steps)
-        try:
-            op = next(driving)
-            while True:
-                op = driving.send(self.read(op) if isinstance(op, Read) else
-                                  self.run(op) if isinstance(op, Call) else self.run_many(op))  # fmt: skip
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        return done(self._driving(steps))
 
 
 class AsyncPartitioned(_Router[AsyncLedger]):
@@ -185,62 +205,24 @@ class AsyncPartitioned(_Router[AsyncLedger]):
     async def run(self, call: Call[T]) -> T:
         if self.partitioning.count == 1:
             return await self.home.run(call)
-        plan = _plan(self.partitioning, call)
-        if len(plan) == 1:
-            return await self.runners[plan[0][0]].run(call)
-        results = await asyncio.gather(*(self.runners[p].run(c) for p, c, _ in plan))
-        return _joined(call.route, [(indices, r) for (_, _, indices), r in zip(plan, results, strict=True)])  # type: ignore[no-any-return]
+        return await awaited(self._running(call))
 
     async def run_many(self, calls: Iterable[Call[Any]]) -> list[Any]:
         """As :meth:`Partitioned.run_many`; the partitions' pipelines at once."""
-        calls = list(calls)
         if self.partitioning.count == 1:
             return await self.home.run_many(calls)
-        groups, alone = _grouped(self.partitioning, calls)
-        piped = await asyncio.gather(
-            *(self.runners[p].run_many(calls[i] for i in indices) for p, indices in groups.items())
-        )
-        results: dict[int, Any] = {}
-        for indices, outcomes in zip(groups.values(), piped, strict=True):
-            results.update(zip(indices, outcomes, strict=True))
-        for i in alone:  # a call that spans partitions: alone, after, in order
-            try:
-                results[i] = await self.run(calls[i])
-            except errors.JobLedgerError as exc:
-                results[i] = exc
-        return [results[i] for i in range(len(calls))]
+        return await awaited(self._running_many(list(calls)))
 
     async def read(self, read: Read[T]) -> T:
-        where = self._read_where(read)
-        if where is None:
-            assert read.route.spread is not None
-            return read.route.spread(list(await asyncio.gather(*(r.read(read) for r in self.runners))))  # type: ignore[no-any-return]
-        return await self.runners[where[0]].read(read)
+        if self.partitioning.count == 1:
+            return await self.home.read(read)
+        return await awaited(self._reading(read))
 
     async def drive(self, steps: Steps[T]) -> T:
         """As the runner's ``drive``, each step on its partition."""
         if self.partitioning.count == 1:
             return await self.home.drive(steps)
-        driving = refusals_gathered(steps)
-        try:
-            op = next(driving)
-            while True:
-                if isinstance(op, Read):
-                    op = driving.send(await self.read(op))
-                elif isinstance(op, Call):
-                    op = driving.send(await self.run(op))
-                else:
-                    op = driving.send(await self.run_many(op))
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-
-
-def _captured(run: Callable[[Call[Any]], Any], call: Call[Any]) -> Any:
-    """``run(call)``'s result, or the ledger's exception it raised (as a pipeline's ``run_many`` gives)."""
-    try:
-        return run(call)
-    except errors.JobLedgerError as exc:
-        return exc
+        return await awaited(self._driving(steps))
 
 
 def runners_of(ledger: Ledger | Partitioned) -> list[Ledger]:
@@ -271,36 +253,44 @@ def open_ledger(
     """The ledger ``namespace`` at ``url``, split as it is stored (or, new, into ``partitions``; by
     default 16 on a Cluster, 1 otherwise), each partition marked before it hands out an id.
     PartitionCountMismatch when ``partitions`` is not the stored count."""
-    base = sync_client(url, namespace)
-    try:
-        default = CLUSTER_PARTITIONS if on_cluster(base) else 1
-        partitioning = settle(base, namespace, partitions, default)
-    finally:
-        base.close()
-    router = connect(url, partitioning, clock, actor)
-    for partition, runner in enumerate(router.runners):
-        marked = marker_key(partitioning, partition)
-        if marked is not None:
-            runner.client.set(*marked, nx=True)
-    return router
+    connecting = partial(connect, url, clock=clock, actor=actor)
+    return done(_opening(sync_client(url, namespace), namespace, partitions, connecting))
 
 
 async def open_ledger_async(
     url: str, namespace: str, partitions: int | None = None, clock: Clock = now_ms, actor: str = LOCAL
 ) -> AsyncPartitioned:
     """As :func:`open_ledger`, async."""
-    base = async_client(url, namespace)
+    connecting = partial(connect_async, url, clock=clock, actor=actor)
+    return await awaited(_opening(async_client(url, namespace), namespace, partitions, connecting))
+
+
+def _opening(
+    base: redis.Redis | redis.asyncio.Redis,
+    namespace: str,
+    partitions: int | None,
+    connecting: Callable[[Partitioning], Router],
+) -> Work[Router]:
+    """:func:`open_ledger` on either kind of client, ``base`` (closed here) reaching the namespace."""
     try:
-        default = CLUSTER_PARTITIONS if await on_cluster_async(base) else 1
-        partitioning = await settle_async(base, namespace, partitions, default)
+        default = CLUSTER_PARTITIONS if (yield from asking_cluster(base)) else 1
+        partitioning = yield from settling(base, namespace, partitions, default)
     finally:
-        await base.aclose()
-    router = connect_async(url, partitioning, clock, actor)
+        yield _closing(base)
+    router = connecting(partitioning)
     for partition, runner in enumerate(router.runners):
         marked = marker_key(partitioning, partition)
         if marked is not None:
-            await runner.client.set(*marked, nx=True)
+            yield runner.client.set(*marked, nx=True)
     return router
+
+
+def _closing(client: redis.Redis | redis.asyncio.Redis) -> Any:
+    """Close ``client``: at once, or what to await."""
+    if isinstance(client, redis.asyncio.Redis):
+        return client.aclose()
+    client.close()
+    return None
 
 
 class OpeningLedger:

@@ -24,8 +24,9 @@ a ledger of one partition (it was made before partitions existed).
 from __future__ import annotations
 
 import functools
+import re
 import zlib
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ import redis.asyncio
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.slot_routing import slot_of
+from jobledger.ledger.sync_or_async import Work, done
 
 #: The default count on a Cluster: enough to spread over a few nodes, few enough that reads spanning
 #: every partition (tags, queue listings, the event feed) stay cheap.
@@ -123,6 +125,17 @@ class Partitioning:
             names.append(name)
         return names
 
+    def index_of(self, namespace: str) -> int | None:
+        """Which partition ``namespace`` is (None: the ledger itself, not split), read from its name
+        alone, whatever the count: ``NAMESPACE-p`` or ``NAMESPACE-p.k`` is partition ``p``.
+        :class:`ValueError` for a namespace of another ledger."""
+        if namespace == self.namespace:
+            return None
+        match = re.fullmatch(re.escape(self.namespace) + r"-(\d+)(?:\.\d+)?", namespace)
+        if match is None:
+            raise ValueError(f"{namespace!r} is not a partition of the ledger {self.namespace!r}")
+        return int(match.group(1))
+
     def of_queue(self, name: str) -> int:
         """The partition of queue ``name`` (and of its jobs and launchers): a hash that never
         changes, whatever process or version asks."""
@@ -162,19 +175,17 @@ def _refusal(namespace: str, stored: int, wanted: int) -> PartitionCountMismatch
     )
 
 
-Op = tuple[str, tuple[Any, ...], dict[str, Any]]
-
-
-def _settling(namespace: str, wanted: int | None, default: int) -> Generator[Op, Any, Partitioning]:
-    """:func:`settle` written once for both kinds of client: yields each Redis call (method, args,
-    keyword args) and is sent its reply."""
+def settling(
+    client: redis.Redis | redis.asyncio.Redis, namespace: str, wanted: int | None, default: int = 1
+) -> Work[Partitioning]:
+    """:func:`settle` on either kind of client (see :mod:`jobledger.ledger.sync_or_async`)."""
     base = Keys(namespace)
-    stored = _stored_count((yield ("get", (base.build("partitions"),), {})))
+    stored = _stored_count((yield client.get(base.build("partitions"))))
     if stored is None:
-        existing = yield ("exists", (base.build("events"),), {})
+        existing = yield client.exists(base.build("events"))
         count = 1 if existing else (wanted or default)
-        yield ("set", (base.build("partitions"), count), {"nx": True})
-        stored = _stored_count((yield ("get", (base.build("partitions"),), {})))
+        yield client.set(base.build("partitions"), count, nx=True)
+        stored = _stored_count((yield client.get(base.build("partitions"))))
         assert stored is not None
     if wanted is not None and wanted != stored:
         raise _refusal(namespace, stored, wanted)
@@ -186,28 +197,7 @@ def settle(client: redis.Redis, namespace: str, wanted: int | None, default: int
     (else ``default``; a namespace holding a ledger already: 1), stored now for everyone after.
     ``client`` must reach the base namespace's slot.  PartitionCountMismatch when ``wanted`` is not
     the stored count."""
-    steps = _settling(namespace, wanted, default)
-    try:
-        op = next(steps)
-        while True:
-            method, args, kwargs = op
-            op = steps.send(getattr(client, method)(*args, **kwargs))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-async def settle_async(
-    client: redis.asyncio.Redis, namespace: str, wanted: int | None, default: int = 1
-) -> Partitioning:
-    """As :func:`settle`, on an async client."""
-    steps = _settling(namespace, wanted, default)
-    try:
-        op = next(steps)
-        while True:
-            method, args, kwargs = op
-            op = steps.send(await getattr(client, method)(*args, **kwargs))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    return done(settling(client, namespace, wanted, default))
 
 
 def marker_key(partitioning: Partitioning, partition: int) -> tuple[str, str] | None:

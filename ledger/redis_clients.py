@@ -22,7 +22,7 @@ client jobledger creates comes from :func:`sync_client` or :func:`async_client`,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -32,6 +32,8 @@ from redis.backoff import NoBackoff
 from redis.utils import HIREDIS_AVAILABLE
 
 from jobledger.ledger.slot_routing import routed
+
+C = TypeVar("C", redis.Redis, redis.asyncio.Redis)
 
 #: What packs a command as redis-py's sync connections do, where hiredis is installed.
 _HIREDIS = redis.connection.HiredisRespSerializer() if HIREDIS_AVAILABLE else None
@@ -82,20 +84,22 @@ def _no_maintenance_notifications() -> dict[str, Any]:
 def sync_client(url: str, namespace: str | None = None, **overrides: Any) -> redis.Redis:
     """A ``redis.Redis`` for ``url`` with jobledger's timeouts and no resends (see the module); with
     ``namespace``, for that namespace's keys, wherever a Cluster keeps them."""
-    client = redis.Redis.from_url(url, **_options(overrides))
-    _route(client, url, namespace)
-    _no_resend(client)
-    return client
+    return _made(redis.Redis.from_url(url, **_options(overrides)), url, namespace)
 
 
 def async_client(url: str, namespace: str | None = None, **overrides: Any) -> redis.asyncio.Redis:
-    """A ``redis.asyncio.Redis`` for ``url`` with jobledger's timeouts and no resends; with
-    ``namespace``, for that namespace's keys, wherever a Cluster keeps them."""
-    client = redis.asyncio.Redis.from_url(url, **_options(overrides))
-    _route(client, url, namespace)
-    _no_resend(client)
+    """As :func:`sync_client`, a ``redis.asyncio.Redis``, whose connections are lean
+    (:class:`LeanConnection`)."""
+    client = _made(redis.asyncio.Redis.from_url(url, **_options(overrides)), url, namespace)
     pool = client.connection_pool
     pool.connection_class = _lean(pool.connection_class)
+    return client
+
+
+def _made(client: C, url: str, namespace: str | None) -> C:
+    """``client`` routed to ``namespace``'s node and sending each command once."""
+    _route(client, url, namespace)
+    _no_resend(client)
     return client
 
 

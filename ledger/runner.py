@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, Self, TypeAlias, TypeVar
 
 import redis
@@ -29,6 +29,7 @@ from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
 from jobledger.ledger.scripts import source
+from jobledger.ledger.sync_or_async import Work, awaited, done
 
 T = TypeVar("T")
 
@@ -44,6 +45,10 @@ def translate(exc: redis.RedisError) -> Exception:
         if mapped is not None:
             return mapped
     return exc
+
+
+def _translated(exc: Exception) -> Exception:
+    return translate(exc) if isinstance(exc, redis.RedisError) else exc
 
 
 def _outcome(call: Call[Any], reply: Any) -> Any:
@@ -94,6 +99,30 @@ def refusals_gathered(steps: Steps[T]) -> Steps[T]:
     return result
 
 
+def driving(
+    steps: Steps[T],
+    reading: Callable[[Read[Any]], Work[Any]],
+    running: Callable[[Call[Any]], Work[Any]],
+    running_many: Callable[[list[Call[Any]]], Work[list[Any]]],
+) -> Work[T]:
+    """``steps`` run by a runner or a router, each Op by the work it names (see
+    :mod:`jobledger.ledger.sync_or_async`), with the rule of :meth:`Ledger.drive` for batches."""
+    work = refusals_gathered(steps)
+    reply: Any
+    try:
+        op = next(work)
+        while True:
+            if isinstance(op, Read):
+                reply = yield from reading(op)
+            elif isinstance(op, Call):
+                reply = yield from running(op)
+            else:
+                reply = yield from running_many(op)
+            op = work.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
 class _Base:
     """Everything a runner does, written once as generators that yield what to send to Redis (the
     reply itself on the sync runner, an awaitable of it on the async one) and are sent the reply;
@@ -132,7 +161,7 @@ class _Base:
             script = self._scripts[name] = self.client.register_script(source(name))
         return script
 
-    def _running(self, call: Call[T]) -> Generator[Any, Any, T]:
+    def _running(self, call: Call[T]) -> Work[T]:
         started = time.perf_counter()
         try:
             script = self._script(call.script)
@@ -142,7 +171,7 @@ class _Base:
             if self.observe is not None:
                 self.observe(call.script, time.perf_counter() - started)
 
-    def _running_many(self, calls: Iterable[Call[Any]]) -> Generator[Any, Any, list[Any]]:
+    def _running_many(self, calls: Iterable[Call[Any]]) -> Work[list[Any]]:
         calls = list(calls)
         pipe = self.client.pipeline(transaction=False)
         now, sent = self.clock(), wall_ms()
@@ -153,7 +182,7 @@ class _Base:
         replies = yield pipe.execute(raise_on_error=False)
         return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
 
-    def _reading(self, read: Read[T]) -> Generator[Any, Any, T]:
+    def _reading(self, read: Read[T]) -> Work[T]:
         first = read
         while True:
             keys = self.keys
@@ -172,35 +201,15 @@ class _Base:
                 return out
             read = out
 
-    def _driving(self, steps: Steps[T]) -> Generator[Any, Any, T]:
-        work = refusals_gathered(steps)
-        reply: Any
-        try:
-            op = next(work)
-            while True:
-                if isinstance(op, Read):
-                    reply = yield from self._reading(op)
-                elif isinstance(op, Call):
-                    reply = yield from self._running(op)
-                else:
-                    reply = yield from self._running_many(op)
-                op = work.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    def _driving(self, steps: Steps[T]) -> Work[T]:
+        return driving(steps, self._reading, self._running, self._running_many)
 
 
 class Ledger(_Base):
     """Synchronous runner over a ``redis.Redis`` client."""
 
-    def _complete(self, work: Generator[Any, Any, T]) -> T:
-        try:
-            reply = next(work)
-            while True:
-                reply = work.send(reply)  # the sync client replied when the generator asked
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        except redis.RedisError as exc:
-            raise translate(exc) from exc
+    def _complete(self, work: Work[T]) -> T:
+        return done(work, _translated)
 
     def run(self, call: Call[T]) -> T:
         """One command; its result, or the exception of its refusal."""
@@ -227,17 +236,8 @@ class AsyncLedger(_Base):
     """Asynchronous runner over a ``redis.asyncio.Redis`` client: the same methods as
     :class:`Ledger`, awaited."""
 
-    async def _complete(self, work: Generator[Any, Any, T]) -> T:
-        try:
-            pending = next(work)
-            while True:
-                pending = work.send(await pending)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        except redis.RedisError as exc:
-            raise translate(exc) from exc
-        finally:
-            work.close()
+    def _complete(self, work: Work[T]) -> Awaitable[T]:
+        return awaited(work, _translated)
 
     async def run(self, call: Call[T]) -> T:
         return await self._complete(self._running(call))

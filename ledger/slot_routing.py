@@ -18,7 +18,7 @@ spread over the nodes.  The URL may name any node of the Cluster.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 import redis.asyncio
@@ -27,6 +27,7 @@ import redis.connection
 from redis.crc import key_slot
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.sync_or_async import Work, awaited, done
 
 #: What a server that is not a Cluster answers to ``CLUSTER SLOTS`` (Redis and Valkey alike).
 _NOT_A_CLUSTER = "cluster support disabled"
@@ -87,8 +88,13 @@ def _is_refusal(exc: redis.ResponseError) -> bool:
     return _NOT_A_CLUSTER in text or text.startswith("NOPERM")
 
 
-class RoutedConnection(redis.connection.Connection):
-    """A connection that goes to the node serving its route's slot (see the module)."""
+class _Routed:
+    """What both kinds of routed connection share: the route, and how to find the slot's owner."""
+
+    #: The plain connection a probe is made with (TLS or not, sync or async).
+    _PROBE: ClassVar[type[Any]]
+    host: str
+    port: int
 
     def __init__(self, *args: Any, route: SlotRoute, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -96,19 +102,15 @@ class RoutedConnection(redis.connection.Connection):
         self._kwargs = dict(kwargs)
         self._seed = (self.host, self.port)
 
-    def _connect(self) -> Any:
-        if self._route.cluster is not False:
-            self.host, self.port = self._owner()
-        return super()._connect()
-
-    def _owner(self) -> tuple[str, int]:
+    def _finding_owner(self) -> Work[tuple[str, int]]:
+        """The node serving the slot, asked of each node known in turn (see :mod:`.sync_or_async`)."""
         problem: Exception | None = None
         for host, port in self._route.candidates(self._seed):
-            probe = self._probe_class()(**{**self._kwargs, "host": host, "port": port})
+            probe = self._PROBE(**{**self._kwargs, "host": host, "port": port})
             try:
-                probe.connect()
-                probe.send_command("CLUSTER", "SLOTS")
-                return self._route.learn((host, port), probe.read_response())
+                yield probe.connect()
+                yield probe.send_command("CLUSTER", "SLOTS")
+                return self._route.learn((host, port), (yield probe.read_response()))
             except redis.ResponseError as exc:
                 if not _is_refusal(exc):
                     raise
@@ -117,62 +119,44 @@ class RoutedConnection(redis.connection.Connection):
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 problem = exc
             finally:
-                probe.disconnect()
+                yield probe.disconnect()
         raise redis.ConnectionError(f"no node of the Cluster answers: {problem}")
 
-    def _probe_class(self) -> type[redis.connection.Connection]:
-        return redis.connection.Connection
+
+class RoutedConnection(_Routed, redis.connection.Connection):
+    """A connection that goes to the node serving its route's slot (see the module).  It and
+    :class:`AsyncRoutedConnection` stay two classes, each deriving from its kind of redis-py
+    connection; they share all but the call that connects."""
+
+    _PROBE: ClassVar[type[Any]] = redis.connection.Connection
+
+    def _connect(self) -> Any:
+        if self._route.cluster is not False:
+            self.host, self.port = done(self._finding_owner())
+        return super()._connect()
 
 
 class RoutedSSLConnection(RoutedConnection, redis.connection.SSLConnection):
     """:class:`RoutedConnection` over TLS (``rediss://``)."""
 
-    def _probe_class(self) -> type[redis.connection.Connection]:
-        return redis.connection.SSLConnection
+    _PROBE = redis.connection.SSLConnection
 
 
-class AsyncRoutedConnection(redis.asyncio.connection.Connection):
+class AsyncRoutedConnection(_Routed, redis.asyncio.connection.Connection):
     """:class:`RoutedConnection` for ``redis.asyncio``."""
 
-    def __init__(self, *args: Any, route: SlotRoute, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._route = route
-        self._kwargs = dict(kwargs)
-        self._seed = (self.host, self.port)
+    _PROBE: ClassVar[type[Any]] = redis.asyncio.connection.Connection
 
     async def _connect(self) -> Any:
         if self._route.cluster is not False:
-            self.host, self.port = await self._owner()
+            self.host, self.port = await awaited(self._finding_owner())
         return await super()._connect()
-
-    async def _owner(self) -> tuple[str, int]:
-        problem: Exception | None = None
-        for host, port in self._route.candidates(self._seed):
-            probe = self._probe_class()(**{**self._kwargs, "host": host, "port": port})
-            try:
-                await probe.connect()
-                await probe.send_command("CLUSTER", "SLOTS")
-                return self._route.learn((host, port), await probe.read_response())
-            except redis.ResponseError as exc:
-                if not _is_refusal(exc):
-                    raise
-                self._route.not_a_cluster()
-                return self._seed
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                problem = exc
-            finally:
-                await probe.disconnect()
-        raise redis.ConnectionError(f"no node of the Cluster answers: {problem}")
-
-    def _probe_class(self) -> type[redis.asyncio.connection.Connection]:
-        return redis.asyncio.connection.Connection
 
 
 class AsyncRoutedSSLConnection(AsyncRoutedConnection, redis.asyncio.connection.SSLConnection):
     """:class:`AsyncRoutedConnection` over TLS (``rediss://``)."""
 
-    def _probe_class(self) -> type[redis.asyncio.connection.Connection]:
-        return redis.asyncio.connection.SSLConnection
+    _PROBE = redis.asyncio.connection.SSLConnection
 
 
 def routed(url: str, namespace: str, *, asynchronous: bool) -> dict[str, Any]:
@@ -206,15 +190,17 @@ def in_slot_of(name: str, namespace: str) -> str:
 
 def on_cluster(client: redis.Redis) -> bool:
     """Whether ``client`` (made for a namespace) has found its server to be a Cluster."""
-    route = client.connection_pool.connection_kwargs.get("route")
-    if isinstance(route, SlotRoute) and route.cluster is None:
-        client.ping()  # a connection is made, and the route learns what the server is
-    return isinstance(route, SlotRoute) and route.cluster is True
+    return done(asking_cluster(client))
 
 
 async def on_cluster_async(client: redis.asyncio.Redis) -> bool:
     """As :func:`on_cluster`, for an async client."""
+    return await awaited(asking_cluster(client))
+
+
+def asking_cluster(client: redis.Redis | redis.asyncio.Redis) -> Work[bool]:
+    """:func:`on_cluster` on either kind of client (see :mod:`jobledger.ledger.sync_or_async`)."""
     route = client.connection_pool.connection_kwargs.get("route")
     if isinstance(route, SlotRoute) and route.cluster is None:
-        await client.ping()
+        yield client.ping()  # a connection is made, and the route learns what the server is
     return isinstance(route, SlotRoute) and route.cluster is True

@@ -27,6 +27,8 @@ class EventFilter:
     queue: str | None = None
     job: int | None = None
     actor: str | None = None
+    #: a bulk operation's id: its start (the event of that id), its jobs' events, its end
+    operation: str | None = None
 
     def matches(self, event: Event) -> bool:
         return (
@@ -34,7 +36,13 @@ class EventFilter:
             and (self.queue is None or event.queue == self.queue)
             and (self.job is None or event.job == self.job)
             and (self.actor is None or event.actor == self.actor)
+            and (self.operation is None or _of_operation(event, self.operation))
         )
+
+
+def _of_operation(event: Event, operation: str) -> bool:
+    started = event.type == "bulk_started" and event.id == operation
+    return started or getattr(event.data, "operation", None) == operation
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from jobledger.ledger.partitions import Route, queue_route, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
 from jobledger.ledger.requests import JOB_STATUSES
+from jobledger.projections.failed_filter import ENDED_BADLY, FAILED_FIELDS
 from jobledger.projections.listing import SUMMARY
 from jobledger.projections.views import decode_hash, job_view
 
@@ -43,7 +44,6 @@ TAG_CHUNK = 500
 SMALL_TAG = 5_000
 WALK_CHUNK = 1_000
 WALK_BUDGET = 20_000
-ENDED_BADLY = ("failed", "timed_out")
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,12 @@ def _newest(replies: list[Any]) -> list[int]:
     return sorted(ids, reverse=True)
 
 
-def _summaries(ids: list[int], limit: int) -> Read[JobPage]:
-    """The page of ``ids`` (one more than ``limit`` tells that there is a next page), as summaries."""
+def _summaries(ids: list[int], limit: int, fields: tuple[str, ...] = SUMMARY) -> Read[JobPage]:
+    """The page of ``ids`` (one more than ``limit`` tells that there is a next page), as summaries
+    (of ``fields``)."""
 
     def parse(r: list[Any]) -> JobPage:
-        jobs = [job_view(i, h, SUMMARY) for i, raw in zip(ids, r, strict=True) if (h := decode_hash(raw))]
+        jobs = [job_view(i, h, fields) for i, raw in zip(ids, r, strict=True) if (h := decode_hash(raw))]
         return JobPage(jobs[:limit], len(ids) > limit)
 
     return Read(lambda k: [("HGETALL", k.job(i)) for i in ids], parse)
@@ -252,7 +253,7 @@ def failed_jobs(page: int, limit: int) -> Read[JobPage]:
     """Page ``page`` (from 1) of the failed and timed-out jobs of every queue, newest first (a ledger
     of one partition; a split one: :func:`failed_merge`)."""
     offset = (page - 1) * limit
-    return _failed_ids(offset + limit + 1, lambda ids: _summaries(ids[offset:], limit))
+    return _failed_ids(offset + limit + 1, lambda ids: _summaries(ids[offset:], limit, FAILED_FIELDS))
 
 
 @dataclass(frozen=True)
@@ -279,8 +280,9 @@ class Window:
 
 
 def summaries(ids: list[int]) -> Read[JobPage]:
-    """The summaries of these jobs, all of one partition, in this order (a job gone is left out)."""
-    return replace(_summaries(ids, len(ids)), route=Route(ids=tuple(ids)))
+    """The summaries of these failed jobs (their errors too), all of one partition, in this order (a
+    job gone is left out)."""
+    return replace(_summaries(ids, len(ids), FAILED_FIELDS), route=Route(ids=tuple(ids)))
 
 
 def created_at(ids: list[int]) -> Read[list[int | None]]:

@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 from jobledger.ledger import job_history
 from jobledger.ledger.errors import NotFound
+from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import id_route, queue_route, spread
@@ -152,13 +153,26 @@ def history_ids(job_id: int) -> Read[list[str]]:
     return Read(_history_command(job_id), lambda r: _history_ids(job_id, r), id_route(job_id))
 
 
+def _stream_entries(ids: list[str], r: list[Any]) -> dict[str, RawEntry]:
+    return {i: entry[0] for i, entry in zip(ids, r, strict=True) if entry}
+
+
 def _stream_events(ids: list[str], r: list[Any]) -> dict[str, Event]:
-    return {i: decode_entry(*entry[0]) for i, entry in zip(ids, r, strict=True) if entry}
+    return {i: decode_entry(*entry) for i, entry in _stream_entries(ids, r).items()}
+
+
+def _by_id(ids: list[str]) -> Any:
+    return lambda k: [("XRANGE", k.events, i, i) for i in ids]
+
+
+def stream_entries(ids: list[str]) -> Read[dict[str, RawEntry]]:
+    """The entries of ``ids`` the stream still holds, as stored (their leaves are made of them), by id."""
+    return Read(_by_id(ids), lambda r: _stream_entries(ids, r))
 
 
 def stream_events(ids: list[str]) -> Read[dict[str, Event]]:
     """The events of ``ids`` the stream still holds (retention may have archived the others), by id."""
-    return Read(lambda k: [("XRANGE", k.events, i, i) for i in ids], lambda r: _stream_events(ids, r))
+    return Read(_by_id(ids), lambda r: _stream_events(ids, r))
 
 
 def history(job_id: int) -> Read[list[dict[str, Any]]]:
@@ -258,3 +272,23 @@ def _merged_info(parts: list[dict[str, Any]]) -> dict[str, Any]:
         for name, n in part["statistics"].items():
             statistics[name] += n
     return {"queues": dict(sorted(queues.items())), "statistics": statistics}
+
+
+def _oldest_merged(parts: list[dict[str, int | None]]) -> dict[str, int | None]:
+    """The partitions' answers as one: a queue's jobs are in its own partition, none elsewhere."""
+    return {name: min((at for p in parts if (at := p[name]) is not None), default=None) for name in parts[0]}
+
+
+def oldest_queued(names: list[str]) -> Read[dict[str, int | None]]:
+    """``{queue: when its oldest queued job joined it (ms)}``, None for a queue with none queued; from
+    each queue's waiting set, so quota lanes and every priority count."""
+
+    def parse(r: list[Any]) -> dict[str, int | None]:
+        return {name: int(pairs[0][1]) if (pairs := score_pairs(reply)) else None
+                for name, reply in zip(names, r, strict=True)}  # fmt: skip
+
+    return Read(
+        lambda k: [("ZRANGE", k.build("queue_waiting", name=n), 0, 0, "WITHSCORES") for n in names],
+        parse,
+        spread(_oldest_merged),
+    )

@@ -18,10 +18,12 @@ HOUR_MINUTES = 60
 
 @dataclass(frozen=True)
 class Throughput:
-    """Runs of the last hour that ended completed, and those that ended failed or timed out."""
+    """Runs of the last hour that ended completed, and those that ended failed or timed out; and
+    the same per minute, oldest first, the current minute last (what a chart of the hour draws)."""
 
     completed: int = 0
     failed: int = 0
+    minutes: tuple[tuple[int, int], ...] = ((0, 0),) * HOUR_MINUTES
 
     @property
     def total(self) -> int:
@@ -31,12 +33,12 @@ class Throughput:
 def last_hour(buckets: dict[str, str], now_ms: int) -> Throughput:
     """Add up the buckets of the sixty minutes up to ``now_ms``; older ones are stale."""
     current = now_ms // MINUTE_MS
-    completed = failed = 0
+    minutes = [(0, 0)] * HOUR_MINUTES
     for value in buckets.values():
         minute, done, bad = (int(part) for part in value.split(":"))
         if current - HOUR_MINUTES < minute <= current:
-            completed, failed = completed + done, failed + bad
-    return Throughput(completed, failed)
+            minutes[HOUR_MINUTES - 1 - (current - minute)] = (done, bad)
+    return Throughput(sum(m[0] for m in minutes), sum(m[1] for m in minutes), tuple(minutes))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Verify invariant 6 ("nothing is lost") over a whole namespace.
 
 Every live job must be in exactly the one place its status implies (its queue's ``jobs`` set when
-queued, else the queue's set for its status), in exactly the deadline set its status schedules it in,
+queued, and its queue's waiting set, else the queue's set for its status), in exactly the deadline set
+its status schedules it in,
 with the score that schedule implies, and in the tag set of each of its tags; and every member of a
 place, deadline or tag set must be a live job that belongs there.  Launchers likewise: each is in
 the launcher indexes, in ``due:launch`` exactly when it has a ``next_at`` (with that score), and its
@@ -28,8 +29,10 @@ DEADLINES = {
     TEMPLATES[name]: name for name in ("due_run", "due_retry", "due_expire", "due_release", "due_queued")
 }
 QUOTA_INDEXES = ("lanes", "laned", "heads", "keys")
-#: Per-queue keys that hold no job: counts of what ended (replay equality checks them).
-QUEUE_COUNTERS = ("throughput",)
+#: Per-queue keys that hold no job: counts of what ended, lifetime totals (replay equality checks them).
+QUEUE_COUNTERS = ("throughput", "totals")
+#: The per-queue set of queued jobs by when they joined the queue.
+WAITING = "waiting"
 PRIORITY_UNIT = 2**40  # enter_queue's score: (100 - priority) * 2^40 + sequence number
 
 #: (key without the namespace prefix, score or None when any score is right)
@@ -75,7 +78,7 @@ def _kind(rel: str) -> str | None:
             return "unique"
         if parts[2] in QUOTA_INDEXES or parts[2] in QUEUE_COUNTERS:
             return None  # derived from the lanes, running jobs or ended runs; checked by replay equality
-        return "zset" if parts[2] in JOB_STATUSES else "unknown"
+        return "zset" if parts[2] in JOB_STATUSES or parts[2] == WAITING else "unknown"
     return "zset" if rel in DEADLINES else None
 
 
@@ -190,6 +193,8 @@ def _score_problems(job_id: str, job: dict[str, str], rel: str, score: float) ->
         band = 100 - int(job.get("priority", 0))
         if not band * PRIORITY_UNIT < score < (band + 1) * PRIORITY_UNIT:
             return [f"job {job_id} has score {score} in {rel}, outside priority band {band}"]
+    elif rel.startswith("queue:") and rel.split(":")[2] == WAITING:
+        return []  # scored by when the job joined its queue, which _expected checks
     elif rel.startswith("queue:") and score != float(job_id):
         return [f"job {job_id} has score {score} in {rel}; expected its id"]
     elif rel == TEMPLATES["due_retry"] and score < int(job.get("ended_at", 0)):
@@ -199,6 +204,9 @@ def _score_problems(job_id: str, job: dict[str, str], rel: str, score: float) ->
 
 def _expected(job: dict[str, str]) -> dict[str, float | None]:
     expected: dict[str, float | None] = {place(job): None}
+    if job["status"] == "queued":
+        joined = job.get("queued_at", job.get("created_at", "0"))
+        expected[TEMPLATES["queue_waiting"].format(name=job["queue"])] = float(joined)
     due = deadline(job)
     if due is not None:
         expected[due[0]] = due[1]

@@ -28,7 +28,7 @@ from jobledger.ledger.event_lines import RawEntry
 from jobledger.ledger.events import EVENT_TYPES, upcast
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source as script_source
-from jobledger.projections.archive import archive_key
+from jobledger.projections.archive import ArchiveRecord, ArchiveSource, archive_key, load_record
 from jobledger.replay.progress import Callback
 from jobledger.replay.source import read_ledger
 
@@ -138,11 +138,19 @@ class Applier:
         self.prefix = (target if isinstance(target, Keys) else Keys(target)).prefix
         self.script = client.register_script(script_source("apply_events"))
         self.stream_script = client.register_script(script_source("fold_stream"))
+        self.drop_script = client.register_script(script_source("drop_archived_histories"))
 
     def apply(self, args: list[bytes]) -> None:
         """Apply flattened events (see :func:`flatten`), in order, in one script call."""
         if args:
             self.script(keys=[self.prefix], args=args)
+
+    def drop_archived(self, archived_to: str, jobs: Iterable[int]) -> None:
+        """After archived events were applied: delete the history lists retention deleted from the
+        live ledger when it archived them (``drop_archived_history.lua``), of ``jobs``, with
+        ``archived_to`` the source ledger's archived position."""
+        if jobs := sorted(set(jobs)):
+            self.drop_script(keys=[self.prefix], args=[archived_to, *jobs])
 
     def fold_stream(self, source: Keys, after: str | None, until: str | None, most: int) -> ServerFold | None:
         """Apply up to ``most`` events of ``source``'s stream after ``after`` (up to ``until``), read
@@ -176,12 +184,16 @@ def fold(
     until: str | None = None,
     batch: int = 2000,
     progress: Callback | None = None,
+    archive: ArchiveSource | None = None,
 ) -> Folded:
     """Apply the events of ``source``'s ledger after ``after`` up to ``until`` (ids; both optional).
 
     The stream is folded on the server (``fold_stream``) as far as it can be; the rest (archived
     events, events at an older version of their type, a server that will not run the script over
-    two namespaces) is read here, upcast, and applied with ``apply_events``: the same ``apply()``."""
+    two namespaces) is read here, upcast, and applied with ``apply_events``: the same ``apply()``.
+    After each batch of archived events, the history lists retention removed from the live ledger
+    as it archived them are removed as well (:meth:`Applier.drop_archived`), so that the projections
+    are exactly the live ones."""
     done, last = 0, None
     while (step := applier.fold_stream(Keys(source), last or after, until, batch)) is not None:
         done += step.count
@@ -192,17 +204,29 @@ def fold(
             break
         if not step.full:
             return Folded(done, last)
+    rec = load_record(client, Keys(source))
     batches = (
-        (flatten(entries), len(entries), _s(entries[-1][0]))
-        for entries in read_ledger(client, Keys(source), last or after, until, batch)
+        (flatten(entries), len(entries), _s(entries[-1][0]), _archived_jobs(rec, entries))
+        for entries in read_ledger(client, Keys(source), last or after, until, batch, archive)
     )
-    for args, count, last_id in prefetch(batches):
+    for args, count, last_id, jobs in prefetch(batches):
         applier.apply(args)
+        if rec is not None:
+            applier.drop_archived(rec.last_id, jobs)
         done += count
         last = last_id
         if progress:
             progress(done)
     return Folded(done, last)
+
+
+def _archived_jobs(rec: ArchiveRecord | None, entries: list[RawEntry]) -> set[int]:
+    """The jobs of the archived entries among ``entries``."""
+    if rec is None:
+        return set()
+    return {
+        int(job) for entry_id, fields in entries if rec.holds(_s(entry_id)) and (job := fields.get(b"job"))
+    }
 
 
 def rebuild(
@@ -213,11 +237,12 @@ def rebuild(
     batch: int = 2000,
     progress: Callback | None = None,
     into: redis.Redis | None = None,
+    archive: ArchiveSource | None = None,
 ) -> int:
     """Apply every event of ``source``'s ledger (up to the event id ``until``, inclusive) to the
     empty namespace ``target`` (through ``into`` when another client reaches it, as on a Cluster
     where it lies on another node); the number of events applied.  The target receives projections
-    only, no stream."""
+    only, no stream.  Archived events are read through ``archive``."""
     writer = into or client
     ensure_empty(writer, Keys(target))
-    return fold(client, source, Applier(writer, target), None, until, batch, progress).count
+    return fold(client, source, Applier(writer, target), None, until, batch, progress, archive).count

@@ -19,11 +19,13 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.stream import id_key
 from jobledger.projections.archive import (
     ArchiveRecord,
+    ArchiveSource,
     archive_key,
     archived_entries,
     archived_segments,
     load_record,
     parse_record,
+    readable,
     segment_entries,
 )
 
@@ -49,10 +51,16 @@ def xrevrange(
 
 
 def read_ledger(
-    client: redis.Redis, keys: Keys, after: str | None = None, until: str | None = None, batch: int = 2000
+    client: redis.Redis,
+    keys: Keys,
+    after: str | None = None,
+    until: str | None = None,
+    batch: int = 2000,
+    archive: ArchiveSource | None = None,
 ) -> Iterator[list[RawEntry]]:
     """Every event after ``after`` (exclusive) up to ``until`` (inclusive), oldest first, ``batch``
-    at a time: from the archive while the ids are archived ones, then from the stream.
+    at a time: from the archive (read through ``archive``) while the ids are archived ones, then
+    from the stream.  :class:`ArchiveError` when archived events cannot be read.
 
     The archive record is read after each XRANGE, in the same pipeline: the archiver records and
     trims in one script, so if it trimmed events this read was about to get, the record read after
@@ -69,7 +77,7 @@ def read_ledger(
         full = len(entries) == batch
         rec = parse_record(raw_record)
         if rec is not None and (pos is None or id_key(pos) < id_key(rec.last_id)):
-            yield from archived_entries(rec, pos, until, batch)
+            yield from archived_entries(archive, rec, pos, until, batch)
             if until is not None and rec.holds(until):
                 return
             pos = rec.last_id
@@ -87,23 +95,29 @@ def ledger_length(client: redis.Redis, keys: Keys) -> int:
     return int(client.xlen(keys.events)) + (rec.count if rec else 0)
 
 
-def _last_archived(rec: ArchiveRecord, until_key: tuple[int, int]) -> str | None:
+def _last_archived(
+    archive: ArchiveSource | None, rec: ArchiveRecord, until_key: tuple[int, int]
+) -> str | None:
     """The id of the newest archived event at or before ``until_key``."""
     found = None
-    for seg in archived_segments(rec):
+    for seg in archived_segments(archive, rec):
         if id_key(seg.first) > until_key:
             break
         if id_key(seg.last) <= until_key:
             found = seg.last
             continue
-        for entry_id, _ in segment_entries(rec.directory / seg.file, None, None):
+        for entry_id, _ in segment_entries(
+            readable(archive, rec).segment_file(rec.location, seg), None, None
+        ):
             if id_key(_s(entry_id)) > until_key:
                 break
             found = _s(entry_id)
     return found
 
 
-def last_id_at_or_before(client: redis.Redis, keys: Keys, event_id: str) -> str | None:
+def last_id_at_or_before(
+    client: redis.Redis, keys: Keys, event_id: str, archive: ArchiveSource | None = None
+) -> str | None:
     """The id of the newest event whose id is ``event_id`` or earlier; None if there is none.
     A bare ``MS`` stands for every event of that millisecond, as in XRANGE."""
     bound = id_key(event_id) if "-" in event_id else (int(event_id), 2**64 - 1)
@@ -111,7 +125,7 @@ def last_id_at_or_before(client: redis.Redis, keys: Keys, event_id: str) -> str 
     if found:
         return _s(found[0][0])
     rec = load_record(client, keys)
-    return _last_archived(rec, bound) if rec else None
+    return _last_archived(archive, rec, bound) if rec else None
 
 
 def _at(entry: RawEntry) -> int:
@@ -123,7 +137,9 @@ def _first_from(client: redis.Redis, keys: Keys, ms: int) -> RawEntry | None:
     return found[0] if found else None
 
 
-def last_id_at_or_before_time(client: redis.Redis, keys: Keys, at_ms: int) -> str | None:
+def last_id_at_or_before_time(
+    client: redis.Redis, keys: Keys, at_ms: int, archive: ArchiveSource | None = None
+) -> str | None:
     """The id of the newest event whose ``at`` is ``at_ms`` or earlier; None if there is none.
 
     A binary search over the stream, probing by id (server milliseconds) and reading the ``at``
@@ -146,7 +162,7 @@ def last_id_at_or_before_time(client: redis.Redis, keys: Keys, at_ms: int) -> st
         boundary = _first_from(client, keys, lo)
         return _walk_back(client, keys, "(" + _s(boundary[0]) if boundary is not None else "+", at_ms)
     rec = load_record(client, keys)
-    return _last_archived_at(rec, at_ms) if rec else None
+    return _last_archived_at(archive, rec, at_ms) if rec else None
 
 
 def _walk_back(client: redis.Redis, keys: Keys, start: str, at_ms: int) -> str | None:
@@ -162,15 +178,15 @@ def _walk_back(client: redis.Redis, keys: Keys, start: str, at_ms: int) -> str |
         start = "(" + _s(entries[-1][0])
 
 
-def _last_archived_at(rec: ArchiveRecord, at_ms: int) -> str | None:
+def _last_archived_at(archive: ArchiveSource | None, rec: ArchiveRecord, at_ms: int) -> str | None:
     found = None
-    for seg in archived_segments(rec):
+    for seg in archived_segments(archive, rec):
         if seg.first_at > at_ms:
             break
         if seg.last_at <= at_ms:
             found = seg.last
             continue
-        for entry in segment_entries(rec.directory / seg.file, None, None):
+        for entry in segment_entries(readable(archive, rec).segment_file(rec.location, seg), None, None):
             if _at(entry) > at_ms:
                 return found
             found = _s(entry[0])
@@ -181,12 +197,14 @@ class UntilError(ValueError):
     """An ``--until`` that is neither an event id nor an RFC 3339 time."""
 
 
-def resolve_until(client: redis.Redis, keys: Keys, text: str) -> str | None:
+def resolve_until(
+    client: redis.Redis, keys: Keys, text: str, archive: ArchiveSource | None = None
+) -> str | None:
     """``--until`` as the id of the last event it includes: an event id (inclusive) or an RFC 3339
     time (every event whose ``at`` is at or before it).  None when no event is that old."""
     text = text.strip()
     if EVENT_ID.match(text):
-        return last_id_at_or_before(client, keys, text)
+        return last_id_at_or_before(client, keys, text, archive)
     try:
         at_ms = parse_time(text)
     except ValueError:
@@ -194,4 +212,4 @@ def resolve_until(client: redis.Redis, keys: Keys, text: str) -> str | None:
             f"--until must be an event id such as 1795322898701-0 or an RFC 3339 time such as "
             f"2026-11-20T18:52:42Z, not {text!r}"
         ) from None
-    return last_id_at_or_before_time(client, keys, at_ms)
+    return last_id_at_or_before_time(client, keys, at_ms, archive)

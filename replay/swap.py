@@ -27,6 +27,7 @@ import redis
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import live_keys
 from jobledger.ledger.scripts import source
+from jobledger.projections.archive import ArchiveSource
 from jobledger.replay.rebuild import Applier, fold
 
 #: Catch-up rounds before giving up: writes that outpace replay would never let the tail shrink.
@@ -73,8 +74,10 @@ def swap(
     batch: int = 2000,
     tail: int = 1000,
     progress: Callable[[int], None] | None = None,
+    archive: ArchiveSource | None = None,
 ) -> Swapped:
-    """Rebuild ``namespace``'s projections as a new generation and make it the live one."""
+    """Rebuild ``namespace``'s projections as a new generation and make it the live one (its
+    archived events read through ``archive``)."""
     started = time.monotonic()
     live = live_keys(client, namespace)
     target = live.with_generation(live.generation + 1)
@@ -88,7 +91,7 @@ def swap(
 
     swapped = False
     try:
-        folded = fold(client, namespace, applier, None, None, batch, report)
+        folded = fold(client, namespace, applier, None, None, batch, report, archive)
         done, position = folded.count, folded.last_id
         script = client.register_script(source("swap_generation"))
         for rounds in range(MAX_ROUNDS):
@@ -101,7 +104,7 @@ def swap(
                                removed, time.monotonic() - started)  # fmt: skip
             if status == "moved":
                 raise SwapConflict(f"another rebuild made generation {value} live first")
-            folded = fold(client, namespace, applier, position, None, batch, report)
+            folded = fold(client, namespace, applier, position, None, batch, report, archive)
             done, position = done + folded.count, folded.last_id or position
         behind = f"over {tail} events behind after {MAX_ROUNDS} rounds"
         raise SwapConflict(f"writes outpaced the rebuild: {behind}")

@@ -34,6 +34,7 @@ from jobledger.ledger.event_lines import (
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.scripts import source
 from jobledger.ledger.stream import id_key
+from jobledger.projections.archive import ArchiveSource
 from jobledger.replay.parts import Part, ensure_empty_ledger
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import current_data, ensure_empty, prefetch
@@ -48,9 +49,10 @@ def export_ledger(
     until: str | None = None,
     batch: int = 2000,
     progress: Callback | None = None,
+    archive: ArchiveSource | None = None,
 ) -> int:
     """Write every event of the ledger (up to the event id ``until``) to ``path``; how many."""
-    return export_parts([Part(0, namespace, client)], path, [until], batch, progress)
+    return export_parts([Part(0, namespace, client)], path, [until], batch, progress, archive)
 
 
 def export_parts(
@@ -59,6 +61,7 @@ def export_parts(
     untils: list[str | None],
     batch: int = 2000,
     progress: Callback | None = None,
+    archive: ArchiveSource | None = None,
 ) -> int:
     """Write every event of each partition of a ledger (up to its event id in ``untils``) to
     ``path``, partition by partition, each naming its partition when there are several; how many."""
@@ -70,7 +73,9 @@ def export_parts(
             if split:
                 handle.write(header_line(len(parts)) + "\n")
             for part, until in zip(parts, untils, strict=True):
-                for entries in prefetch(read_ledger(part.client, Keys(part.namespace), None, until, batch)):
+                for entries in prefetch(
+                    read_ledger(part.client, Keys(part.namespace), None, until, batch, archive)
+                ):
                     done += write_entries(handle, entries, part.index if split else None)
                     if progress:
                         progress(done)

@@ -30,7 +30,7 @@ from jobledger.ledger.runner import generation_of, live_keys
 from jobledger.ledger.scripts import source
 from jobledger.ledger.slot_routing import in_slot_of
 from jobledger.ledger.stream import id_key
-from jobledger.projections.archive import archive_key
+from jobledger.projections.archive import ArchiveSource, archive_key
 from jobledger.replay.progress import Callback
 from jobledger.replay.rebuild import Applier, ensure_empty, fold
 
@@ -257,8 +257,11 @@ def _chunks(names: list[str], size: int) -> Iterator[list[str]]:
 class _Run:
     """One verification: the scratch namespace, its applier, and how far it has been folded."""
 
-    def __init__(self, client: redis.Redis, namespace: str, scratch: str, batch: int) -> None:
+    def __init__(
+        self, client: redis.Redis, namespace: str, scratch: str, batch: int, archive: ArchiveSource | None
+    ) -> None:
         self.client, self.namespace, self.scratch, self.batch = client, namespace, scratch, batch
+        self.archive = archive
         self.live = live_keys(client, namespace)  # the generation verified, fixed for the run
         self.applier = Applier(client, scratch)
         self.reader = client.register_script(source("read_keys"))
@@ -275,7 +278,8 @@ class _Run:
             if progress:
                 progress(done + n)
 
-        folded = fold(self.client, self.namespace, self.applier, self.position, until, self.batch, report)
+        folded = fold(self.client, self.namespace, self.applier, self.position, until, self.batch, report,
+                      self.archive)  # fmt: skip
         self.result.events += folded.count
         self.position = folded.last_id or self.position
 
@@ -302,14 +306,16 @@ def verify(
     batch: int = 2000,
     chunk: int = CHUNK,
     progress: Callback | None = None,
+    archive: ArchiveSource | None = None,
 ) -> Verification:
-    """Verify the live projections of ``namespace`` against its ledger (see the module docstring).
+    """Verify the live projections of ``namespace`` against its ledger (see the module docstring),
+    its archived events read through ``archive``.
     ``progress`` receives the number of events applied to the scratch namespace so far."""
     scratch = scratch or scratch_name(namespace)
     ensure_empty(client, Keys(scratch))
     started = time.monotonic()
     try:
-        run = _Run(client, namespace, scratch, batch)
+        run = _Run(client, namespace, scratch, batch, archive)
         run.catch_up(None, progress)
         names = sorted(_names(client, run.live) | _names(client, Keys(scratch)))
         for part in _chunks(names, chunk):

@@ -55,6 +55,13 @@ def open_store(config: BlobsConfig, data_dir: Path, namespace: str) -> BlobStore
     return LocalBlobStore(Path(url) / part)
 
 
+def ledger_folder(part: str, partition: int | None) -> str:
+    """The folder of one of a ledger's parts kept beside its blobs (``archive``, ``ledger``): the
+    part itself on a ledger of one partition, ``<part>/p<N>`` for partition N of a split one, so
+    that every part of a store lays its partitions out alike."""
+    return part if partition is None else f"{part}/p{partition}"
+
+
 def namespace_part(namespace: str) -> str:
     """The namespace as one path segment or key part: percent-encoded where it holds ``/``, ``%``
     or a character a path or key should not, and never ``.`` or ``..``."""

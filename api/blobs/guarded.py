@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 
 from jobledger.blobs.collector import touched
+from jobledger.blobs.named import NamedObjects
 from jobledger.blobs.store import CHUNK, Blob, BlobStore
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
@@ -59,6 +60,9 @@ class GuardedStore(BlobStore):
 
     def list(self) -> AsyncIterator[Blob]:
         return self.store.list()
+
+    def named(self, prefix: str) -> NamedObjects:
+        return self.store.named(prefix)
 
     async def sweep_staging(self, older_than: float) -> int:
         return await self.store.sweep_staging(older_than)

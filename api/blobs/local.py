@@ -18,6 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import BinaryIO
 
+from jobledger.blobs.named import LocalNamedObjects, NamedObjects
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
 from jobledger.contract.files import valid_sha256
 from jobledger.runtime.private import private_dir, private_opener
@@ -123,6 +124,9 @@ class LocalBlobStore(BlobStore):
                     st = entry.stat()
                     found.append(Blob(entry.name, st.st_size, st.st_mtime))
         return found
+
+    def named(self, prefix: str) -> NamedObjects:
+        return LocalNamedObjects(self.root / prefix.rstrip("/"))
 
     async def sweep_staging(self, older_than: float) -> int:
         return await asyncio.to_thread(self._sweep_staging, older_than)

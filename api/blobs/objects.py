@@ -50,6 +50,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, NotSupportedError
 from obstore.store import from_url
 
+from jobledger.blobs.named import NamedObjects
 from jobledger.blobs.store import CHUNK, Blob, BlobMissing, BlobStore, Hashing
 from jobledger.contract.files import valid_sha256
 
@@ -222,6 +223,9 @@ class ObjectBlobStore(BlobStore):
             for meta in batch:
                 yield dict(meta)
 
+    def named(self, prefix: str) -> NamedObjects:
+        return ObjectNamedObjects(self._store, prefix, f"{self.description}/{prefix.rstrip('/')}")
+
     async def sweep_staging(self, older_than: float) -> int:
         stale: builtins.list[str] = [
             meta["path"]
@@ -263,3 +267,28 @@ async def _hashed(
             yield chunk
     finally:
         stop.cancel()
+
+
+class ObjectNamedObjects(NamedObjects):
+    """Named objects under ``prefix`` of an object store (obstore's synchronous calls)."""
+
+    def __init__(self, store: Any, prefix: str, description: str) -> None:
+        self._store, self.prefix, self.description = store, prefix, description
+
+    def write(self, name: str, data: bytes) -> None:
+        obstore.put(self._store, self.prefix + name, data)
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            return bytes(obstore.get(self._store, self.prefix + name).bytes())
+        except FileNotFoundError:
+            return None
+
+    def names(self, prefix: str, after: str = "") -> builtins.list[str]:
+        start = self.prefix + max(after, prefix)
+        found = (
+            str(meta["path"])[len(self.prefix) :]
+            for batch in obstore.list(self._store, self.prefix + prefix, offset=start, chunk_size=1000)
+            for meta in batch
+        )
+        return sorted(n for n in found if n > after)

@@ -18,6 +18,10 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobledger.blobs.named import NamedObjects
 
 #: How much a store reads or writes at a time.
 CHUNK = 1024 * 1024
@@ -124,6 +128,11 @@ class BlobStore(ABC):
     @abstractmethod
     def list(self) -> AsyncIterator[Blob]:
         """Every blob the store holds, in no particular order."""
+
+    @abstractmethod
+    def named(self, prefix: str) -> NamedObjects:
+        """Objects by name under ``prefix``, beside the blobs and out of the collector's sight
+        (the archive's segments and manifest: :mod:`jobledger.blobs.archive`)."""
 
     @abstractmethod
     async def sweep_staging(self, older_than: float) -> int:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Annotated, Any, NoReturn, Self, TypeVar
@@ -27,10 +28,12 @@ import typer
 from jobledger.ledger.partitions import CLUSTER_PARTITIONS, PartitionCountMismatch, settle
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.slot_routing import on_cluster
-from jobledger.runtime import logs
-from jobledger.runtime.config import Config, ConfigError, load_config
+from jobledger.runtime import logs, tracing
+from jobledger.runtime.config import Config, ConfigError, TracingConfig, load_config
 from jobledger.runtime.embedded import EmbeddedServerError
 from jobledger.runtime.locate import NoLedgerHere, redis_url_for
+
+log = logging.getLogger("jobledger.cli")
 
 R = TypeVar("R")
 
@@ -70,6 +73,13 @@ RetryCheckOption = Annotated[
 ExpiryCheckOption = Annotated[
     str | None,
     typer.Option(help="How often to expire ended jobs, e.g. 5m (env JOBLEDGER_EXPIRY_CHECK_INTERVAL)."),
+]
+ArchiveAfterOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Archive events older than this into the blob store and trim them from Redis (default 7d;"
+        " 0s keeps every event in Redis; env JOBLEDGER_ARCHIVE_AFTER)."
+    ),
 ]
 PartitionsOption = Annotated[
     int | None,
@@ -261,3 +271,22 @@ def check_partitions(config: Config, url: str) -> None:
 def setup_logging(config: Config) -> None:
     """Logging as ``[server] log_level`` and ``log_format`` say (see :mod:`jobledger.runtime.logs`)."""
     logs.configure(config.server.log_level, config.server.log_format)
+
+
+def start_tracing(config: Config, service: str) -> tuple[Config, Callable[[], None]]:
+    """Set up OpenTelemetry when tracing is on (:mod:`jobledger.runtime.tracing`): the configuration
+    with ``[tracing] enabled`` settled (true: tracing, false: not), and the function that flushes the
+    spans, to call as the command ends.  Asked for by ``[tracing] enabled`` but not to be had (the
+    extra or an exporter missing): exit 2.  Asked for by the environment alone (which other programs
+    share): a warning, and the command runs without."""
+    wanted = tracing.wanted(config.tracing.enabled)
+    flush: Callable[[], None] = lambda: None  # noqa: E731
+    if wanted:
+        try:
+            flush = tracing.start(service)
+        except tracing.TracingUnavailable as exc:
+            if config.tracing.enabled:
+                fail(f"[tracing] enabled: {exc}", code=2)
+            log.warning("tracing is off: %s", exc)
+            wanted = False
+    return replace(config, tracing=TracingConfig(enabled=wanted)), flush

@@ -96,7 +96,7 @@ def export_command(
         total = sum(ledger_length(part.client, Keys(part.namespace)) for part in found.parts)
         with Meter("export", total) as meter:
             try:
-                export_parts(found.parts, to, untils, progress=meter.update)
+                export_parts(found.parts, to, untils, progress=meter.update, archive=found.archive)
             except FAILURES as exc:
                 fail(f"export failed: {exc}", code=3)
         split = f" ({found.partitioning.count} partitions)" if found.split else ""

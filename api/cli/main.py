@@ -43,12 +43,22 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.command()(server_commands.version)
     if command in SERVER_COMMANDS:
         return app
-    from jobledger.cli import event_commands, job_commands, replay_commands, token_commands, worker_command
+    from jobledger.cli import (
+        bulk_commands,
+        event_commands,
+        job_commands,
+        ledger_commands,
+        replay_commands,
+        token_commands,
+        worker_command,
+    )
 
     app.add_typer(job_commands.app)
     app.add_typer(worker_command.app)
     app.add_typer(replay_commands.app, name="replay")
     app.add_typer(event_commands.app, name="events")
+    app.add_typer(ledger_commands.app, name="ledger")
+    app.add_typer(bulk_commands.app, name="jobs")
     app.add_typer(token_commands.app, name="token")
     return app
 

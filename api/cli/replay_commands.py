@@ -7,9 +7,12 @@ progress on a terminal.  On a ledger split into partitions each works on every p
 they create and do not finish is removed: an interrupted
 rebuild leaves nothing behind, and verify's scratch namespace never outlives it.
 
+``replay verify`` also checks the ledger's events against its signed checkpoints, as ``jobledger
+ledger verify`` does, when a signing key is configured.
+
 Exit codes: 0 done (verify: no difference); 1 verify found differences (or, with ``--blobs``, a
-blob missing or corrupt); 2 bad usage; 3 the run could not be done (e.g. the target namespace is
-not empty, the archive cannot be read); 130 interrupted.
+blob missing or corrupt; or an event that is not the one sealed); 2 bad usage; 3 the run could
+not be done (e.g. the target namespace is not empty, the archive cannot be read); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import redis
 import typer
 
 from jobledger.blobs import BlobError, open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
     LedgerOptions,
@@ -34,12 +38,13 @@ from jobledger.cli.common import (
     ledger_options,
     open_redis,
 )
+from jobledger.cli.ledger_checks import audit_parts, configured_keys
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
-from jobledger.projections.archive import ArchiveError
+from jobledger.projections.archive import ArchiveError, ArchiveSource
 from jobledger.replay.blob_audit import BlobAudit, audit_blobs
 from jobledger.replay.parts import Part, mark, parts_of, stored_count
 from jobledger.replay.progress import Meter
@@ -69,13 +74,15 @@ FAILURES = (NamespaceNotEmpty, ArchiveError, UnknownEventType, redis.RedisError,
 
 @dataclass(frozen=True)
 class SplitLedger:
-    """The configured ledger as replay sees it: its base namespace's client, how it is split, and a
-    part per partition (one, the namespace itself, on a ledger of one partition)."""
+    """The configured ledger as replay sees it: its base namespace's client, how it is split, a
+    part per partition (one, the namespace itself, on a ledger of one partition), and the archive
+    in the blob store that its archived events are read from."""
 
     url: str
     base: redis.Redis
     partitioning: Partitioning
     parts: list[Part]
+    archive: BlobArchive
 
     @property
     def split(self) -> bool:
@@ -90,24 +97,32 @@ class SplitLedger:
 def ledger_parts(config: Config, stop: SignalStop, *, create: bool = False) -> Iterator[SplitLedger]:
     """The configured ledger on its server (the embedded one started if need be; in a data directory
     that holds no ledger, only with ``create``), split as it is stored (one part when no count is)."""
+    try:
+        store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    archive = BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
     with open_redis(config, stop, create=create) as url:
         ns = config.redis.key_namespace
         base = sync_client(url, ns)
         try:
             partitioning = Partitioning(ns, stored_count(base, ns) or 1)
             with parts_of(url, partitioning) as parts:
-                yield SplitLedger(url, base, partitioning, parts)
+                yield SplitLedger(url, base, partitioning, parts, archive)
         finally:
             base.close()
+            asyncio.run(store.close())
 
 
 def until_ids(ledger: SplitLedger, text: str | None) -> list[str | None]:
     """``--until`` as each partition's event id (all None without one); a usage error if it names
     no point, and exit 3 when no partition has an event that old."""
     if text is None or not ledger.split:
-        return [until_id(part.client, Keys(part.namespace), text) for part in ledger.parts]
+        return [until_id(part.client, Keys(part.namespace), text, ledger.archive) for part in ledger.parts]
     try:
-        found = [resolve_until(part.client, Keys(part.namespace), text) for part in ledger.parts]
+        found = [
+            resolve_until(part.client, Keys(part.namespace), text, ledger.archive) for part in ledger.parts
+        ]
     except UntilError as exc:
         fail(str(exc), code=2)
     if all(f is None for f in found):
@@ -115,12 +130,12 @@ def until_ids(ledger: SplitLedger, text: str | None) -> list[str | None]:
     return found
 
 
-def until_id(client: redis.Redis, keys: Keys, text: str | None) -> str | None:
+def until_id(client: redis.Redis, keys: Keys, text: str | None, archive: ArchiveSource | None) -> str | None:
     """``--until`` as an event id (None without one); a usage error if there is no such point."""
     if text is None:
         return None
     try:
-        found = resolve_until(client, keys, text)
+        found = resolve_until(client, keys, text, archive)
     except UntilError as exc:
         fail(str(exc), code=2)
     if found is None:
@@ -216,7 +231,7 @@ def rebuild_command(
                     progress = functools.partial(_advanced, meter, done)
                     try:
                         done += rebuild(part.client, part.namespace, made.namespace, last, batch, progress,
-                                        into=made.client)  # fmt: skip
+                                        into=made.client, archive=found.archive)  # fmt: skip
                     except FAILURES as exc:
                         fail(f"rebuild failed: {exc}", code=3)
                 mark(found.url, targets, into_split)
@@ -241,7 +256,9 @@ def _swap(config: Config, batch: int) -> None:
                 break
             with Meter("rebuild", ledger_length(part.client, Keys(part.namespace))) as meter:
                 try:
-                    done = swap(part.client, part.namespace, batch, progress=meter.update)
+                    done = swap(
+                        part.client, part.namespace, batch, progress=meter.update, archive=found.archive
+                    )
                 except (SwapConflict, *FAILURES) as exc:
                     which = f" of partition {part.index}" if found.split else ""
                     fail(f"online rebuild{which} failed, the live projections are unchanged: {exc}", code=3)
@@ -323,17 +340,29 @@ def verify_command(
                 bad = ", ".join(str(p.index) for p, r in zip(found.parts, results, strict=False) if not r.ok)
                 typer.echo(f"{differing} of {keys:,} keys differ in {where} (in partition {bad})")
         blobs_ok = _verify_blobs(config, found.parts) if blobs and not stop.fired else True
+        sealed_ok = _verify_sealed(config, found) if not stop.fired else True
     if stop.fired:
         fail("interrupted; the scratch namespace was removed", code=130)
-    if not (ok and blobs_ok):
+    if not (ok and blobs_ok and sealed_ok):
         raise typer.Exit(1)
+
+
+def _verify_sealed(config: Config, ledger: SplitLedger) -> bool:
+    """The ledger's events against its signed checkpoints (``jobledger ledger verify``), with the
+    configured signing key's verifier key; said and skipped when no signing key is configured."""
+    keys = configured_keys(config)
+    if keys is None:
+        typer.echo("the ledger was not checked against its checkpoints: no signing key is configured")
+        return True
+    return audit_parts(config, ledger.parts, keys, ledger.archive)
 
 
 def _verify_part(found: SplitLedger, part: Part, batch: int, chunk: int) -> Verification:
     """Verify one partition, printing what differs and its summary."""
     with Meter("verify", ledger_length(part.client, Keys(part.namespace))) as meter:
         try:
-            result = verify(part.client, part.namespace, batch=batch, chunk=chunk, progress=meter.update)
+            result = verify(part.client, part.namespace, batch=batch, chunk=chunk, progress=meter.update,
+                            archive=found.archive)  # fmt: skip
         except FAILURES as exc:
             fail(f"verify failed{f' on partition {part.index}' if found.split else ''}: {exc}", code=3)
     for difference in result.differences:

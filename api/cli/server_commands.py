@@ -12,6 +12,7 @@ import typer
 
 from jobledger.cli.common import (
     LEDGER_DEFAULTS,
+    ArchiveAfterOption,
     ExpiryCheckOption,
     LedgerOptions,
     LogFormatOption,
@@ -25,6 +26,7 @@ from jobledger.cli.common import (
     ledger_options,
     open_redis,
     setup_logging,
+    start_tracing,
 )
 from jobledger.runtime.config import Config
 from jobledger.runtime.startup import started
@@ -122,6 +124,7 @@ def serve(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    archive_after: ArchiveAfterOption = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
@@ -143,12 +146,13 @@ def serve(
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "server.auth": auth, "server.insecure": insecure or None,
         "server.tls_cert": tls_cert, "server.tls_key": tls_key, "redis.partitions": partitions,
-        "server.allowed_hosts": allowed_host or None,
+        "server.allowed_hosts": allowed_host or None, "ledger.archive_after": archive_after,
     })  # fmt: skip
     refusal = exposure_refusal(config)
     if refusal:
         fail(refusal, code=2)
     setup_logging(config)
+    config, flush_spans = start_tracing(config, "jobledger")
     from jobledger.server.app import create_app  # imported only when serving
     from jobledger.server.serving import ListenError, listen, run_http, tls_problem
 
@@ -164,6 +168,7 @@ def serve(
     except ListenError as exc:
         fail(str(exc), code=3)
     with ExitStack() as stack:
+        stack.callback(flush_spans)
         for sock in sockets:
             stack.callback(sock.close)
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:
@@ -183,6 +188,7 @@ def scheduler(
     timeout_check_interval: TimeoutCheckOption = None,
     retry_check_interval: RetryCheckOption = None,
     expiry_check_interval: ExpiryCheckOption = None,
+    archive_after: ArchiveAfterOption = None,
     log_level: LogLevelOption = None,
     log_format: LogFormatOption = None,
     partitions: PartitionsOption = None,
@@ -193,6 +199,7 @@ def scheduler(
         "server.retry_check_interval": retry_check_interval,
         "server.expiry_check_interval": expiry_check_interval, "server.log_level": log_level,
         "server.log_format": log_format, "redis.partitions": partitions,
+        "ledger.archive_after": archive_after,
     })  # fmt: skip
     setup_logging(config)
     with SignalStop() as stop, open_redis(config, stop) as url:

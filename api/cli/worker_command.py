@@ -3,6 +3,8 @@ SIGTERM/SIGINT.  ``jobledger worker --exec [CMD] --queue Q``: the orchestrator's
 (:mod:`jobledger.worker.executor`), CMD run in each job's directory; ``--exec-dir`` says where those
 go, ``--keep`` leaves them (and the command's log) behind, ``--exec-env NAME`` passes a variable of
 the worker's environment to the command, ``--exec-user USER`` runs it as that user.
+``--metrics-port PORT`` serves the worker's own metrics (:mod:`jobledger.worker.metrics`) on
+``--metrics-host`` (127.0.0.1 by default) while it runs.
 
 Over HTTP (``--url``, the default transport) it needs only the server; with ``--transport redis`` it
 finds the ledger's Redis the way every jobledger command does (``--config``, ``--data-dir``,
@@ -11,11 +13,13 @@ finds the ledger's Redis the way every jobledger command does (``--config``, ``-
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
@@ -33,13 +37,16 @@ from jobledger.cli.common import (
     fail,
     ledger_options,
     open_redis,
+    start_tracing,
 )
 from jobledger.cli.job_commands import UrlOption
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.requests import checked_worker_id
 from jobledger.runtime import logs
+from jobledger.runtime.config import Config
 from jobledger.worker import event_loop
 from jobledger.worker.executor import DEFAULT_COMMAND, Executor
+from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.worker import Handler, Worker
 
 app = typer.Typer()
@@ -85,6 +92,24 @@ def seconds(text: str, option: str) -> float:
         return parse_ms(text) / 1000
     except ValueError as exc:
         fail(f"{option}: {exc}", code=2)
+
+
+@contextlib.contextmanager
+def served_metrics(port: int | None, host: str) -> Iterator[WorkerMetrics | None]:
+    """The worker's metrics, served on ``host:port`` while the block runs; None without a port."""
+    if port is None:
+        yield None
+        return
+    metrics = WorkerMetrics()
+    try:
+        server = metrics.serve(port, host)
+    except OSError as exc:
+        fail(f"--metrics-port: cannot listen on {host}:{port}: {exc.strerror or exc}", code=1)
+    try:
+        yield metrics
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def run_until_stopped(worker: Worker, stop: SignalStop) -> None:
@@ -161,11 +186,16 @@ def worker(
         LogLevel, typer.Option(help="info: a line per job; warning: failures and trouble only.")
     ] = LogLevel.info,
     log_format: LogFormatOption = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Serve the worker's own Prometheus metrics on this port."),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="The address --metrics-port listens on.")] = "127.0.0.1",
     ledger: LedgerOptions = LEDGER_DEFAULTS,
 ) -> None:
     """Run a worker: fetch jobs, run the handler (or with --exec the command), complete or fail them,
     until SIGTERM or SIGINT."""
-    try:  # httpx's request lines only at debug
+    try:  # httpx2's request lines only at debug
         logs.configure(log_level, log_format)
     except ValueError as exc:
         fail(f"--log-format: {exc}", code=2)
@@ -194,11 +224,35 @@ def worker(
         if heartbeat_interval is None
         else seconds(heartbeat_interval, "--heartbeat-interval"),
     )
-    with SignalStop() as stop:
+    config, flush_spans = start_tracing(ledger.config(), "jobledger-worker")
+    try:
+        _run(
+            functools.partial(make, tracing=config.tracing.enabled),
+            transport,
+            url,
+            config,
+            metrics_port,
+            metrics_host,
+        )
+    finally:
+        flush_spans()
+
+
+def _run(
+    make: functools.partial[Worker],
+    transport: TransportKind,
+    url: str | None,
+    config: Config,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    """Run the worker ``make`` makes, over HTTP to ``url`` or straight to the ledger's Redis, with its
+    metrics served on ``metrics_host:metrics_port`` when a port is given."""
+    with SignalStop() as stop, served_metrics(metrics_port, metrics_host) as metrics:
+        make = functools.partial(make, metrics=metrics)
         if transport is TransportKind.http:
             run_until_stopped(make(transport="http", url=url), stop)
             return
-        config = ledger.config()
         with open_redis(config, stop) as found:
             check_partitions(config, found)
             ns, blobs = (

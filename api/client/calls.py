@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-import httpx
+import httpx2
 from pydantic import TypeAdapter
 
 from jobledger.client.errors import Unavailable, error_for
@@ -32,7 +32,9 @@ from jobledger.client.models import (
     StoredResult,
     wire_value,
 )
+from jobledger.client.trace_context import current_traceparent
 from jobledger.client.transfers import HashedFile, Upload, form_body
+from jobledger.contract.traceparent import HEADER as TRACEPARENT_HEADER
 
 R = TypeVar("R")
 
@@ -52,21 +54,21 @@ class ApiCall(Generic[R]):
 
     method: str
     path: str
-    parse: Callable[[httpx.Response], R]
+    parse: Callable[[httpx2.Response], R]
     params: dict[str, str | int] | None = None
     body: Any = UNSET
     safe: bool = True
     holds: float = 0.0
     headers: dict[str, str] | None = None
-    #: a streamed body (files): httpx's arguments for one try, given where the files it opens are
+    #: a streamed body (files): httpx2's arguments for one try, given where the files it opens are
     #: closed and whether the client is the async one (:mod:`jobledger.client.transfers`)
     stream: Callable[[ExitStack, bool], dict[str, Any]] | None = None
 
     def request_args(
         self, timeout: float, files: ExitStack | None = None, asynchronous: bool = False
     ) -> dict[str, Any]:
-        """Keyword arguments of ``httpx.Client.request`` for this call, for a client whose timeout
-        is ``timeout``.  The body is encoded here, not by httpx's ``json=``, which would send no
+        """Keyword arguments of ``httpx2.Client.request`` for this call, for a client whose timeout
+        is ``timeout``.  The body is encoded here, not by httpx2's ``json=``, which would send no
         body at all for a JSON ``null``; a streamed body opens its files into ``files``."""
         args: dict[str, Any] = {"params": self.params}
         headers = dict(self.headers or {})
@@ -76,7 +78,7 @@ class ApiCall(Generic[R]):
             headers.update(streamed.pop("headers", {}))
             args.update(streamed)
         if self.holds:
-            args["timeout"] = httpx.Timeout(timeout, read=timeout + self.holds)
+            args["timeout"] = httpx2.Timeout(timeout, read=timeout + self.holds)
         if self.body is not UNSET:
             text = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
             args["content"] = text.encode()
@@ -85,14 +87,14 @@ class ApiCall(Generic[R]):
             args["headers"] = headers
         return args
 
-    def finish(self, response: httpx.Response) -> R:
+    def finish(self, response: httpx2.Response) -> R:
         """The parsed result of a 2xx answer; anything else raises the matching :class:`ClientError`."""
         if response.is_success:
             return self.parse(response)
         raise error_for(response.status_code, error_message(response))
 
 
-def error_message(response: httpx.Response) -> str:
+def error_message(response: httpx2.Response) -> str:
     """The server's ``{"error": ...}`` message, or what can be said without one."""
     try:
         body = response.json()
@@ -104,11 +106,11 @@ def error_message(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}" + (f": {text}" if text else "")
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: httpx2.Response) -> Any:
     return response.json()
 
 
-def _none(response: httpx.Response) -> None:
+def _none(response: httpx2.Response) -> None:
     return None
 
 
@@ -173,12 +175,22 @@ def _idempotency(key: str | None) -> dict[str, str]:
     return {IDEMPOTENCY_HEADER: key if key is not None else str(uuid.uuid4())}
 
 
+def _create_headers(key: str | None) -> dict[str, str]:
+    """A create's headers: its Idempotency-Key, and the caller's traceparent when it is in a span
+    (the job records it: the handler's span is that span's child)."""
+    headers = _idempotency(key)
+    trace = current_traceparent()
+    if trace is not None:
+        headers[TRACEPARENT_HEADER] = trace
+    return headers
+
+
 def create_job(queue: str, spec: JobSpec, idempotency_key: str | None = None) -> ApiCall[int]:
     """Create a job; its id.  Sent with an Idempotency-Key (``idempotency_key``, else a new one),
     so it is safe to resend after a lost answer: the server answers the first job's id again."""
     return ApiCall(
         "POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(),
-        headers=_idempotency(idempotency_key),
+        headers=_create_headers(idempotency_key),
     )  # fmt: skip
 
 
@@ -189,7 +201,7 @@ def create_job_with_files(
     as :func:`create_job` (each try reads the files again from their start)."""
     job = json.dumps(spec.body(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return ApiCall(
-        "POST", _queue(queue, "/job"), lambda r: int(r.json()), headers=_idempotency(idempotency_key),
+        "POST", _queue(queue, "/job"), lambda r: int(r.json()), headers=_create_headers(idempotency_key),
         stream=lambda files, _: form_body(uploads, job, files),
     )  # fmt: skip
 
@@ -222,7 +234,7 @@ def create_jobs(queue: str, specs: list[JobSpec], idempotency_key: str | None = 
     body = [spec.body() for spec in specs]
     return ApiCall(
         "POST", _queue(queue, "/jobs"), lambda r: [int(i) for i in r.json()], body=body,
-        headers=_idempotency(idempotency_key),
+        headers=_create_headers(idempotency_key),
     )  # fmt: skip
 
 
@@ -248,13 +260,20 @@ def fetch_jobs(
     return ApiCall("GET", _queue(queue, "/job"), _fetched, params=params, safe=False, holds=wait or 0.0)
 
 
-def _fetched(response: httpx.Response) -> list[FetchedJob]:
+def _fetched(response: httpx2.Response) -> list[FetchedJob]:
     return [] if response.status_code == 204 else _fetched_jobs(response.json())
 
 
 def _fetched_jobs(items: list[dict[str, Any]]) -> list[FetchedJob]:
     return [
-        FetchedJob(int(j["id"]), j.get("input"), int(j["attempt"]), _files(j), j.get("heartbeat_timeout"))
+        FetchedJob(
+            int(j["id"]),
+            j.get("input"),
+            int(j["attempt"]),
+            _files(j),
+            j.get("heartbeat_timeout"),
+            j.get("traceparent"),
+        )
         for j in items
     ]
 
@@ -283,7 +302,7 @@ def update_jobs(
     return ApiCall("PATCH", "/jobs", _batched, body=body, safe=safe)
 
 
-def _batched(response: httpx.Response) -> Batched:
+def _batched(response: httpx2.Response) -> Batched:
     answer = response.json()
     refusals = tuple(
         None if u["status"] < 300 else error_for(u["status"], u["error"]) for u in answer["updates"]
@@ -366,8 +385,61 @@ def history(job_id: int) -> ApiCall[list[Event]]:
     return ApiCall("GET", _job(job_id, "/history"), lambda r: _EVENTS.validate_python(r.json()))
 
 
+def list_jobs(queue: str, filters: Mapping[str, Any]) -> ApiCall[dict[str, Any]]:
+    """A page of the queue's job summaries: ``{"jobs", "next"}``; ``filters``: status, tag,
+    search, since, until, limit, cursor (None: not given)."""
+    params = {k: wire_value(v) for k, v in filters.items() if v is not None}
+    return ApiCall("GET", _queue(name=queue, rest="/jobs"), _json, params=params)
+
+
+def bulk(action: str, filters: Mapping[str, Any], wait: float | None = None) -> ApiCall[dict[str, Any]]:
+    """``POST /bulk``: ``{"operation", "matched", "done", "finished"}``.  Not safe to send twice
+    (a second one would be another operation), but its effect is: each job is acted on once."""
+    body = {"action": action, **{k: wire_value(v) for k, v in filters.items() if v is not None}}
+    params: dict[str, str | int] | None = None if wait is None else {"wait": str(wait)}
+    return ApiCall("POST", "/bulk", _json, params=params, body=body, safe=False, holds=wait or 10.0)
+
+
+def bulk_operation(operation: str) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", f"/bulk/{_segment(operation)}", _json)
+
+
 def tagged(tag: str) -> ApiCall[list[int]]:
     return ApiCall("GET", f"/tag/{_segment(tag)}", _json)
+
+
+# The verifiable ledger
+
+
+def _partition(partition: int | None, **more: int | str | None) -> dict[str, str | int] | None:
+    params = {k: v for k, v in {"partition": partition, **more}.items() if v is not None}
+    return params or None
+
+
+def receipt(job_id: int) -> ApiCall[dict[str, Any]]:
+    return ApiCall("GET", _job(job_id, "/receipt"), _json)
+
+
+def ledger_key() -> ApiCall[str]:
+    return ApiCall("GET", "/ledger/key", lambda r: r.text.strip())
+
+
+def ledger_checkpoint(partition: int | None = None) -> ApiCall[str]:
+    return ApiCall("GET", "/ledger/checkpoint", lambda r: r.text, params=_partition(partition))
+
+
+def inclusion_proof(
+    event: str, size: int | None = None, partition: int | None = None
+) -> ApiCall[dict[str, Any]]:
+    params = _partition(partition, event=event, size=size)
+    return ApiCall("GET", "/ledger/proof/inclusion", _json, params=params)
+
+
+def consistency_proof(
+    old: int, new: int | None = None, partition: int | None = None
+) -> ApiCall[dict[str, Any]]:
+    params = _partition(partition, **{"from": old, "to": new})
+    return ApiCall("GET", "/ledger/proof/consistency", _json, params=params)
 
 
 # Server
@@ -421,7 +493,7 @@ def list_events(after: str | None, limit: int, filters: dict[str, str | int]) ->
     return ApiCall("GET", "/events", _event_page, params=params)
 
 
-def _event_page(response: httpx.Response) -> EventPage:
+def _event_page(response: httpx2.Response) -> EventPage:
     body = response.json()
     return EventPage(_EVENTS.validate_python(body["events"]), body.get("next"))
 
@@ -451,6 +523,6 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
-def unreachable(url: str, exc: httpx.TransportError) -> Unavailable:
+def unreachable(url: str, exc: httpx2.TransportError) -> Unavailable:
     """The error for a request that got no answer, after any retries."""
     return Unavailable(f"cannot reach jobledger at {url}: {str(exc) or type(exc).__name__}")

@@ -99,13 +99,15 @@ class EventPage:
 @dataclass(frozen=True)
 class FetchedJob:
     """A job handed to a worker: now running as ``attempt``, which its updates should name.
-    ``heartbeat_timeout``: its duration text (``"0s"``: off), when the fetch asked for it."""
+    ``heartbeat_timeout``: its duration text (``"0s"``: off), when the fetch asked for it;
+    ``traceparent``: the W3C traceparent of the request that created it, if it had one."""
 
     id: int
     input: Any
     attempt: int
     files: tuple[StoredFile, ...] = ()
     heartbeat_timeout: str | None = None
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.client.calls import ApiCall
 
 #: Failures where the request never reached the server: resending any request is harmless.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Retry:
     base: float = 0.1
     cap: float = 2.0
 
-    def after_error(self, call: ApiCall[Any], exc: httpx.TransportError, tried: int) -> float | None:
+    def after_error(self, call: ApiCall[Any], exc: httpx2.TransportError, tried: int) -> float | None:
         """Seconds to wait before trying again after ``exc``; None to give up."""
         if not (isinstance(exc, NOT_SENT) or call.safe):
             return None

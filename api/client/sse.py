@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 import pydantic
 
 from jobledger.client import calls
@@ -174,7 +174,7 @@ class Feed:
         return {
             "params": self.call.params,
             "headers": self.decoder.headers(),
-            "timeout": httpx.Timeout(timeout, read=self.deadline.read_timeout()),
+            "timeout": httpx2.Timeout(timeout, read=self.deadline.read_timeout()),
         }
 
     def line(self, line: str) -> Event | None:
@@ -186,14 +186,14 @@ class Feed:
             raise FeedTimeout
         return event
 
-    def refused(self, response: httpx.Response) -> float:
+    def refused(self, response: httpx2.Response) -> float:
         """Seconds before trying again after an error answer, or its error raised."""
         delay = self.retry.after_status(self.call, response.status_code, self.tried)
         if delay is None:
             self.call.finish(response)
         return delay or 0.0
 
-    def lost(self, exc: httpx.TransportError) -> float:
+    def lost(self, exc: httpx2.TransportError) -> float:
         """Seconds before trying again after a lost connection (or a read that timed out)."""
         if self.deadline.passed():
             raise FeedTimeout from exc

@@ -4,7 +4,7 @@ A step is a piece of plain data naming what needs the network or the clock.  :cl
 holds the logic (retrying a call, paging through ``GET /events``, following the event feed,
 waiting for a job) as generators that yield steps and are sent each one's outcome;
 :class:`~jobledger.client.sync.Client` does a step at once, :class:`~jobledger.client.aio.AsyncClient`
-awaits it.  A network error (``httpx.TransportError``) is thrown into the generator where the step
+awaits it.  A network error (``httpx2.TransportError``) is thrown into the generator where the step
 was yielded, so the logic catches it as if it had made the request itself.
 
 =====================  ===========================================================================
@@ -18,6 +18,8 @@ an :class:`ApiCall`    sends it once: the response, whatever its status
 :class:`NextLine`      the next of those ``lines``: the line, or None once the server closed it
 :class:`Receive`       streams ``GET path`` into a file, hashing it: the response and what was
                        :class:`Received` (None for an error answer, read whole)
+:class:`Blocking`      calls ``work()``, which reads or writes files (the async client in a
+                       thread): what it returns
 an :class:`Event`      hands it to whoever iterates ``events`` / ``follow`` (see
                        :func:`next_event`): None
 =====================  ===========================================================================
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-import httpx
+import httpx2
 
 from jobledger.client import calls
 from jobledger.client.calls import (
@@ -45,7 +47,7 @@ from jobledger.client.errors import DigestMismatch, WaitTimeout, error_for
 from jobledger.client.models import Event, Job
 from jobledger.client.policy import Retry
 from jobledger.client.sse import Deadline, Feed, FeedTimeout, StreamFailed, ends_job
-from jobledger.client.transfers import Receive, Received, problem_with
+from jobledger.client.transfers import Receive, Received, announced_sha256, problem_with
 
 T = TypeVar("T")
 
@@ -66,7 +68,12 @@ class NextLine:
     lines: Any  # the lines a Connect gave: an Iterator[str] or an AsyncIterator[str]
 
 
-Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Receive | Event
+@dataclass(frozen=True)
+class Blocking:
+    work: Callable[[], Any]
+
+
+Step: TypeAlias = ApiCall[Any] | Pause | Connect | NextLine | Receive | Blocking | Event
 #: Logic for both clients: yields steps, is sent their outcomes, returns its result.
 Steps = Generator[Step, Any, T]
 
@@ -74,9 +81,15 @@ Steps = Generator[Step, Any, T]
 def advance(work: Steps[Any], outcome: Any) -> Step:
     """The next step of ``work``, given the outcome of the last: sent it, or thrown it when it is a
     network error."""
-    if isinstance(outcome, httpx.TransportError):
+    if isinstance(outcome, httpx2.TransportError):
         return work.throw(outcome)
     return work.send(outcome)
+
+
+def blocking(work: Callable[[], T]) -> Steps[T]:
+    """The step that does ``work`` (file work that would hold up an event loop); its result."""
+    result: T = yield Blocking(work)
+    return result
 
 
 def next_event(work: Steps[Any]) -> Steps[Event | None]:
@@ -92,15 +105,15 @@ def next_event(work: Steps[Any]) -> Steps[Event | None]:
             return step
         try:
             outcome = yield step
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             outcome = exc
 
 
 class ClientBase:
-    """The settings and the logic of both clients; each subclass names its ``httpx`` client class
+    """The settings and the logic of both clients; each subclass names its ``httpx2`` client class
     and runs the steps."""
 
-    #: ``httpx.Client`` or ``httpx.AsyncClient``
+    #: ``httpx2.Client`` or ``httpx2.AsyncClient``
     _HTTP: ClassVar[Callable[..., Any]]
 
     def __init__(
@@ -110,15 +123,15 @@ class ClientBase:
         timeout: float = 10.0,
         retry: Retry | None = None,
         token: str | None = None,
-        **httpx_options: Any,
+        **httpx2_options: Any,
     ) -> None:
         self.url = resolve_url(url)
         self.retry = retry or Retry()
         self._timeout = timeout
         #: The API token sent as ``Authorization: Bearer``: ``token``, else ``$JOBLEDGER_TOKEN``.
         self.token = resolve_token(token)
-        headers = {**auth_headers(self.token), **httpx_options.pop("headers", {})}
-        self._http = self._HTTP(base_url=self.url, timeout=timeout, headers=headers, **httpx_options)
+        headers = {**auth_headers(self.token), **httpx2_options.pop("headers", {})}
+        self._http = self._HTTP(base_url=self.url, timeout=timeout, headers=headers, **httpx2_options)
 
     def _sending(self, call: ApiCall[T]) -> Steps[T]:
         """Send ``call``, again as :attr:`retry` allows; its parsed result."""
@@ -127,7 +140,7 @@ class ClientBase:
             tried += 1
             try:
                 response = yield call
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 delay = self.retry.after_error(call, exc, tried)
                 if delay is None:
                     raise unreachable(self.url, exc) from exc
@@ -149,7 +162,7 @@ class ClientBase:
                 tried += 1
                 try:
                     response, received = yield step
-                except httpx.TransportError as exc:
+                except httpx2.TransportError as exc:
                     if (delay := self.retry.backoff(tried)) is None:
                         raise unreachable(self.url, exc) from exc
                 else:
@@ -164,6 +177,26 @@ class ClientBase:
                 yield Pause(delay)
         finally:
             step.into.unlink(missing_ok=True)
+
+    def _saving(self, path: str, dest: Path) -> Steps[Path]:
+        """``GET path`` streamed into ``dest``: written to a part file beside it and moved into place
+        once it hashes to the SHA-256 the server announces, when it announces one (else
+        :class:`DigestMismatch`, nothing kept).  Sent once."""
+        part = dest.with_name(dest.name + ".part")
+        try:
+            try:
+                response, received = yield Receive(path, part)
+            except httpx2.TransportError as exc:
+                raise unreachable(self.url, exc) from exc
+            if received is None:
+                raise error_for(response.status_code, error_message(response))
+            expected = announced_sha256(response.headers)
+            if expected is not None and received.sha256 != expected:
+                raise DigestMismatch(f"{dest.name}: the bytes hash to {received.sha256}, not {expected}")
+            part.replace(dest)
+            return dest
+        finally:
+            part.unlink(missing_ok=True)
 
     def _paging(self, after: str | None, filters: dict[str, str | int], page_size: int) -> Steps[None]:
         """Every event after ``after`` matching ``filters``, ``GET /events`` page by page, up to the
@@ -205,7 +238,7 @@ class ClientBase:
                         elif stop_at(event):
                             return event
                     delay = feed.ended()
-            except httpx.TransportError as exc:
+            except httpx2.TransportError as exc:
                 delay = feed.lost(exc)
             except StreamFailed as failure:
                 delay = feed.failed(failure)

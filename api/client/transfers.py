@@ -8,11 +8,14 @@ client can hold the server's answer (``{"sha256", "size"}``) to what it sent.  A
 digest the server must find (``Repr-Digest``): a worker's result, which the ledger records as soon
 as it is stored, goes up that way.
 
-Downloads are written to a part file while hashed and moved into place only once the bytes hash to
-what the server said.  A :class:`Download` does it for one answer (a result, the zip of results);
-a :class:`Receive` step does it inside the client's retry loop
-(:meth:`jobledger.client.steps.ClientBase._downloading`), which tries again from the start when
-the transfer broke or the bytes came wrong, as a worker fetching its job's files needs.
+Downloads are written to a part file while hashed (a :class:`Receive` step) and moved into place
+only once the bytes hash to what the server said: once for a result or the zip of results
+(:meth:`jobledger.client.steps.ClientBase._saving`), again from the start when the transfer broke
+or the bytes came wrong for a job's input file, as a worker fetching it needs
+(:meth:`jobledger.client.steps.ClientBase._downloading`).
+
+The async client reads an upload's chunks in a thread (:func:`in_thread`), the same generator the
+sync client reads at once.
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ import io
 import mimetypes
 import os
 import zipfile
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
+import httpx2
 
 from jobledger.client.errors import DigestMismatch
 from jobledger.contract.files import DEFAULT_MEDIA_TYPE, repr_digest, sha256_of_digest
@@ -88,18 +91,15 @@ class Upload:
         while chunk := f.read(CHUNK):
             yield self._counted(chunk)
 
-    async def achunks(self, f: IO[bytes]) -> AsyncIterator[bytes]:
-        while chunk := await asyncio.to_thread(f.read, CHUNK):
-            yield self._counted(chunk)
-
     def raw_body(self, files: ExitStack, asynchronous: bool) -> dict[str, Any]:
-        """httpx's request arguments sending the file as the whole body."""
+        """httpx2's request arguments sending the file as the whole body."""
         f = self.open(files)
         headers = {"content-type": self.media_type or "application/octet-stream"}
         size = self.length(f)
         if size is not None:
             headers["content-length"] = str(size)
-        return {"content": self.achunks(f) if asynchronous else self.chunks(f), "headers": headers}
+        chunks = self.chunks(f)
+        return {"content": in_thread(chunks) if asynchronous else chunks, "headers": headers}
 
     def checked(self, answer: dict[str, Any]) -> dict[str, Any]:
         """The server's ``{"sha256", "size"}``, which must be what was sent."""
@@ -110,8 +110,8 @@ class Upload:
 
 
 def form_body(uploads: list[Upload], job: str | None, files: ExitStack) -> dict[str, Any]:
-    """httpx's request arguments of a multipart body: the ``job`` part (JSON text) and one part a
-    file, named by its name; httpx reads each file in chunks as the request goes out."""
+    """httpx2's request arguments of a multipart body: the ``job`` part (JSON text) and one part a
+    file, named by its name; httpx2 reads each file in chunks as the request goes out."""
     parts = [(u.name, (u.name, u.open(files), u.media_type or "application/octet-stream")) for u in uploads]
     return {"files": parts, "data": {"job": job} if job is not None else None}
 
@@ -154,36 +154,6 @@ def check_zip(path: Path, results: list[dict[str, Any]]) -> Path:
         path.unlink(missing_ok=True)
         raise
     return path
-
-
-def expected_sha256(response: httpx.Response) -> str | None:
-    """The SHA-256 the answer names (hex): its ``Repr-Digest``, else a SHA-256 ETag; None without."""
-    return announced_sha256(response.headers)
-
-
-class Download:
-    """A streamed answer written to ``dest`` (see the module)."""
-
-    def __init__(self, dest: str | os.PathLike[str], expected: str | None) -> None:
-        self.dest = Path(dest)
-        self.part = self.dest.with_name(self.dest.name + ".part")
-        self.expected = expected
-        self._sink = Sink(self.part)
-
-    def write(self, chunk: bytes) -> None:
-        self._sink.write(chunk)
-
-    def finish(self) -> Path:
-        actual = self._sink.close().sha256
-        if self.expected is not None and actual != self.expected:
-            self.part.unlink(missing_ok=True)
-            raise DigestMismatch(f"{self.dest.name}: the bytes hash to {actual}, not {self.expected}")
-        self.part.replace(self.dest)
-        return self.dest
-
-    def abort(self) -> None:
-        self._sink.close()
-        self.part.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -229,19 +199,26 @@ class HashedFile:
             yield self.source
 
     def body(self, files: ExitStack, asynchronous: bool) -> dict[str, Any]:
-        """httpx's request arguments sending the file as the whole body, read from its start (the
+        """httpx2's request arguments sending the file as the whole body, read from its start (the
         headers come from :meth:`headers`)."""
-        return {"content": self.achunks() if asynchronous else self.chunks()}
+        chunks = self.chunks()
+        return {"content": in_thread(chunks) if asynchronous else chunks}
 
     def chunks(self) -> Iterator[bytes]:
         with self._opened() as f:
             while chunk := f.read(CHUNK):
                 yield chunk
 
-    async def achunks(self) -> AsyncIterator[bytes]:
-        with self._opened() as f:
-            while chunk := await asyncio.to_thread(f.read, CHUNK):
-                yield chunk
+
+async def in_thread(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks`` for an async client: each read in a thread, so reading a file never holds up the
+    event loop; closed (its file with it) when the request is done with it."""
+    try:
+        while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
+            yield chunk
+    finally:
+        if isinstance(chunks, Generator):
+            chunks.close()
 
 
 def _hash(f: IO[bytes]) -> tuple[int, str]:
@@ -279,8 +256,8 @@ class Receive:
 
 
 class Sink:
-    """Writes a download to its file (created anew) and hashes it on the way: what a
-    :class:`Receive` step and a :class:`Download` both write through."""
+    """Writes a download to its file (created anew) and hashes it on the way (a :class:`Receive`
+    step's)."""
 
     def __init__(self, into: Path) -> None:
         self._file = into.open("wb")
@@ -297,7 +274,7 @@ class Sink:
         return Received(self._sha.hexdigest(), self._size)
 
 
-def announced_sha256(headers: httpx.Headers) -> str | None:
+def announced_sha256(headers: httpx2.Headers) -> str | None:
     """The SHA-256 the server says the body has: ``Repr-Digest``, else a SHA-256 ETag."""
     digest = headers.get("repr-digest")
     if digest:
@@ -309,7 +286,7 @@ def announced_sha256(headers: httpx.Headers) -> str | None:
     return etag if len(etag) == 64 and all(c in "0123456789abcdef" for c in etag) else None
 
 
-def problem_with(received: Received, headers: httpx.Headers) -> str | None:
+def problem_with(received: Received, headers: httpx2.Headers) -> str | None:
     """Why the bytes received are not the file the server announced, or None when they are."""
     expected = announced_sha256(headers)
     if expected is None:

@@ -69,6 +69,10 @@ ENV_VARS: dict[str, str] = {
     "JOBLEDGER_ARCHIVE_AFTER": "ledger.archive_after",
     "JOBLEDGER_ARCHIVE_DIR": "ledger.archive_dir",
     "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "ledger.archive_check_interval",
+    "JOBLEDGER_SEAL": "ledger.seal",
+    "JOBLEDGER_SEAL_INTERVAL": "ledger.seal_interval",
+    "JOBLEDGER_SIGNING_KEY": "ledger.signing_key",
+    "JOBLEDGER_TRACING": "tracing.enabled",
 }
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -149,8 +153,8 @@ def _namespace(value: str) -> str:
     return value
 
 
-def _expand(value: Path) -> Path:
-    return value.expanduser()
+def _expand(value: Path | None) -> Path | None:
+    return None if value is None else value.expanduser()
 
 
 #: A duration field: "30s", "1h15m5s", "1.5h" or seconds in; milliseconds held.
@@ -223,13 +227,22 @@ class EmbeddedConfig:
 
 @dataclass(frozen=True)
 class LedgerConfig:
-    """``[ledger]``: retention.  Events older than ``archive_after`` (0: never) are moved from the
-    stream into segment files under ``archive_dir`` (one subdirectory per namespace) by the
-    scheduler, every ``archive_check_interval``; replay, the feed and job history read them there."""
+    """``[ledger]``: retention and sealing.  Events older than ``archive_after`` (default 7 days; 0:
+    never) are moved from the stream into the archive in the blob store (``[blobs]``) by the
+    scheduler, every ``archive_check_interval``, so Redis holds a bounded window of the ledger; replay,
+    the feed and job history read them there.  ``archive_dir`` is where archives went before they went
+    to the blob store: one kept there is moved into the store by the first archive round (its record
+    names the directory; this setting is no longer read).  With ``seal`` on, the scheduler publishes a
+    signed checkpoint of the ledger's Merkle tree at least every ``seal_interval`` while events come,
+    signed with the key in ``signing_key`` (empty: the data directory's ``<namespace>.ledger.key``,
+    made on the first start of a scheduler); only sealed events are archived."""
 
-    archive_after: int = field(default=0, metadata=DURATION)
+    archive_after: int = field(default=7 * 86_400_000, metadata=DURATION)
     archive_dir: Path = field(default=Path("./jobledger-archive"), metadata=rules(after=_expand))
     archive_check_interval: int = field(default=3_600_000, metadata=DURATION)
+    seal: bool = True
+    seal_interval: int = field(default=1000, metadata=rules(ge=1, before=parse_ms))
+    signing_key: Path | None = field(default=None, metadata=rules(after=_expand))
 
 
 @dataclass(frozen=True)
@@ -249,6 +262,15 @@ class BlobsConfig:
 
 
 @dataclass(frozen=True)
+class TracingConfig:
+    """``[tracing]``: OpenTelemetry spans (the ``otel`` extra, :mod:`jobledger.runtime.tracing`).
+    ``enabled`` unset follows the standard environment: on when ``OTEL_TRACES_EXPORTER`` names an
+    exporter (not ``none``); true or false decides whatever it says."""
+
+    enabled: bool | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole configuration of one jobledger process."""
 
@@ -257,6 +279,7 @@ class Config:
     embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
     ledger: LedgerConfig = field(default_factory=LedgerConfig)
     blobs: BlobsConfig = field(default_factory=BlobsConfig)
+    tracing: TracingConfig = field(default_factory=TracingConfig)
     queue: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 

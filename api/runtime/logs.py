@@ -186,7 +186,7 @@ def configure(level: str | int = "info", fmt: str | None = None, stream: IO[str]
     root.setLevel(number)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
         logging.getLogger(name).setLevel(number)
-    for name in ("httpx", "httpcore"):  # a request line each: every poll of an idle queue
+    for name in ("httpx2", "httpcore2"):  # a request line each: every poll of an idle queue
         logging.getLogger(name).setLevel(logging.WARNING if number > logging.DEBUG else logging.NOTSET)
     access = logging.getLogger("uvicorn.access")
     for old_filter in [f for f in access.filters if isinstance(f, QuietPolls)]:

@@ -57,3 +57,12 @@ def _tighten(path: Path) -> None:
     os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077)
     log.warning("%s was open to other users (mode %o): tightened to %o", path,
                 stat.S_IMODE(st.st_mode), stat.S_IMODE(st.st_mode) & ~0o077)  # fmt: skip
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory's entries to disk: a file renamed or linked into it is there after a crash."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
 from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
@@ -44,6 +45,7 @@ from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch, Subscription, Topic, partition_topic
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
 from jobledger.scheduler import launchers as launcher_checks
+from jobledger.scheduler.sealer import SealSettings, seal_loop, seal_settings
 from jobledger.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
@@ -301,12 +303,14 @@ async def run(
     watch: LedgerWatch | None = None,
     state: SchedulerState | None = None,
     blobs: tuple[BlobStore, SweepSettings] | None = None,
+    seal: SealSettings | None = None,
 ) -> None:
-    """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), and
-    retention if configured, until cancelled: on each partition of the ledger, each with its own
-    loop.  ``watch`` is the process's follower of the ledger (one is made, and closed after, when
-    None); ``state`` is kept up to date for ``/ready``; ``blobs``: the blob store and how its collector
-    sweeps it (:mod:`jobledger.blobs.collector`), its bookkeeping in the home partition."""
+    """Run the checks (see the module), their longest sleep the shortest of ``every`` (ms), the
+    sealer (:mod:`jobledger.scheduler.sealer`) when ``seal`` is given, and retention if configured,
+    until cancelled: on each partition of the ledger, each with its own loop.  ``watch`` is the
+    process's follower of the ledger (one is made, and closed after, when None); ``state`` is kept up
+    to date for ``/ready``; ``blobs``: the blob store and how its collector sweeps it
+    (:mod:`jobledger.blobs.collector`), its bookkeeping in the home partition."""
     state = state or SchedulerState()
     own_watch = watch is None
     follower = LedgerWatch(ledger) if watch is None else watch
@@ -322,11 +326,17 @@ async def run(
             runners = split.runners
         else:
             runners = [router.as_actor(SCHEDULER)]
+        namespace = split.partitioning.namespace if split is not None else runners[0].keys.namespace
         for partition, runner in enumerate(runners):
             deadlines = _Deadlines(runner, every, state, partition, split if len(runners) > 1 else None)
             tasks.append(asyncio.create_task(deadlines.run(follower), name=f"scheduler-{partition}"))
+            if seal is not None:
+                source = archive.archive if archive is not None else None
+                sealing = seal_loop(runner, seal, namespace, partition if len(runners) > 1 else None, source)
+                tasks.append(asyncio.create_task(sealing, name=f"sealer-{partition}"))
             if archive is not None:
-                tasks.append(asyncio.create_task(archive_loop(runner, archive), name=f"archiver-{partition}"))
+                archived = archive_loop(runner, archive, sealed=seal is not None)
+                tasks.append(asyncio.create_task(archived, name=f"archiver-{partition}"))
         await asyncio.gather(*tasks)
     finally:
         await cancel_and_wait(tasks)
@@ -359,8 +369,12 @@ async def run_forever(config: Config, redis_url: str) -> Any:
     """``jobledger scheduler``: the checks against the configured ledger, until cancelled."""
     ledger = OpeningLedger(redis_url, config.redis.key_namespace, config.redis.partitions)
     store = open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
+    retention = archive_settings(
+        config, BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
+    )
     try:
-        await run(ledger, intervals(config), archive_settings(config), blobs=blob_sweep(config, store))
+        await run(ledger, intervals(config), retention, blobs=blob_sweep(config, store),
+                  seal=seal_settings(config))  # fmt: skip
     finally:
         await store.close()
         await ledger.aclose()

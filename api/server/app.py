@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -32,10 +32,12 @@ from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
+from jobledger.runtime import tracing
 from jobledger.runtime.config import Config
 from jobledger.scheduler.state import SchedulerState
 from jobledger.server import info_handlers as info
 from jobledger.server.api_route import api_paths
+from jobledger.server.deferred_parts import DeferredParts
 from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
@@ -102,21 +104,40 @@ async def run_checks(
     background: OpeningLedger,
     watch: LedgerWatch,
     state: SchedulerState,
-    store: BlobStore,
+    parts: DeferredParts,
     warmup: Warmup,
 ) -> None:
-    """The scheduler of this server, from its first round once the warm-up has loaded it."""
+    """The scheduler of this server, with the sealer, from its first round once the warm-up has
+    loaded it."""
     await warmup.module("jobledger.scheduler.loop")
     await warmup.module("jobledger.replay.archive.writer")
     from jobledger.replay.archive.writer import archive_settings
     from jobledger.scheduler import loop as scheduler
 
-    every, archive, sweep = (
-        scheduler.intervals(config),
-        archive_settings(config),
-        scheduler.blob_sweep(config, store),
-    )
-    await scheduler.run(background, every, archive, watch=watch, state=state, blobs=sweep)
+    sealed = parts.sealed  # the signing key made, if this is the ledger's first sealing server
+    every, retention = scheduler.intervals(config), archive_settings(config, parts.archive)
+    sweep, seal = scheduler.blob_sweep(config, parts.store), None if sealed is None else sealed.settings
+    await scheduler.run(background, every, retention, watch=watch, state=state, blobs=sweep, seal=seal)
+
+
+def request_spans(traced: bool) -> list[Middleware]:
+    """The middleware that makes a span of each request, outermost (so that what the front door
+    refuses is traced too): none, and OpenTelemetry not imported, when tracing is off."""
+    if not traced:
+        return []
+    from jobledger.server.request_spans import RequestSpans
+
+    return [Middleware(RequestSpans)]
+
+
+def command_observer(metrics: Callable[[str, float], None], traced: bool) -> Callable[[str, float], None]:
+    """What the runners call after each command: the metrics' observer, after a command's span when
+    tracing is on."""
+    if not traced:
+        return metrics
+    from jobledger.server.request_spans import CommandSpans
+
+    return CommandSpans(then=metrics).observe
 
 
 def create_app(
@@ -144,7 +165,8 @@ def create_app(
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
         process: ProcessMetrics = app.state.metrics
-        namespace, partitions, observe = config.redis.key_namespace, config.redis.partitions, process.observe
+        namespace, partitions = config.redis.key_namespace, config.redis.partitions
+        observe = command_observer(process.observe, traced)
         ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
         background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
@@ -152,12 +174,13 @@ def create_app(
         warmup = Warmup(listening, lambda: info.ping(background))
         tasks = [asyncio.create_task(warm_up(warmup, process))]
         checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
+        parts = DeferredParts(config, store, seals=run_scheduler and not read_only)
         if not read_only:
             if queues:
                 tasks.append(asyncio.create_task(apply_queues(ledger, queues, warmup)))
             if run_scheduler:
                 checks = SchedulerState()
-                task = asyncio.create_task(run_checks(config, background, watch, checks, store, warmup))
+                task = asyncio.create_task(run_checks(config, background, watch, checks, parts, warmup))
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
@@ -169,9 +192,11 @@ def create_app(
                 "scheduler": checks,
                 "blobs": guarded,
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, process.feeds_open),
+                "parts": parts,
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
             }
         finally:
+            await parts.close()
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
@@ -183,9 +208,11 @@ def create_app(
             if blobs is None:
                 await store.close()
 
+    traced = tracing.wanted(config.tracing.enabled)
     routes: list[BaseRoute] = [*api_paths(ROUTES, read_only, config.server.auth), *dashboard_routes()]
     app = Starlette(routes=routes, exception_handlers=HANDLERS, lifespan=lifespan,  # type: ignore[arg-type]
-                    middleware=[Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
+                    middleware=[*request_spans(traced),
+                                Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
                                            allowed_hosts=served_names(config)),
                                 Middleware(IgnoredKeysHeader)])  # fmt: skip
     app.state.metrics = ProcessMetrics()

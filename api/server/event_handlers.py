@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -45,7 +46,7 @@ from jobledger.ledger.runner import AsyncLedger, translate
 from jobledger.ledger.stream import EventFilter, id_key, newest
 from jobledger.ledger.stream_merge import Cursor, MergedPage, concerned, merge_key, parse_cursor
 from jobledger.ledger.taps import any_pending
-from jobledger.projections.archive import ArchiveError, ArchiveRecord, record
+from jobledger.projections.archive import ArchiveError, ArchiveRecord, ArchiveSource, record
 from jobledger.projections.history import archived_after, events_page, merged_page
 from jobledger.server.auth import revocation
 from jobledger.server.feed_reads import partition_readers
@@ -58,6 +59,9 @@ MAX_PAGE = 1000
 BLOCK_MS = 15_000
 
 
+_EVENT_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+
+
 async def feed_ledger(request: Request) -> AsyncPartitioned:
     """The ledger whose streams the feed reads: every partition, through the router."""
     opening: OpeningLedger = request.state.ledger
@@ -65,7 +69,8 @@ async def feed_ledger(request: Request) -> AsyncPartitioned:
 
 
 def event_filter(request: Request) -> EventFilter:
-    """The ``type``, ``queue``, ``job`` and ``actor`` filters of the query, checked (400 if bad).
+    """The ``type``, ``queue``, ``job``, ``actor`` and ``operation`` filters of the query, checked
+    (400 if bad).
     An empty one (``type=``, as a form sends a field left blank) is no filter, as ``after=`` is no cursor."""
     q = request.query_params
     type_, queue, job, actor = (q.get(name) or None for name in ("type", "queue", "job", "actor"))
@@ -79,7 +84,12 @@ def event_filter(request: Request) -> EventFilter:
         raise BadRequest(
             f"actor must be 1 to {MAX_ACTOR} printable characters, not {actor[: MAX_ACTOR + 1]!r}"
         )
-    return EventFilter(type_, queue, int(job) if job is not None else None, actor)
+    operation = q.get("operation") or None
+    if operation is not None and not _EVENT_ID.fullmatch(operation):
+        raise BadRequest(
+            f"operation must be a bulk operation's id, such as 1795322898701-0, not {operation[:40]!r}"
+        )
+    return EventFilter(type_, queue, int(job) if job is not None else None, actor, operation)
 
 
 async def list_events(request: Request) -> Response:
@@ -88,10 +98,13 @@ async def list_events(request: Request) -> Response:
     router = await feed_ledger(request)
     count = router.partitioning.count
     after = parse_cursor(request.query_params.get("after"), count, "after")
+    archive = request.state.parts.archive
     if count == 1:
-        page = await events_page(router.home, after.positions[0] if after else None, limit, flt)
+        page = await events_page(
+            router.home, after.positions[0] if after else None, limit, flt, archive=archive
+        )
         return JSONResponse({"events": [e.item() for e in page.events], "next": page.next})
-    merged = await merged_page(router, after or Cursor.start(count), limit, flt)
+    merged = await merged_page(router, after or Cursor.start(count), limit, flt, archive=archive)
     return JSONResponse(
         {
             "events": [e.item() for _, e in merged.events],
@@ -112,12 +125,14 @@ def _position(position: str) -> str:
 Render = Callable[[Event, str], str]
 
 
-async def _archived(rec: ArchiveRecord | None, position: str) -> AsyncIterator[Event | str]:
+async def _archived(
+    archive: ArchiveSource | None, rec: ArchiveRecord | None, position: str
+) -> AsyncIterator[Event | str]:
     """The archived events after ``position`` (none when it is in the stream), oldest first; when the
     archive holds none after it though its record goes further, the record's last id instead: the
     position to move to."""
     while rec is not None and id_key(position) < id_key(rec.last_id):
-        events = await asyncio.to_thread(archived_after, rec, position)
+        events = await asyncio.to_thread(archived_after, archive, rec, position)
         if not events:
             yield rec.last_id
             return
@@ -168,9 +183,9 @@ class Follower(Feed):
         self.ledger, self.flt, self.position, self.render = ledger, flt, position, render
         self.partition = partition
 
-    async def archived(self, rec: ArchiveRecord | None) -> AsyncIterator[str]:
+    async def archived(self, archive: ArchiveSource | None, rec: ArchiveRecord | None) -> AsyncIterator[str]:
         """The archived events after the position (none when the position is in the stream)."""
-        async for got in _archived(rec, self.position):
+        async for got in _archived(archive, rec, self.position):
             if isinstance(got, str):
                 self.position = got
                 continue
@@ -180,7 +195,8 @@ class Follower(Feed):
 
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
-        async for chunk in self.archived(await self.ledger.read(record())):
+        archive = request.state.parts.archive
+        async for chunk in self.archived(archive, await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
         with partition_readers(request, {self.partition: self.ledger}) as readers:
@@ -190,7 +206,7 @@ class Follower(Feed):
                 if woken is None:
                     return  # stopping (the client resumes elsewhere with Last-Event-ID), or revoked
                 events, rec = await reader.take(self.position)
-                async for chunk in self.archived(rec):
+                async for chunk in self.archived(archive, rec):
                     yield chunk
                 for chunk in self._walked(events, woken):
                     yield chunk
@@ -239,12 +255,12 @@ class MergedFollower(Feed):
             yield (": keep-alive\n" if idle else "") + _position(self.cursor.token())
 
     async def _arrived(
-        self, partition: int, events: list[Event], rec: ArchiveRecord | None
+        self, archive: ArchiveSource | None, partition: int, events: list[Event], rec: ArchiveRecord | None
     ) -> tuple[list[Event], str]:
         """A partition's events after its position (archived ones first, when retention moved some
         past it), and the position after them."""
         position, found = self.cursor.positions[partition], []
-        async for got in _archived(rec, position):
+        async for got in _archived(archive, rec, position):
             position = got if isinstance(got, str) else got.id
             if not isinstance(got, str):
                 found.append(got)
@@ -257,12 +273,15 @@ class MergedFollower(Feed):
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.cursor.token())
         stopping: asyncio.Event = request.app.state.stopping
+        archive = request.state.parts.archive
         ledgers = {p: self.router.runners[p] for p in self.where}
         with partition_readers(request, ledgers) as readers:  # tapped before the catch-up: none lost
             done = False
             while not done:
                 page = await _unless(
-                    stopping, merged_page(self.router, self.cursor, CATCH_UP, self.flt), ended
+                    stopping,
+                    merged_page(self.router, self.cursor, CATCH_UP, self.flt, archive=archive),
+                    ended,
                 )
                 if page is None or await request.is_disconnected():
                     return
@@ -279,7 +298,7 @@ class MergedFollower(Feed):
                 for p, reader in readers.items():
                     if reader.tap.pending:
                         events, rec = await reader.take(self.cursor.positions[p])
-                        found, position = await self._arrived(p, events, rec)
+                        found, position = await self._arrived(archive, p, events, rec)
                         shown += [(p, e) for e in found if self.flt.matches(e)]
                         moved = moved.moved(p, position)
                 if woken and not shown and moved == self.cursor:

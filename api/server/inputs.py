@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from jobledger.contract.traceparent import HEADER as TRACEPARENT_HEADER
+from jobledger.contract.traceparent import taken
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
 
 if TYPE_CHECKING:
@@ -183,6 +185,12 @@ def idempotency(request: Request, queue: str, body: Any) -> Idempotency | None:
     )
     digest = hashlib.sha256(canonical.encode()).hexdigest()
     return Idempotency(key, digest, request.app.state.idempotency_window)
+
+
+def traceparent(request: Request) -> str | None:
+    """The request's W3C ``traceparent`` header, which a create records in its job_created; None
+    without one, or for one that is no version-00 traceparent (ignored, as Trace Context says)."""
+    return taken(request.headers.get(TRACEPARENT_HEADER))
 
 
 #: The response header set on an answer given again for an Idempotency-Key (nothing was appended).

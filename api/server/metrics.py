@@ -1,15 +1,24 @@
 """``GET /metrics``: Prometheus text for one app, from a registry of its own (built from
 ``app.state.metrics``, :mod:`jobledger.server.process_metrics`).
 
-Two kinds of metric: command latency, observed in-process as the runner finishes each command
-(:attr:`jobledger.ledger.runner.AsyncLedger.observe`), and the ledger's state — jobs by queue and status, the
-stream's length, how overdue each scheduler check is — read from Redis when Prometheus scrapes.
-When Redis is unreachable the scrape still answers 200, with ``jobledger_redis_up 0`` and only the
-in-process metrics, as ``/health`` answers 200 ``unhealthy``.
+Two kinds of metric: what this process measures itself — command latency, observed as the runner
+finishes each command (:attr:`jobledger.ledger.runner.AsyncLedger.observe`), and the live feeds it
+serves — and the ledger's state, read from Redis when Prometheus scrapes: each queue's jobs by status,
+lifetime counts, wait and run time histograms and oldest queued job (:mod:`jobledger.server.
+queue_metrics`); the ledger's own figures (:func:`_ledger_families`: the stream's length, events ever
+appended, the archive's position; the seal's lag belongs there too); how overdue each scheduler
+check is; the blob collector's counters.  When Redis is unreachable the scrape still answers 200,
+with ``jobledger_redis_up 0`` and only the in-process metrics, as ``/health`` answers 200
+``unhealthy``.
 
-On a ledger split into partitions the state is the whole ledger's: the counts of each queue from its
+How late the scheduler runs due work is read from the deadline sets at scrape, not observed by the
+scheduler: whichever process runs it (``serve`` or ``jobledger scheduler``), and when none does, the
+oldest due deadline shows it.
+
+On a ledger split into partitions the state is the whole ledger's: each queue's figures from its
 partition, the streams' lengths and events added up (and each partition's length, labelled with
-``partition``), each check's lag from the oldest deadline of any partition.
+``partition``, as is a sealed ledger's seal lag), each check's lag from the oldest deadline of any
+partition, the archive's position that of the partition furthest behind.
 """
 
 from __future__ import annotations
@@ -32,6 +41,12 @@ from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.partitions import HOME, spread
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import score_pairs
+from jobledger.ledger.stream import id_key
+from jobledger.projections import readers
+from jobledger.projections.archive import ArchiveRecord, archive_key, parse_record
+from jobledger.projections.queue_totals import QueueTotals, queue_totals
+from jobledger.server.queue_metrics import job_families
+from jobledger.server.sealed_ledger import seal_states
 
 #: Command latencies are mostly well under a millisecond: buckets from 100 µs to 10 s.
 LATENCY_BUCKETS = (
@@ -57,16 +72,23 @@ DEADLINE_SETS = {
 
 @dataclass(frozen=True)
 class LedgerState:
-    """What a scrape reads from Redis: ``/info``'s counts, the stream's size, the oldest deadlines."""
+    """What a scrape reads from Redis: each queue's counts, totals and oldest queued job, the stream's
+    size, the oldest deadlines, the archive's records."""
 
     jobs: dict[str, dict[str, int]]
-    statistics: dict[str, int]
     ledger_length: int
     events_added: int
     oldest_due_ms: dict[str, int | None]
     blobs: SweepCounters = field(default_factory=SweepCounters)
     #: each partition's stream length, on a ledger split into partitions (else empty)
     partition_lengths: list[int] = field(default_factory=list)
+    totals: dict[str, QueueTotals] = field(default_factory=dict)
+    #: queue -> when its oldest queued job joined it (ms), None when none is queued
+    oldest_queued_ms: dict[str, int | None] = field(default_factory=dict)
+    #: each partition's archive record (None: it archived nothing yet)
+    archives: list[ArchiveRecord | None] = field(default_factory=list)
+    #: on a sealed ledger, each partition's oldest event not sealed yet (its ``at``; None: all are)
+    seal_waiting: list[int | None] | None = None
 
 
 @dataclass
@@ -108,8 +130,7 @@ def _stream_read(info: dict[str, Any]) -> Read[LedgerState]:
 
     def state(length: int, added: int | None, r: list[Any]) -> LedgerState:
         due = {c: _first_score(hit) for c, hit in zip(checks, r, strict=True)}
-        stats = {name.removeprefix("total_"): value for name, value in info["statistics"].items()}
-        return LedgerState(info["queues"], stats, length, length if added is None else added, due)
+        return LedgerState(info["queues"], length, length if added is None else added, due)
 
     def parse(r: list[Any]) -> LedgerState | Read[LedgerState]:
         length = _int(r[1])
@@ -135,14 +156,32 @@ def _whole(parts: list[LedgerState]) -> LedgerState:
                    partition_lengths=lengths)  # fmt: skip
 
 
-async def read_state(ledger: OpeningLedger) -> LedgerState:
+async def read_state(ledger: OpeningLedger, sealed: bool = False) -> LedgerState:
     """Everything a scrape needs from Redis (a few pipelined round trips, each partition's at once);
-    the blob collector keeps its counters in the home partition."""
-    from jobledger.projections import readers  # loaded by the first scrape
-
+    the blob collector keeps its counters in the home partition.  ``sealed``: the seal lag too."""
     info = await ledger.read(readers.info())
+    names = list(info["queues"])
     state = await ledger.read(_stream_read(info))
-    return replace(state, blobs=await ledger.read(replace(sweep_counters(), route=HOME)))
+    state = replace(
+        state,
+        blobs=await ledger.read(replace(sweep_counters(), route=HOME)),
+        totals=await ledger.read(queue_totals(names)),
+        oldest_queued_ms=await ledger.read(readers.oldest_queued(names)),
+        archives=await ledger.read(_archive_records()),
+    )
+    if sealed:
+        found = await seal_states(await ledger.opened())
+        state = replace(state, seal_waiting=[s.waiting for s in found])
+    return state
+
+
+def _archive_records() -> Read[list[ArchiveRecord | None]]:
+    """Every partition's archive record, in partition order."""
+    return Read(
+        lambda k: [("HGETALL", archive_key(k))],
+        lambda r: [parse_record(r[0])],
+        spread(lambda parts: [found for part in parts for found in part]),
+    )
 
 
 def _lag_seconds(oldest_ms: int | None, now_ms: int) -> float:
@@ -169,17 +208,24 @@ class LedgerCollector(Collector):
 
 
 def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
-    jobs = GaugeMetricFamily("jobledger_jobs", "Jobs by queue and status.", labels=["queue", "status"])
-    for queue, counts in state.jobs.items():
-        for status, count in counts.items():
-            jobs.add_metric([queue, status], count)
-    yield jobs
-    stats = CounterMetricFamily(
-        "jobledger_statistics", "Ocypod's global statistics (/info).", labels=["statistic"]
-    )
-    for name, value in state.statistics.items():
-        stats.add_metric([name], value)
-    yield stats
+    yield from job_families(state.jobs, state.totals, state.oldest_queued_ms, now_ms)
+    yield from _ledger_families(state)
+    yield _lag_family(state.oldest_due_ms, now_ms)
+    if state.seal_waiting is not None:
+        yield _seal_family(state.seal_waiting, now_ms)
+    yield from _blob_families(state.blobs)
+
+
+def _archive_position_ms(archives: list[ArchiveRecord | None]) -> int | None:
+    """When the newest archived event was appended, in the partition furthest behind (None when
+    none archived anything); an event id's first part is its time in ms."""
+    archived = [a for a in archives if a is not None]
+    return min(id_key(a.last_id)[0] for a in archived) if archived else None
+
+
+def _ledger_families(state: LedgerState) -> Iterator[Metric]:
+    """The ledger's own figures: events appended, the stream's length, the archive's position (and
+    the seal's lag, once sealing records one)."""
     yield CounterMetricFamily(
         "jobledger_events", "Events ever appended to the ledger (trimmed ones included).", state.events_added
     )
@@ -195,15 +241,41 @@ def _state_families(state: LedgerState, now_ms: int) -> Iterator[Metric]:
         for partition, length in enumerate(state.partition_lengths):
             each.add_metric([str(partition)], length)
         yield each
+    yield CounterMetricFamily(
+        "jobledger_archived_events",
+        "Events moved from the ledger's stream to the archive by retention.",
+        sum(a.count for a in state.archives if a is not None),
+    )
+    position = _archive_position_ms(state.archives)
+    if position is not None:
+        yield GaugeMetricFamily(
+            "jobledger_archive_position_timestamp_seconds",
+            "When the newest archived event was appended (of the partition furthest behind).",
+            position / 1000,
+        )
+
+
+def _seal_family(waiting: list[int | None], now_ms: int) -> Metric:
+    seal = GaugeMetricFamily(
+        "jobledger_seal_lag_seconds",
+        "How long the oldest event not yet sealed in a signed checkpoint has waited, by partition "
+        "(0 when every event is sealed).",
+        labels=["partition"],
+    )
+    for partition, oldest in enumerate(waiting):
+        seal.add_metric([str(partition)], _lag_seconds(oldest, now_ms))
+    return seal
+
+
+def _lag_family(oldest_due_ms: dict[str, int | None], now_ms: int) -> Metric:
     lag = GaugeMetricFamily(
         "jobledger_scheduler_lag_seconds",
         "How overdue the oldest due item of each scheduler check's deadline set is (0 when none is due).",
         labels=["check"],
     )
-    for check, oldest in state.oldest_due_ms.items():
+    for check, oldest in oldest_due_ms.items():
         lag.add_metric([check], _lag_seconds(oldest, now_ms))
-    yield lag
-    yield from _blob_families(state.blobs)
+    return lag
 
 
 def _blob_families(blobs: SweepCounters) -> Iterator[Metric]:
@@ -244,11 +316,11 @@ class Registry:
         return generate_latest(self.registry)
 
 
-async def scrape(ledger: OpeningLedger) -> Scrape:
+async def scrape(ledger: OpeningLedger, sealed: bool = False) -> Scrape:
     """Read the ledger's state now; an empty reading when Redis does not answer."""
     now = ledger.clock()
     try:
-        return Scrape(await read_state(ledger), now)
+        return Scrape(await read_state(ledger, sealed), now)
     except (Unavailable, redis.RedisError, OSError):  # a down Redis is a value here, not an error
         return Scrape(None, now)
 
@@ -256,5 +328,5 @@ async def scrape(ledger: OpeningLedger) -> Scrape:
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
     registry = request.app.state.metrics.build()
-    reading = await scrape(request.state.ledger)
+    reading = await scrape(request.state.ledger, sealed=request.state.parts.sealed is not None)
     return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from jobledger.contract.traceparent import PATTERN as TRACEPARENT
+from jobledger.ledger.bulk import BulkRequest
 from jobledger.ledger.events import ACTOR_PATTERN, EVENT_TYPES
 from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.option_kinds import named
@@ -46,6 +48,7 @@ EVENT_CURSOR: JSON = {"type": "string", "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0
 _FIELD = "|".join(JOB_FIELDS)
 FIELD_LIST: JSON = {"type": "string", "pattern": f"^({_FIELD})(,({_FIELD}))*$", "examples": ["status,output"]}
 TIME_OR_NULL: JSON = {"type": ["string", "null"], "format": "date-time"}
+TIME: JSON = {"type": "string", "format": "date-time"}
 DURATION_TEXT: JSON = {"type": "string", "examples": ["5m", "1h15m5s", "0s"]}
 
 
@@ -65,6 +68,7 @@ PATH_PARAMS: dict[str, Param] = {
         "A file's name: one path segment (no / or \\, no control character, not . or ..).",
     ),
     "launcher_id": Param(JOB_ID, "Launcher id (one that is not a positive integer names no launcher: 404)."),
+    "operation": Param(EVENT_ID, "A bulk operation's id (the id of its bulk_started event)."),
 }
 
 #: Query parameters by name, for the endpoints that take them.
@@ -78,7 +82,8 @@ QUERY_PARAMS: dict[str, Param] = {
     "worker": Param({"type": "string"}, "The fetching worker's id, recorded on the job."),
     "wait": Param(
         {"type": "string", "examples": ["30s", "2.5"]},
-        "Long-poll up to this long (a duration or seconds, at most 5m) for a job instead of 204 at once.",
+        "Wait up to this long (a duration or seconds, at most 5m): a fetch long-polls for a job instead "
+        "of 204 at once; a bulk operation is waited for before 202 (default 10s).",
     ),
     "after": Param(
         {**EVENT_CURSOR, "pattern": "^([0-9]+(-[0-9]+)?|p[A-Za-z0-9_-]+)?$"},
@@ -99,6 +104,22 @@ QUERY_PARAMS: dict[str, Param] = {
     "status": Param({"type": "string", "enum": list(JOB_STATUSES)}, "Only jobs with this status."),
     "tag": Param({"type": "string"}, "Only jobs with this tag."),
     "cursor": Param({"type": "string", "pattern": "^[0-9]+$"}, "The previous page's next."),
+    "operation": Param(EVENT_ID, "Only the events of this bulk operation: its start, its jobs', its end."),
+    "search": Param(
+        {"type": "string", "minLength": 1, "maxLength": 255},
+        "Only jobs whose id, a tag, or the text of their input, output or errors holds this text (a "
+        "bounded scan: each page reads at most 2,000 jobs; next continues it).",
+    ),
+    "since": Param(TIME, "With search: only jobs created at or after this time."),
+    "until": Param(TIME, "With search: only jobs created before this time."),
+    "partition": Param(
+        {"type": "integer", "minimum": 0},
+        "The partition whose log is meant: required on a ledger split into partitions.",
+    ),
+    "event": Param({"type": "string", "pattern": "^[0-9]+-[0-9]+$"}, "An event id (MS-SEQ)."),
+    "size": Param({"type": "integer", "minimum": 1}, "A published checkpoint's size; default the latest's."),
+    "from": Param({"type": "integer", "minimum": 1}, "The older checkpoint's size (required)."),
+    "to": Param({"type": "integer", "minimum": 1}, "The newer checkpoint's size; default the latest's."),
 }
 
 
@@ -143,6 +164,15 @@ IDEMPOTENT = {
     )
 }
 MISMATCH = {422: Reply("The Idempotency-Key was first used with another request.")}
+TRACEPARENT_TEXT: JSON = {"type": "string", "pattern": TRACEPARENT}
+#: What a create takes to record the trace it was sent in.
+TRACED = {
+    "traceparent": Param(
+        {"type": "string"},
+        "W3C Trace Context: recorded in the job (a version-00 traceparent; any other value is "
+        "ignored) and handed out with it, so that the worker's span is a child of the sender's.",
+    )
+}
 
 NO_CONTENT = Reply("Done; no body.")
 BYTES: JSON = {"type": "string", "format": "binary"}
@@ -224,7 +254,8 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
     next_event = {**EVENT_CURSOR, "type": ["string", "null"]}
     fetched = {"type": "object", "required": ["id", "input", "attempt"],
                "properties": {"id": JOB_ID, "input": {}, "attempt": JOB_ID,
-                              "files": array(FILE_REF), "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
+                              "files": array(FILE_REF), "traceparent": TRACEPARENT_TEXT,
+                              "heartbeat_timeout": DURATION_TEXT}}  # fmt: skip
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     refused = {
         "type": "object",
@@ -250,6 +281,14 @@ def response_schemas(job_fields: tuple[str, ...]) -> dict[str, JSON]:
         "JobPage": {"type": "object", "required": ["jobs", "next"],
                     "properties": {"jobs": array(ref("Job")), "next": {"type": ["integer", "null"]}}},
         "Event": event_item(),
+        "BulkAnswer": {"type": "object", "required": ["operation", "matched", "done"], "properties": {
+            "operation": {**EVENT_ID, "type": ["string", "null"]}, "matched": {"type": "integer"},
+            "done": {"type": "integer"}, "finished": {"type": "boolean"}}},
+        "BulkOperation": {"type": "object", "properties": {
+            "operation": EVENT_ID, "action": {"type": "string", "enum": ["requeue", "cancel", "delete"]},
+            "filter": {"type": "object"}, "started_at": {"type": "string", "format": "date-time"},
+            "finished_at": TIME_OR_NULL, "done": {"type": "integer"},
+            "matched": {"type": ["integer", "null"]}, "running": {"type": "boolean"}}},
         "EventPage": {"type": "object", "required": ["events", "next"],
                       "properties": {"events": array(ref("Event")), "next": next_event}},
         "Info": {"type": "object", "required": ["queues", "statistics"], "properties": {
@@ -349,6 +388,7 @@ CREATE_JOB = Operation(
         **NO_QUEUE,
     },
     body=Body(JobOptions, required=False, also={"multipart/form-data": JOB_FORM}),
+    headers=TRACED,
     description="Also multipart/form-data: a part 'job' (this JSON body) and the job's files, "
     "stored before the job is created; 413 when a file is over the queue's max_file_size or "
     "the job's files over its max_job_bytes.  Files named by sha256 must be stored (PUT /blob) "
@@ -402,12 +442,13 @@ CREATE_JOBS = Operation(
     "Create many jobs in one request",
     {201: Reply("Their ids, in order.", array(JOB_ID)), **NO_QUEUE},
     body=Body(JobOptions, many=(1, 10_000)),
+    headers=TRACED,
 )
 
 LIST_JOBS = Operation(
     "Job summaries of a queue, paged",
     {200: Reply("A page; next goes back as cursor.", ref("JobPage")), **NO_QUEUE},
-    query=("status", "tag", "limit", "cursor"),
+    query=("status", "tag", "limit", "cursor", "search", "since", "until"),
 )
 
 PAUSE_QUEUE = Operation("Pause a queue", {204: NO_CONTENT, **NO_QUEUE})
@@ -511,7 +552,43 @@ TAGGED = Operation("Ids of jobs with a tag", {200: Reply("Ids (empty if none).",
 LIST_EVENTS = Operation(
     "The ledger, paged",
     {200: Reply("A page of events; next goes back as after.", ref("EventPage"))},
-    query=("after", "limit", "type", "queue", "job", "actor"),
+    query=("after", "limit", "type", "queue", "job", "actor", "operation"),
+)
+
+BULK = Operation(
+    "Requeue, cancel or delete every job that matches a filter",
+    {
+        200: Reply(
+            "The operation finished (or, dry, the count): its id, jobs matched, events appended.",
+            ref("BulkAnswer"),
+        ),
+        202: Reply(
+            "Still running after the wait: the counts so far; its progress is at the location.",
+            ref("BulkAnswer"),
+            location=True,
+        ),
+    },
+    body=Body(BulkRequest),
+    query=("wait",),
+    description="Every filter given must hold; each job is checked, and acted on, as its single "
+    "PATCH or DELETE would be, in batches; its event carries the operation's id. A bad filter is a "
+    "400 with nothing appended; dry_run counts and changes nothing.",
+)
+
+RESUME_BULK = Operation(
+    "Run a cut-short bulk operation again, under its own id",
+    {
+        200: Reply("It finished: this run's counts.", ref("BulkAnswer")),
+        202: Reply("Still running after the wait.", ref("BulkAnswer"), location=True),
+        404: Reply("No such operation."),
+        409: Reply("It has finished, or this server runs it now."),
+    },
+    query=("wait",),
+)
+
+GET_BULK = Operation(
+    "A bulk operation: its filter, progress and end",
+    {200: Reply("The operation.", ref("BulkOperation")), 404: Reply("No such operation.")},
 )
 
 STREAM_EVENTS = Operation(
@@ -523,9 +600,58 @@ STREAM_EVENTS = Operation(
             "text/event-stream",
         )
     },
-    query=("after", "type", "queue", "job", "actor"),
+    query=("after", "type", "queue", "job", "actor", "operation"),
     headers={"Last-Event-ID": Param(EVENT_CURSOR, "Resume after this position (without after).")},
 )
+
+HEX_HASHES = array({"type": "string", "pattern": "^[0-9a-f]{64}$"})
+INCLUSION: JSON = {
+    "type": "object",
+    "required": ["index", "size", "leaf", "hashes"],
+    "properties": {"index": {"type": "integer", "minimum": 0}, "size": {"type": "integer", "minimum": 1},
+                   "leaf": {"type": "string"}, "hashes": HEX_HASHES},
+}  # fmt: skip
+NO_PROOFS = "The ledger is not sealed here, it has no checkpoint yet, or the event is not in the tree."
+CHANGED = "The ledger differs from what was sealed (jobledger ledger verify says where)."
+
+LEDGER_KEY = Operation(
+    "The verifier key of the ledger's checkpoints",
+    {200: Reply("The key, name+id+base64 (Go's note format).", {"type": "string"}, "text/plain"),
+     404: Reply("The ledger is not sealed here.")},
+    uses_redis=False,
+)  # fmt: skip
+
+LEDGER_CHECKPOINT = Operation(
+    "The latest signed checkpoint",
+    {200: Reply("The checkpoint, a signed note (C2SP checkpoint).", {"type": "string"}, "text/plain"),
+     404: Reply(NO_PROOFS)},
+    query=("partition",),
+)  # fmt: skip
+
+INCLUSION_PROOF = Operation(
+    "An event's inclusion proof",
+    {200: Reply("The event's leaf bytes, its index and the proof's hashes.", INCLUSION),
+     404: Reply(NO_PROOFS), 409: Reply(CHANGED)},
+    query=("event", "size", "partition"),
+)  # fmt: skip
+
+CONSISTENCY_PROOF = Operation(
+    "A consistency proof between two tree sizes",
+    {200: Reply("The proof's hashes.", {"type": "object", "required": ["hashes"],
+                                         "properties": {"hashes": HEX_HASHES}}),
+     404: Reply(NO_PROOFS), 409: Reply(CHANGED)},
+    query=("from", "to", "partition"),
+)  # fmt: skip
+
+RECEIPT = Operation(
+    "A job's receipt, checked offline",
+    {200: Reply("The checkpoint, the key's name and id, and each event's leaf with its inclusion proof.",
+                {"type": "object", "required": ["receipt", "job", "origin", "key", "checkpoint", "events"]}),
+     404: Reply("No such job, or the ledger is not sealed here."),
+     409: Reply("Some of the job's events are not sealed yet (Retry-After says when to ask again), "
+                "or the ledger differs from what was sealed.")},
+    description="Check it with jobledger ledger verify-receipt FILE --key KEY: no server needed.",
+)  # fmt: skip
 
 CREATE_LAUNCHER = Operation(
     "Create a launcher (@cron, @interval, @at, @event)",

@@ -40,7 +40,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobOptions
-from jobledger.server.inputs import idempotency, valid_job_id
+from jobledger.server.inputs import idempotency, traceparent, valid_job_id
 from jobledger.server.result_handlers import job_results, zip_response
 from jobledger.server.upload_form import MAX_FIELDS, UploadForm
 from jobledger.server.upload_handlers import parts_of
@@ -98,7 +98,9 @@ async def _upload(request: Request) -> Response:
     canonical = {"input": job_input, "files": [ref.model_dump() for ref in files.refs]}
     key = idempotency(request, service, canonical)
     ledger: OpeningLedger = request.state.ledger
-    made = await ledger.run(commands.create_job(service, options, idempotency=key))
+    made = await ledger.run(
+        commands.create_job(service, options, idempotency=key, traceparent=traceparent(request))
+    )
     return status_body(201, made.id, "Queued", "Job successfully uploaded", user_id=user_id, service=service)
 
 

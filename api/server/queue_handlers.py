@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger import commands
-from jobledger.ledger.durations import format_ms, parse_ms
+from jobledger.ledger.durations import format_ms, parse_ms, parse_time
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.watch import queue_topic
-from jobledger.projections import listing, readers
+from jobledger.projections import job_search, listing, readers
 from jobledger.server.auth import revocation, revoked_response
 from jobledger.server.inputs import (
     checked_tag,
@@ -28,6 +29,7 @@ from jobledger.server.inputs import (
     read_model,
     read_model_and_body,
     replayed,
+    traceparent,
 )
 from jobledger.server.long_poll import long_poll
 from jobledger.server.upload_handlers import is_multipart, job_from_form, queue_settings, with_stored_files
@@ -36,6 +38,7 @@ MAX_FETCH = 1000
 MAX_PAGE = 1000
 MAX_BATCH = 10_000
 MAX_WAIT_MS = 300_000
+MAX_SEARCH = 255
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -83,7 +86,8 @@ async def create_job(request: Request) -> Response:
         options, body = await read_model_and_body(request, JobOptions, empty_ok=True, lenient=True)
         [options] = await with_stored_files(request, name, [options])
     key = idempotency(request, name, body)
-    made = await _ledger(request).run(commands.create_job(name, options, idempotency=key))
+    call = commands.create_job(name, options, idempotency=key, traceparent=traceparent(request))
+    made = await _ledger(request).run(call)
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
     headers = {"location": f"/job/{made.id}", **replayed(made.again)}
     return JSONResponse(made.id, status_code=201 if made.created else 200, headers=headers)
@@ -107,7 +111,7 @@ async def fetch_job(request: Request) -> Response:
     after ``next_job_delay`` (Ocypod's setting, default 0s) unless it waited."""
     name = queue_name(request)
     count = positive_int(request, "count", 0, MAX_FETCH)
-    wait = _wait(request)
+    wait = wait_seconds(request)
     beat = field_names(request, FETCH_FIELDS, "fetch") is not None  # heartbeat_timeout, the one field it adds
     call = commands.fetch_jobs(name, count or 1, request.query_params.get("worker"))
     ledger = _ledger(request)
@@ -137,14 +141,16 @@ FETCH_FIELDS: tuple[str, ...] = get_args(FetchField)
 
 def fetched_json(job: commands.Fetched, heartbeat_timeout: bool) -> str:
     """A job handed out, as JSON text: ``{"id", "input", "attempt"}``, its ``files`` when it has
-    some (references to fetch from /job/{id}/files/{name}), and its ``heartbeat_timeout`` when
-    asked.  The input is stored as JSON text: spliced in rather than decoded and encoded again."""
+    some (references to fetch from /job/{id}/files/{name}), the ``traceparent`` it was created
+    with, if any, and its ``heartbeat_timeout`` when asked.  The input is stored as JSON text:
+    spliced in rather than decoded and encoded again (and a traceparent is hex and dashes)."""
     files = f',"files":{job.files_text}' if job.files_text and job.files_text != "[]" else ""
+    trace = f',"traceparent":"{job.traceparent}"' if job.traceparent else ""
     beat = f',"heartbeat_timeout":"{format_ms(job.heartbeat_timeout_ms)}"' if heartbeat_timeout else ""
-    return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{beat}}}'
+    return f'{{"id":{job.id},"input":{job.input_text or "null"},"attempt":{job.attempt}{files}{trace}{beat}}}'
 
 
-def _wait(request: Request) -> float:
+def wait_seconds(request: Request) -> float:
     """``?wait=`` in seconds (a duration such as "30s", or seconds), at most MAX_WAIT."""
     raw = request.query_params.get("wait")
     if raw is None:
@@ -177,8 +183,30 @@ async def list_jobs(request: Request) -> Response:
     if not (cursor.isascii() and cursor.isdigit() and in_range(cursor)):
         raise BadRequest(f"cursor must be the next value of a previous page, not {cursor[:30]!r}")
     limit = positive_int(request, "limit", 100, MAX_PAGE)
+    text = q.get("search")
+    if text is not None:
+        found = _searched(request, text, status, tag, limit, int(cursor))
+        return JSONResponse(await _ledger(request).read(found))
     page = listing.page(queue_name(request), status, tag, limit, int(cursor))
     return JSONResponse(await _ledger(request).read(page))
+
+
+def _searched(
+    request: Request, text: str, status: str | None, tag: str | None, limit: int, cursor: int
+) -> Read[dict[str, Any]]:
+    """``?search=`` (with ``since`` / ``until``): a bounded scan (:mod:`jobledger.projections.job_search`)."""
+    if not 1 <= len(text) <= MAX_SEARCH:
+        raise BadRequest(f"search must be 1 to {MAX_SEARCH} characters")
+    if tag is not None:
+        raise BadRequest("search and tag do not go together: a tag is searched as text")
+    window = []
+    for name in ("since", "until"):
+        raw = request.query_params.get(name)
+        try:
+            window.append(None if raw is None else parse_time(raw))
+        except ValueError:
+            raise BadRequest(f"{name} must be an RFC 3339 time, e.g. 2026-11-20T18:52:42Z") from None
+    return job_search.search(queue_name(request), text, status, limit, cursor, *window)
 
 
 async def create_jobs(request: Request) -> Response:
@@ -189,7 +217,8 @@ async def create_jobs(request: Request) -> Response:
         raise BadRequest(f"request body must be a JSON list of 1 to {MAX_BATCH} job bodies")
     jobs = await with_stored_files(request, name, [_job_body(request, i, item) for i, item in enumerate(raw)])
     key = idempotency(request, name, raw)
-    made = await _ledger(request).run(commands.create_jobs(name, jobs, idempotency=key))
+    call = commands.create_jobs(name, jobs, idempotency=key, traceparent=traceparent(request))
+    made = await _ledger(request).run(call)
     return JSONResponse([m.id for m in made], status_code=201, headers=replayed(any(m.again for m in made)))
 
 

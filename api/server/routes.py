@@ -22,11 +22,14 @@ EVENTS = "jobledger.server.event_handlers:"
 INFO = "jobledger.server.info_handlers:"
 BLOBS = "jobledger.server.upload_handlers:"
 ORCHESTRATOR = "jobledger.server.orchestrator_handlers:"
+BULK = "jobledger.server.bulk_handlers:"
+SEALED = "jobledger.server.ledger_handlers:"
 
 WORK_QUEUE, WORK_JOB = Needs("work", "queue"), Needs("work", "job")
 PRODUCE_QUERY = Needs("produce", "query")  # ?queue=Q; without it, admin only
 PRODUCE_FORM = Needs("produce", "form")  # the queue is the form's service
 WORK_BODY = Needs("work", "body")  # the queues of the jobs the body names, and of its fetch
+WORK_BULK = Needs("work", "body")  # the single action's scope on every queue the filter may touch
 READ_EVENTS = Needs("read", "events")  # or, filtered by queue or job, a queue scope on it
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -57,8 +60,13 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/job/{job_id}/output", JOB + "get_output", READ_JOB, "GET_OUTPUT"),
     ApiRoute("PUT", "/job/{job_id}/output", JOB + "put_output", WORK_JOB, "PUT_OUTPUT"),
     ApiRoute("GET", "/job/{job_id}/history", JOB + "history", READ_JOB, "HISTORY"),
+    ApiRoute("GET", "/job/{job_id}/receipt", SEALED + "receipt", READ_JOB, "RECEIPT"),
     # many jobs' updates, and a fetch, in one request
     ApiRoute("PATCH", "/jobs", "jobledger.server.batch_handlers:update_jobs", WORK_BODY, "UPDATE_JOBS"),
+    # many jobs at once, chosen by a filter: requeue, cancel, delete
+    ApiRoute("POST", "/bulk", BULK + "bulk", WORK_BULK, "BULK"),
+    ApiRoute("GET", "/bulk/{operation}", BULK + "get_bulk", READ, "GET_BULK"),
+    ApiRoute("POST", "/bulk/{operation}", BULK + "resume", WORK_BULK, "RESUME_BULK"),
     # a job's files and results
     ApiRoute("GET", "/job/{job_id}/files/{name}", FILES + "get_file", READ_JOB, "GET_FILE"),
     ApiRoute("PUT", "/job/{job_id}/results/{name}", FILES + "put_result", WORK_JOB, "PUT_RESULT"),
@@ -69,6 +77,11 @@ ROUTES: tuple[ApiRoute, ...] = (
     # the ledger's events
     ApiRoute("GET", "/events", EVENTS + "list_events", READ_EVENTS, "LIST_EVENTS"),
     ApiRoute("GET", "/events/stream", EVENTS + "stream_events", READ_EVENTS, "STREAM_EVENTS"),
+    # the verifiable ledger: its key, checkpoints and proofs
+    ApiRoute("GET", "/ledger/key", SEALED + "key", READ, "LEDGER_KEY"),
+    ApiRoute("GET", "/ledger/checkpoint", SEALED + "checkpoint", READ, "LEDGER_CHECKPOINT"),
+    ApiRoute("GET", "/ledger/proof/inclusion", SEALED + "inclusion", READ, "INCLUSION_PROOF"),
+    ApiRoute("GET", "/ledger/proof/consistency", SEALED + "consistency", READ, "CONSISTENCY_PROOF"),
     # launchers
     ApiRoute("POST", "/launcher", LAUNCHER + "create_launcher", ADMIN, "CREATE_LAUNCHER", idempotent=True),
     ApiRoute("GET", "/launcher", LAUNCHER + "list_launchers", READ, "LIST_LAUNCHERS"),

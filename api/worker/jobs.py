@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import threading
 import time
@@ -217,5 +218,6 @@ def in_thread(handler: Handler, ctx: JobContext, name: str) -> ThreadFuture:
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    # in a copy of this task's context: what the handler's own spans take as their parent (its job's)
+    threading.Thread(target=contextvars.copy_context().run, args=(target,), name=name, daemon=True).start()
     return future

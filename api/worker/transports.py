@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar, cast
 
-import httpx
+import httpx2
 
 from jobledger.blobs import BlobStore
 from jobledger.blobs.guarded import GuardedStore
@@ -77,7 +77,8 @@ ERROR_PAUSE = (0.5, 10.0)
 class Assignment:
     """A job this worker fetched: now running as ``attempt``.  ``heartbeat_timeout`` (seconds) is
     filled in when the transport could read it together with the fetch, else None.
-    ``fetched_at``: ``time.monotonic()`` when the fetch was sent.  ``files``: its input files."""
+    ``fetched_at``: ``time.monotonic()`` when the fetch was sent.  ``files``: its input files.
+    ``traceparent``: the W3C traceparent it was created with, if any (the handler's span is its child)."""
 
     queue: str
     id: int
@@ -86,6 +87,7 @@ class Assignment:
     heartbeat_timeout: float | None = None
     fetched_at: float = field(default=0.0, compare=False)
     files: tuple[StoredFile, ...] = ()
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ class HttpTransport(Finishing):
     ) -> None:
         # no cap on connections (feeds and file transfers hold theirs as long as they last): the
         # short requests are capped by _in_flight, and each of theirs is kept for the next
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=IN_FLIGHT + 4)
+        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=IN_FLIGHT + 4)
         self.client = client or AsyncClient(url, token=token, limits=limits)
         self.long_poll = long_poll
         self._polls = client or AsyncClient(self.client.url, timeout=long_poll + 10, token=self.client.token)
@@ -268,7 +270,9 @@ class HttpTransport(Finishing):
         else:
             fetched = await self._finishing.fetch(queue, count, worker)
         return [
-            Assignment(queue, f.id, f.attempt, f.input, _seconds(f.heartbeat_timeout), sent, f.files)
+            Assignment(
+                queue, f.id, f.attempt, f.input, _seconds(f.heartbeat_timeout), sent, f.files, f.traceparent
+            )
             for f in fetched
         ]
 
@@ -403,6 +407,7 @@ class RedisTransport(Finishing):
                 f.heartbeat_timeout_ms / 1000,
                 sent,
                 _files(f.files_text),
+                f.traceparent,
             )
             for f in fetched
         ]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import httpx
+import httpx2
 
 from jobledger.client import AsyncClient
 from jobledger.client.calls import auth_headers
@@ -116,8 +116,8 @@ class QueueFeeds:
 
     def __init__(self, client: AsyncClient) -> None:
         self.client = client
-        timeout = httpx.Timeout(10.0, read=IDLE_READ_TIMEOUT)
-        self.http = httpx.AsyncClient(
+        timeout = httpx2.Timeout(10.0, read=IDLE_READ_TIMEOUT)
+        self.http = httpx2.AsyncClient(
             base_url=client.url, timeout=timeout, headers=auth_headers(client.token)
         )
         self._feeds: dict[str, _Feed] = {}

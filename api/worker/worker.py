@@ -30,13 +30,14 @@ import math
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import BlobStore
 from jobledger.client.errors import ClientError, Conflict, NotFound, ServerError, Unavailable
@@ -46,7 +47,11 @@ from jobledger.runtime.logs import JOB_FIELDS
 from jobledger.worker import event_loop
 from jobledger.worker.files import ResultRefused
 from jobledger.worker.jobs import Handler, JobContext, Run, in_thread
+from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.transports import Assignment, Failure, HttpTransport, RedisTransport, Transport
+
+if TYPE_CHECKING:
+    from jobledger.worker.job_spans import JobSpans
 
 __all__ = ["Handler", "JobContext", "Worker"]
 
@@ -101,6 +106,10 @@ class Worker:
     (else only those named by ``job.add_result``); ``keep_files`` leaves the directories behind;
     ``blobs`` is the blob store a worker over Redis reads and writes files through, and
     ``partitions`` the count a new ledger is split into (a stored count is kept whatever it says).
+    ``metrics``: where the worker records its jobs in hand, handler durations, outcomes and resends
+    (:mod:`jobledger.worker.metrics`); none by default.
+    ``tracing``: run each job in an OpenTelemetry span, the child of the producer's
+    (:mod:`jobledger.worker.job_spans`); left None, when the process has set up a tracer provider.
     """
 
     def __init__(
@@ -122,6 +131,8 @@ class Worker:
         keep_files: bool = False,
         blobs: BlobStore | None = None,
         partitions: int | None = None,
+        metrics: WorkerMetrics | None = None,
+        tracing: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -137,7 +148,11 @@ class Worker:
         self.files_dir = None if files_dir is None else Path(files_dir)
         self.upload_written = upload_written
         self.keep_files = keep_files
+        self._spans = _job_spans(tracing)
         self.counts = {"completed": 0, "failed": 0, "cancelled": 0, "returned": 0}
+        self.metrics = metrics
+        if metrics is not None:
+            metrics.count_in_hand(lambda: len(self._runs))
         #: Set once :meth:`run_async` is under way (so :meth:`stop` can reach it from another thread).
         self.started = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -282,7 +297,7 @@ class Worker:
         if self.heartbeat_interval is not None or run.job.heartbeat_timeout != 0:
             beats = asyncio.create_task(self._heartbeats(run))
         try:
-            outcome = await self._with_files(run)
+            outcome = await self._traced(run)
         finally:
             run.done.set()
             if run.watching is not None:
@@ -297,6 +312,15 @@ class Worker:
                 run.files.remove()
         if beats is not None:
             await beats
+
+    async def _traced(self, run: Run) -> Any:
+        """:meth:`_with_files`, in the job's span when the worker traces."""
+        if self._spans is None:
+            return await self._with_files(run)
+        with self._spans.handling(run.job) as ended:
+            outcome = await self._with_files(run)
+            ended(_outcome_name(outcome), outcome if isinstance(outcome, Failure) else None)
+            return outcome
 
     async def _with_files(self, run: Run) -> Any:
         """The handler's outcome, its input files downloaded before it runs and its results
@@ -361,7 +385,7 @@ class Worker:
         """Record the outcome (complete, fail, hand back) and log one line for the job; a refusal
         means the attempt is no longer this worker's."""
         job, took = run.job, run.seconds()
-        line = _JobLine(job, took, self.worker_id)
+        line = _JobLine(job, took, self.worker_id, self.metrics)
         if outcome is Ended.CANCELLED:
             self.counts["cancelled"] += 1
             reason = run.ctx.cancel_reason
@@ -404,6 +428,8 @@ class Worker:
         pause, tries = RESEND_PAUSE[0], 1
         while True:
             try:
+                if tries > 1 and self.metrics is not None:
+                    self.metrics.resent(run.job.queue)
                 await send()
                 if tries > 1:
                     log.info("%s: recorded at try %d", _named(run.job), tries)
@@ -494,6 +520,27 @@ def _failure(exc: BaseException) -> Failure:
     raise exc
 
 
+def _outcome_name(outcome: Any) -> str:
+    """What a run's outcome makes of its job: completed, failed, cancelled or returned."""
+    if isinstance(outcome, Ended):
+        return outcome.value
+    return "failed" if isinstance(outcome, Failure) else "completed"
+
+
+def _job_spans(tracing: bool | None) -> JobSpans | None:
+    """What makes the jobs' spans, or None when the worker does not trace: ``tracing``, or left
+    None, whether the process has set up OpenTelemetry (a tracer provider of its own: a worker never
+    imports OpenTelemetry itself unless told to trace, though a library may have imported it)."""
+    if tracing is None:
+        trace = sys.modules.get("opentelemetry.trace")
+        tracing = trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    if not tracing:
+        return None
+    from jobledger.worker.job_spans import JobSpans
+
+    return JobSpans()
+
+
 def _is_async(handler: Handler) -> bool:
     """An ``async def`` function, or an object whose ``__call__`` is one."""
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
@@ -506,17 +553,19 @@ def _named(job: Assignment) -> str:
 class _JobLine:
     """The one line logged for a job: its message after the job's :func:`_named`, and its fields
     (:data:`~jobledger.runtime.logs.JOB_FIELDS`: never held back as a repeat, the object's own
-    fields in JSON)."""
+    fields in JSON), and the job's outcome counted in the worker's metrics if it keeps them."""
 
-    __slots__ = ("actor", "job", "took")
+    __slots__ = ("actor", "job", "metrics", "took")
 
-    def __init__(self, job: Assignment, took: float, actor: str) -> None:
-        self.job, self.took, self.actor = job, took, actor
+    def __init__(self, job: Assignment, took: float, actor: str, metrics: WorkerMetrics | None) -> None:
+        self.job, self.took, self.actor, self.metrics = job, took, actor, metrics
 
     def log(self, level: int, outcome: str, what: str, *args: Any, error: str | None = None) -> None:
         """Log ``what`` % ``args`` as ``log.log`` would, but without looking up the caller's file and
         line, which no line of a job shows: that walk up the stack was a good part of the cost of
         the line each job logs."""
+        if self.metrics is not None:
+            self.metrics.ended(self.job.queue, outcome, self.took)
         if not log.isEnabledFor(level):
             return
         job = self.job

@@ -6,7 +6,7 @@
 -- ARGV[1] now (ms)   ARGV[2] queue name   ARGV[3] count   ARGV[4] worker id, '' for none
 -- ARGV[5..] six values per update, as update_job's ARGV[2..7]
 -- returns one flat list: per update its outcome as update_jobs answers, then the jobs started as
--- fetch_jobs answers (five values each) or the fetch's refusal as its text (one value)
+-- fetch_jobs answers (six values each) or the fetch's refusal as its text (one value)
 --- @include "ledger/lua/lib/start_jobs.lua"
 --- @include "ledger/lua/lib/update_each.lua"
 local now = NOW

@@ -12,7 +12,7 @@ import uuid
 import zipfile
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.blobs.radosgw import RadosGW
@@ -48,7 +48,7 @@ def test_upload_run_download(
     serve_args = ["serve", *ledger_args, "--host", "127.0.0.1", "--port", str(port)]
     with (
         jobledger(serve_args, tmp_path / "serve.log") as serve,
-        httpx.Client(base_url=base, timeout=30) as http,
+        httpx2.Client(base_url=base, timeout=30) as http,
     ):
         wait_serving(serve, base)
         assert http.put("/queue/render", json={"timeout": "1m"}).status_code == 201  # a service

@@ -1,4 +1,5 @@
-"""The blob store's contract, held by every store: local disk, and S3 (a real radosgw).
+"""The blob store's contract, held by every store: local disk, and S3 (a real radosgw); its named
+objects too, and the archive over them.
 
 Each test gets an empty store of its own (a tmp dir; a fresh prefix in the bucket) and a
 :class:`Kind` that can look underneath it: its staging, and the raw object behind a blob.
@@ -19,7 +20,9 @@ import obstore
 import pytest
 
 from jobledger.blobs import BlobMissing, BlobStore, DigestMismatch, LocalBlobStore, TooLarge, open_store
+from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.objects import ObjectBlobStore
+from jobledger.projections.archive import ArchiveError, Segment
 from jobledger.runtime.config import BlobsConfig
 from tests.benchmarks.ours.ours_files import PeakMemory
 from tests.blobs.radosgw import RadosGW
@@ -264,3 +267,50 @@ def test_a_64_mib_blob_streams_both_ways_in_little_memory(kind: Kind) -> None:
     assert got == (size, expected.hexdigest())
     assert up.growth < 20, f"memory grew {up.growth:.1f} MiB putting a 64 MiB blob"
     assert down.growth < 20, f"memory grew {down.growth:.1f} MiB reading a 64 MiB blob"
+
+
+def test_named_objects_are_written_whole_listed_in_order_and_out_of_the_blobs_sight(kind: Kind) -> None:
+    named = kind.store.named("archive")
+    assert named.read("manifest/a.json") is None and named.names("manifest/") == []
+    for name in (
+        "manifest/b.json",
+        "manifest/a.json",
+        "manifest/c.json",
+        "segments/a.jsonl",
+        "jobs/0/a.json",
+    ):
+        named.write(name, name.encode())
+    named.write("manifest/b.json", b"b again")  # a name written again holds the last bytes, whole
+    assert named.read("manifest/b.json") == b"b again"
+    assert named.names("manifest/") == ["manifest/a.json", "manifest/b.json", "manifest/c.json"]
+    assert named.names("manifest/", after="manifest/a.json") == ["manifest/b.json", "manifest/c.json"]
+    assert named.names("jobs/0/") == ["jobs/0/a.json"] and named.names("jobs/1/") == []
+    assert kind.store.named("ledger").names("manifest/") == []  # another part sees none of them
+    run(kind.store.put(chunks_of(b"a blob")))
+    assert len(run(listed(kind.store))) == 1  # the collector's listing holds the blob alone
+    assert named.description.endswith("/archive")
+
+
+def test_the_archive_reads_its_segments_and_job_indexes_back_from_the_store(
+    kind: Kind, tmp_path: Path
+) -> None:
+    archive = BlobArchive.over(kind.store, tmp_path / "data", "ns")
+    location = archive.location_for("ns")
+    assert archive.location_for("ns-1.3") == location + "/p1"
+    data = b'{"id":"1-0"}\n{"id":"2-0"}\n'
+    segment = Segment("events-1-0_2-0.jsonl", "1-0", "2-0", 2, 1, 2, hashlib.sha256(data).hexdigest())
+    archive.write_segment(location, segment, data)
+    archive.write_jobs(location, segment, {7: ["1-0", "2-0"], 5000: ["2-0"]})
+    assert archive.manifest(location) == [segment]
+    assert archive.segment_file(location, segment).read_bytes() == data
+    assert [i.jobs for i in archive.job_indexes(location, 7)] == [{7: ["1-0", "2-0"]}]
+    assert [i.jobs for i in archive.job_indexes(location, 5000)] == [{5000: ["2-0"]}]
+    assert archive.job_indexes(location, 9000) == []
+    other = BlobArchive.over(kind.store, tmp_path / "other", "ns")  # another server, another cache
+    archive.objects.write(f"segments/{segment.file}", b"not the events")
+    if isinstance(kind.store, LocalBlobStore):
+        assert other.segment_file(location, segment).read_bytes() == b"not the events"  # read in place
+    else:
+        with pytest.raises(ArchiveError, match="not what its manifest says"):
+            other.segment_file(location, segment)
+        assert archive.segment_file(location, segment).read_bytes() == data  # fetched once, kept

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from jobledger.runtime.embedded import RECORD_NAME, ServerRecord, pid_alive
 
@@ -119,8 +119,8 @@ def serve_args(data_dir: Path, port: int, *more: str) -> list[str]:
 
 def answering(base: str) -> bool:
     try:
-        return httpx.get(f"{base}/health", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
+        return httpx2.get(f"{base}/health", timeout=1.0).status_code == 200
+    except httpx2.HTTPError:
         return False
 
 

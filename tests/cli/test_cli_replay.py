@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import redis
 from typer.testing import CliRunner, Result
@@ -78,7 +78,7 @@ def test_rebuild_until_a_time_serves_a_read_only_view_of_that_moment(
     assert f"jobledger serve --namespace {view} --read-only --port 8024 --redis-url {redis_url}" in out
     rebuild(client, namespace, namespace + "-expected", until=history[3])
     assert compare(client, namespace + "-expected", view) == []
-    with live_server(redis_url, view, read_only=True) as url, httpx.Client(base_url=url) as http:
+    with live_server(redis_url, view, read_only=True) as url, httpx2.Client(base_url=url) as http:
         assert http.get("/queue/mail/size").json() == 3
         assert http.get("/job/1").json()["status"] == "queued"
         assert http.get("/info").json()["statistics"]["total_jobs_completed"] == 0

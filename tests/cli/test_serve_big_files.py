@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger import commands
@@ -65,7 +65,7 @@ def test_a_100_mib_file_keeps_the_server_flat(tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{port}"
     with no_server_left(data_dir), jobledger(serve_args(data_dir, port), tmp_path / "serve.log") as serve:
         wait_serving(serve, base)
-        with httpx.Client(base_url=base, timeout=120) as http:
+        with httpx2.Client(base_url=base, timeout=120) as http:
             assert http.put("/queue/q", json={}).status_code == 201
             http.post("/queue/q/job", json={}).raise_for_status()  # warm up the routes
             before = rss(serve.pid)

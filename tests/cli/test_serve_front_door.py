@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.cli.process_support import Command, jobledger, wait_for
@@ -38,8 +38,8 @@ def serving(tmp_path: Path, redis_url: str, namespace: str, settings: str = SETT
         def up() -> bool:
             assert command.process.poll() is None, command.output()
             try:
-                return httpx.get(f"{base}/health", timeout=1, verify=False).status_code == 200
-            except httpx.HTTPError:
+                return httpx2.get(f"{base}/health", timeout=1, verify=False).status_code == 200
+            except httpx2.HTTPError:
                 return False
 
         wait_for(up, f"serve to answer at {base}")
@@ -109,20 +109,20 @@ def test_an_idle_kept_alive_connection_is_closed_without_a_408(served: tuple[str
 
 def test_a_trickled_body_is_cut_off_and_creates_nothing(served: tuple[str, Command]) -> None:
     base, command = served
-    assert httpx.put(f"{base}/queue/q").status_code == 201
+    assert httpx2.put(f"{base}/queue/q").status_code == 201
     head = (b"POST /queue/q/job HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 2000\r\n\r\n")  # fmt: skip
     with _connect(base) as sock:
         sock.sendall(head)
         _, took = _until_closed(sock, b'{"input": "' + b"x" * 1000)
     assert took <= 4, took
-    assert httpx.get(f"{base}/queue/q/size").json() == 0
+    assert httpx2.get(f"{base}/queue/q/size").json() == 0
     assert "Traceback" not in command.output()
 
 
 def test_a_prompt_client_keeps_its_connection(served: tuple[str, Command]) -> None:
     base, _ = served
-    with httpx.Client(base_url=base, timeout=10) as http:
+    with httpx2.Client(base_url=base, timeout=10) as http:
         assert http.put("/queue/q").status_code == 201
         for _ in range(3):
             assert http.post("/queue/q/job", json={"input": "x" * 50_000}).status_code == 201
@@ -135,7 +135,7 @@ def test_a_token_in_a_query_string_never_reaches_the_log(served: tuple[str, Comm
     secret = "s3cr3t-in-the-query"
     for url in (f"{base}/queue?token={secret}", f"{base}/job/{'9' * 5000}?x=1&token={secret}",
                 f"{base}/events?access_token={secret}&after=nope"):  # fmt: skip
-        httpx.get(url)
+        httpx2.get(url)
     wait_for(lambda: command.output().count("GET /") >= 3, "the access lines")
     assert secret not in command.output()
     assert "token=[hidden]" in command.output()
@@ -146,13 +146,13 @@ def test_forwarded_headers_are_believed_only_from_the_listed_peers(
 ) -> None:
     forwarded = {"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
     with serving(tmp_path / "a", redis_url, namespace) as (base, command):
-        answer = httpx.get(f"{base}/queue", headers=forwarded)
+        answer = httpx2.get(f"{base}/queue", headers=forwarded)
         assert "strict-transport-security" not in answer.headers  # not taken for HTTPS
         wait_for(lambda: "GET /queue" in command.output(), "the access line")
         assert "203.0.113.9" not in command.output()
     trusting = SETTINGS + 'forwarded_allow_ips = ["127.0.0.1"]\n'
     with serving(tmp_path / "b", redis_url, namespace, trusting) as (base, command):
-        answer = httpx.get(f"{base}/queue", headers=forwarded)
+        answer = httpx2.get(f"{base}/queue", headers=forwarded)
         assert answer.headers["strict-transport-security"].startswith("max-age=")
         wait_for(lambda: "203.0.113.9" in command.output(), "the forwarded address in the access line")
 
@@ -164,12 +164,12 @@ def test_https_answers_carry_hsts(tmp_path: Path, redis_url: str, namespace: str
     with serving(tmp_path, redis_url, namespace, SETTINGS, *tls, scheme="https") as (base, _):
         trusted = ssl.create_default_context(cafile=str(cert))
         for path in ("/health", "/queue", "/ui/static/ui.css"):
-            answer = httpx.get(f"{base}{path}", verify=trusted)
+            answer = httpx2.get(f"{base}{path}", verify=trusted)
             assert answer.headers["strict-transport-security"].startswith("max-age="), path
             assert answer.headers["x-content-type-options"] == "nosniff", path
 
 
 def test_allowed_host_names_a_host_answered(tmp_path: Path, redis_url: str, namespace: str) -> None:
     with serving(tmp_path, redis_url, namespace, SETTINGS, "--allowed-host", "jobs.internal") as (base, _):
-        assert httpx.get(f"{base}/queue", headers={"host": "jobs.internal:8023"}).status_code == 200
-        assert httpx.get(f"{base}/queue", headers={"host": "other.internal"}).status_code == 400
+        assert httpx2.get(f"{base}/queue", headers={"host": "jobs.internal:8023"}).status_code == 200
+        assert httpx2.get(f"{base}/queue", headers={"host": "other.internal"}).status_code == 400

@@ -1,6 +1,7 @@
 """A real ``jobledger serve`` keeps what it writes to its user (directories 0700, files 0600: the
-data directory, the append-only file, the record, blobs, the archive), and on a data directory too
-long for a socket its embedded server wants a password that every jobledger command finds."""
+data directory, the append-only file, the record, blobs, the archive in the blob store), and on a
+data directory too long for a socket its embedded server wants a password that every jobledger
+command finds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.runtime.embedded import ServerRecord
 from tests.cli.process_support import REPO, jobledger, no_server_left, serve_args, wait_for, wait_serving
@@ -31,25 +32,23 @@ def loose(root: Path) -> list[str]:
 
 
 def test_serve_keeps_the_data_directory_the_blobs_and_the_archive_private(tmp_path: Path) -> None:
-    data_dir, archive, port = tmp_path / "data", tmp_path / "archive", free_port()
+    data_dir, port = tmp_path / "data", free_port()
     data_dir.mkdir(mode=0o755)
     os.chmod(data_dir, 0o755)  # made by an earlier version, or by hand
     base = f"http://127.0.0.1:{port}"
-    archiving = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms",
-                 "JOBLEDGER_ARCHIVE_DIR": str(archive)}  # fmt: skip
+    archiving = {"JOBLEDGER_ARCHIVE_AFTER": "1s", "JOBLEDGER_ARCHIVE_CHECK_INTERVAL": "200ms"}
     serve_log = tmp_path / "s.log"
     with (
         no_server_left(data_dir),
         jobledger(serve_args(data_dir, port), serve_log, REPO, **archiving) as serve,
     ):
         wait_serving(serve, base)
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        assert httpx.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
+        assert httpx2.put(f"{base}/blob", content=b"secret bytes").status_code in (200, 201)
         files: dict[str, Any] = {"job": (None, b'{"input": 1}', "application/json"), "a.txt": ("a.txt", b"x")}
-        assert httpx.post(f"{base}/queue/q/job", files=files).status_code == 201
-        wait_for(lambda: any(archive.glob("*/*.jsonl")), "an archived segment")
+        assert httpx2.post(f"{base}/queue/q/job", files=files).status_code == 201
+        wait_for(lambda: any((data_dir / "blobs").rglob("events-*.jsonl")), "an archived segment")
         assert loose(data_dir) == []
-        assert loose(archive) == []
         assert list((data_dir / "blobs").rglob("*/sha256/*/*")), "no blob stored"
         assert "open to other users (mode 755)" in serve.output()
         serve.signal(signal.SIGTERM)
@@ -73,8 +72,8 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
         record = ServerRecord.read(data_dir)
         assert record is not None and record.url.startswith("redis://:"), record
         assert refused_without_password(port_of(record.url))
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        made = httpx.post(f"{base}/queue/q/job", json={"input": {"release": str(release)}})
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
+        made = httpx2.post(f"{base}/queue/q/job", json={"input": {"release": str(release)}})
         assert made.status_code == 201
         job = made.json()
         verify = ["replay", "verify", "--data-dir", str(data_dir)]
@@ -86,7 +85,7 @@ def test_a_long_data_dir_serves_the_cli_and_a_redis_worker_behind_a_password(tmp
 
             def completed() -> bool:
                 assert worker.process.poll() is None, worker.output()
-                return bool(httpx.get(f"{base}/job/{job}/status").json() == "completed")
+                return bool(httpx2.get(f"{base}/job/{job}/status").json() == "completed")
 
             wait_for(completed, "the worker over Redis to complete the job")
             worker.signal(signal.SIGTERM)

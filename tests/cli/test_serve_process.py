@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.runtime.embedded import RECORD_NAME, EmbeddedServer, free_port, pid_alive
@@ -43,7 +43,7 @@ def in_flight(request: Callable[[], object]) -> Iterator[list[object]]:
     def run() -> None:
         try:
             outcome.append(request())
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             outcome.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -56,12 +56,12 @@ def in_flight(request: Callable[[], object]) -> Iterator[list[object]]:
 
 
 def get(url: str) -> int:
-    return httpx.get(url, timeout=90).status_code
+    return httpx2.get(url, timeout=90).status_code
 
 
 def follow(url: str) -> str:
     """Read a live feed to its end."""
-    with httpx.stream("GET", url, timeout=90) as response:
+    with httpx2.stream("GET", url, timeout=90) as response:
         for _ in response.iter_lines():
             pass
     return "ended"
@@ -102,7 +102,7 @@ def test_sigterm_ends_long_polls_and_feeds_at_once_and_stops(
     with no_server_left(data_dir), jobledger(args, tmp_path / "s.log") as serve:  # shutdown_timeout 30s
         wait_serving(serve, base)
         valkey = record_pid(data_dir)
-        assert httpx.put(f"{base}/queue/q").status_code == 201
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
         with (
             in_flight(lambda: get(f"{base}/queue/q/job?wait=60s")) as polled,
             in_flight(lambda: follow(f"{base}/events/stream")) as followed,
@@ -130,7 +130,7 @@ def test_a_second_signal_stops_serve_at_once(tmp_path: Path, second: int) -> Non
     try:
         with jobledger(args, tmp_path / "s.log") as serve:  # shutdown_timeout 30s
             wait_serving(serve, base)
-            assert httpx.put(f"{base}/queue/q").status_code == 201
+            assert httpx2.put(f"{base}/queue/q").status_code == 201
             redis_server.pause()
             with in_flight(lambda: get(f"{base}/queue/q")) as outcome:
                 serve.signal(signal.SIGTERM)
@@ -193,9 +193,9 @@ def test_serve_logs_json_lines_and_leaves_idle_polls_out(
     data_dir, base, args = serving
     with no_server_left(data_dir), jobledger([*args, "--log-format", "json"], tmp_path / "s.log") as serve:
         wait_serving(serve, base)
-        assert httpx.put(f"{base}/queue/q").status_code == 201
-        assert httpx.get(f"{base}/queue/q/job").status_code == 204
-        assert httpx.get(f"{base}/queue/q/job?wait=0.2s").status_code == 204
+        assert httpx2.put(f"{base}/queue/q").status_code == 201
+        assert httpx2.get(f"{base}/queue/q/job").status_code == 204
+        assert httpx2.get(f"{base}/queue/q/job?wait=0.2s").status_code == 204
         serve.signal(signal.SIGTERM)
         assert serve.wait(timeout=10) == 0
     items = [json.loads(line) for line in serve.output().splitlines()]  # every line is one object

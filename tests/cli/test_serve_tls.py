@@ -8,7 +8,7 @@ import ssl
 import subprocess
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.ledger.runner import Ledger
@@ -44,16 +44,16 @@ def test_https_with_auth(tmp_path: Path, redis_url: str, namespace: str, ledger:
         def up() -> bool:
             assert command.process.poll() is None, command.output()
             try:
-                return httpx.get(f"{base}/health", verify=trusted, timeout=1).status_code == 200
-            except httpx.HTTPError:
+                return httpx2.get(f"{base}/health", verify=trusted, timeout=1).status_code == 200
+            except httpx2.HTTPError:
                 return False
 
         wait_for(up, "serve to answer over HTTPS")
-        assert httpx.get(f"{base}/queue", verify=trusted).status_code == 401
-        answer = httpx.get(f"{base}/queue", verify=trusted, headers={"authorization": f"Bearer {secret}"})
+        assert httpx2.get(f"{base}/queue", verify=trusted).status_code == 401
+        answer = httpx2.get(f"{base}/queue", verify=trusted, headers={"authorization": f"Bearer {secret}"})
         assert answer.status_code == 200
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)  # plain HTTP gets no answer
+        with pytest.raises(httpx2.HTTPError):
+            httpx2.get(f"http://127.0.0.1:{port}/health", timeout=2)  # plain HTTP gets no answer
         assert f"listening on https://127.0.0.1:{port}" in command.output()
         assert secret not in command.output()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import signal
 
-import httpx
+import httpx2
 import pytest
 
 from tests.cli.exec_support import Flow, group_gone, stopped
@@ -111,5 +111,5 @@ def test_a_worker_killed_mid_job_loses_nothing(flow: Flow) -> None:
     assert [(r.name, r.attempt) for r in job.results] == [("ok.txt", 2)]
     types = [e.type for e in flow.api.history(job_id) if e.type != "job_heartbeat"]
     assert "job_timed_out" in types or "job_failed" in types
-    late = httpx.put(f"{flow.base}/job/{job_id}/results/late.txt?attempt=1", content=b"late")
+    late = httpx2.put(f"{flow.base}/job/{job_id}/results/late.txt?attempt=1", content=b"late")
     assert late.status_code == 409, late.text

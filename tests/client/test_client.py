@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.client import (
@@ -43,13 +43,13 @@ def api(server: str) -> Iterator[Client]:
 
 
 class Sent:
-    """An httpx request hook that counts the requests sent, by method and path."""
+    """An httpx2 request hook that counts the requests sent, by method and path."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
         self.keys: list[str | None] = []  # each request's Idempotency-Key
 
-    def __call__(self, request: httpx.Request) -> None:
+    def __call__(self, request: httpx2.Request) -> None:
         self.requests.append(f"{request.method} {request.url.path}")
         self.keys.append(request.headers.get("idempotency-key"))
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import ClassVar
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.client import AsyncClient, Client, Conflict, NotFound, Retry, StoredResult, Unavailable
@@ -65,7 +65,7 @@ def test_a_file_the_server_cannot_send_whole_is_tried_again_then_refused(
     them whole, and the client tries again from the start as its retry policy allows."""
     job_id, _ = running(server, ledger, blobs)
     blob_path(blobs, hashlib.sha256(DATA).hexdigest()).write_bytes(DATA.replace(b"2", b"3"))
-    tries: list[httpx.Request] = []
+    tries: list[httpx2.Request] = []
     dest = tmp_path / "data.csv"
     with Client(server, retry=FAST, event_hooks={"request": [tries.append]}) as api:
         with pytest.raises(Unavailable, match="without sending complete message body"):

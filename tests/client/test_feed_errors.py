@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.client import AsyncClient, Client, ClientError, Retry, ServerError, Unavailable
@@ -77,7 +77,7 @@ def test_an_error_block_may_name_its_status_and_unknown_blocks_are_skipped() -> 
 
 def _feeds_open(url: str) -> int:
     """The live feeds the server at ``url`` says it serves."""
-    found = re.search(r"^jobledger_feeds_open (\S+)$", httpx.get(f"{url}/metrics").text, re.MULTILINE)
+    found = re.search(r"^jobledger_feeds_open (\S+)$", httpx2.get(f"{url}/metrics").text, re.MULTILINE)
     assert found is not None
     return int(float(found.group(1)))
 

@@ -12,7 +12,7 @@ import signal
 import threading
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import redis
 
@@ -119,11 +119,11 @@ def test_a_node_killed_and_started_again_loses_no_acknowledged_job(cluster: Loca
         api.put_queue(queue)
         acknowledged = [api.submit(queue, input={"n": n}) for n in range(20)]
         node.kill()
-        with pytest.raises(httpx.HTTPError):
-            httpx.post(f"{url}/queue/{queue}/job", json={"input": 1}, timeout=10).raise_for_status()
+        with pytest.raises(httpx2.HTTPError):
+            httpx2.post(f"{url}/queue/{queue}/job", json={"input": 1}, timeout=10).raise_for_status()
         node.start()
         wait_for(cluster.ready, "the cluster to be whole again")
-        wait_for(lambda: httpx.get(f"{url}/ready", timeout=5).status_code == 200, "the server to be ready")
+        wait_for(lambda: httpx2.get(f"{url}/ready", timeout=5).status_code == 200, "the server to be ready")
         acknowledged.append(api.submit(queue, input={"n": "after"}))
         for job_id in acknowledged:
             assert api.get(job_id).status == "queued"

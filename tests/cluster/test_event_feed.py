@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.ledger import commands
 from jobledger.ledger.events import decode_entry
@@ -42,7 +42,7 @@ def test_the_feed_merges_partitions_on_different_nodes(cluster: LocalCluster) ->
         expected = [seen for *_, seen in sorted(found, key=lambda f: f[:3])]
         assert len({where[router.partitioning.of_queue(name)] for name in queues}) == 3  # every node
 
-        with live_server(cluster.url, "feed") as server, httpx.Client(base_url=server, timeout=10) as http:
+        with live_server(cluster.url, "feed") as server, httpx2.Client(base_url=server, timeout=10) as http:
             items: list[dict[str, Any]] = []
             after = None
             while True:

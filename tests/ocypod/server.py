@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger.keys import Keys
@@ -68,7 +68,7 @@ def wipe_ledger(ledger: Ledger | Partitioned) -> None:
 def environment(extra: Mapping[str, str]) -> dict[str, str]:
     """This environment without jobledger's own settings (so only the arguments decide), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_")}
-    return {**env, **extra}
+    return {**env, "JOBLEDGER_SEAL": "false", **extra}  # a sealer would keep its key in the working directory
 
 
 def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
@@ -77,9 +77,9 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"jobledger serve exited with {proc.returncode}: {log.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).json() == {"status": "healthy"}:
+            if httpx2.get(f"{url}/health", timeout=1).json() == {"status": "healthy"}:
                 return
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         time.sleep(0.05)
     raise RuntimeError(f"jobledger serve did not answer within {START_TIMEOUT}s: {log.read_text()[-3000:]}")

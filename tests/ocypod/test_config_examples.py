@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 import pytest
 import redis
 
@@ -114,14 +114,14 @@ def started(tmp_path: Path, redis_url: str, client: redis.Redis, text: str) -> I
 
 
 def settings(server: Served, queue: str) -> dict[str, object]:
-    answer = httpx.get(f"{server.url}/queue/{queue}", timeout=10)
+    answer = httpx2.get(f"{server.url}/queue/{queue}", timeout=10)
     assert answer.status_code == 200, answer.text
     view: dict[str, object] = answer.json()
     return {name: view[name] for name in OCYPOD_SETTINGS}
 
 
 def queues(server: Served) -> list[str]:
-    names: list[str] = httpx.get(f"{server.url}/queue", timeout=10).json()
+    names: list[str] = httpx2.get(f"{server.url}/queue", timeout=10).json()
     return names
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-import httpx
+import httpx2
 import pytest
 
 from tests.ocypod.manager import connect
@@ -33,7 +33,7 @@ OCYPOD_JOB_FIELDS = (
 
 
 @pytest.fixture
-def curl(served: Served, redis_url: str) -> Iterator[httpx.Client]:
+def curl(served: Served, redis_url: str) -> Iterator[httpx2.Client]:
     """An HTTP client on the server, whose ledger is new (the guide's job is job 1)."""
     manager = connect(served.url, redis_url, served.namespace, "route")
     wipe_ledger(manager.ledger)
@@ -44,7 +44,7 @@ def curl(served: Served, redis_url: str) -> Iterator[httpx.Client]:
         manager.close()
 
 
-def test_quickstart(curl: httpx.Client) -> None:
+def test_quickstart(curl: httpx2.Client) -> None:
     # $ curl localhost:8023/health
     assert curl.get("/health").content == b'{"status":"healthy"}'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import redis
 
@@ -21,10 +21,10 @@ def test_a_strict_server_refuses_unknown_keys(tmp_path: Path, redis_url: str, ho
     client = redis.Redis.from_url(redis_url)
     with serve(redis_url, tmp_path / "serve.log", *args, env=env) as server:
         try:
-            answer = httpx.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
+            answer = httpx2.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
             assert answer.status_code == 400
             assert "unknown field(s) timeot" in answer.json()["error"]
-            assert httpx.get(f"{server.url}/queue/q", timeout=10).status_code == 404
+            assert httpx2.get(f"{server.url}/queue/q", timeout=10).status_code == 404
         finally:
             wipe(client, server.namespace)
             client.close()
@@ -34,7 +34,7 @@ def test_a_lenient_server_names_them(tmp_path: Path, redis_url: str) -> None:
     client, log = redis.Redis.from_url(redis_url), tmp_path / "serve.log"
     with serve(redis_url, log) as server:
         try:
-            answer = httpx.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
+            answer = httpx2.put(f"{server.url}/queue/q", content=BODY, headers=JSON, timeout=10)
             assert (answer.status_code, answer.headers["x-jobledger-ignored-keys"]) == (201, "timeot")
         finally:
             wipe(client, server.namespace)

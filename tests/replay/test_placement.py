@@ -44,7 +44,15 @@ def _key(ledger: Ledger, key: str, /, **params: object) -> str:
 DAMAGE: dict[str, tuple[Damage, str]] = {
     "queued job out of its queue": (
         lambda lg, j: lg.client.zrem(_key(lg, "queued_ids", name="q"), j["queued"]),
-        "job 4 (queued) is in []",
+        "job 4 (queued) is in ['queue:q:waiting']",
+    ),
+    "queued job out of its queue's waiting set": (
+        lambda lg, j: lg.client.zrem(_key(lg, "queue_waiting", name="q"), j["queued"]),
+        "job 4 (queued) is in ['queue:q:queued']",
+    ),
+    "queued job waiting since another time": (
+        lambda lg, j: lg.client.zadd(_key(lg, "queue_waiting", name="q"), {j["queued"]: 1}),
+        "job 4 has score 1.0 in queue:q:waiting; expected",
     ),
     "job in two places": (
         lambda lg, j: lg.client.zadd(_key(lg, "queue_status", name="q", status="failed"), {j["running"]: 3}),

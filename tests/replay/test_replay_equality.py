@@ -15,14 +15,22 @@ a batch, the same request again or another one) and the scheduler forgetting key
 past their windows take part too, and the commands run as one actor or another (a key is its
 sender's).  Jobs name files (a few blobs from one small set, so queues share them) and their running
 attempts add results, some replacing one of the same name: the blob counts, in all and by queue.
+Bulk operations (requeue, cancel, delete by a drawn filter, in batches, some cut short before their
+end, some dry) take part, and their records are projections like any other.
+Each queue's lifetime totals agree with the stream's events of that queue, and its wait histogram
+counts every start.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
+import tempfile
 import uuid
+from datetime import UTC
+from pathlib import Path
 from typing import Any, ClassVar
 
 import hypothesis.strategies as st
@@ -39,6 +47,7 @@ from hypothesis.stateful import (
 )
 
 from jobledger.ledger import commands
+from jobledger.ledger.bulk import BulkRequest, bulk_finish, bulk_jobs, bulk_start
 from jobledger.ledger.commands import Call, Created, Fetched, Idempotency
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.errors import Conflict, Mismatch, NotFound
@@ -48,12 +57,15 @@ from jobledger.ledger.requests import Backoff, JobOptions, JobUpdate, QueueSetti
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, revoke_token
 from jobledger.projections import readers
+from jobledger.projections.queue_totals import queue_totals
 from jobledger.projections.views import decode_hash
 from jobledger.replay.compare import compare
 from jobledger.replay.placement import misplaced
 from jobledger.replay.rebuild import rebuild
+from jobledger.replay.source import read_ledger
 from jobledger.scheduler.loop import tick
 from tests.support.ledger import START, stream_length
+from tests.support.replay import archive, local_archive
 
 QUEUES = ("alpha", "beta", "gamma")
 TAGS = ("red", "green", "blue")
@@ -69,6 +81,10 @@ QUOTA_KEYS = ("k1", "k2")
 RUN_AT = (-1000, 0, 1, 1000, 30_000, 3_600_000)
 #: the blobs jobs name (the ledger holds references only: no store takes part)
 BLOBS = tuple(hashlib.sha256(name.encode()).hexdigest() for name in ("one", "two", "three"))
+
+#: event type -> the outcome it counts in its queue's totals
+OUTCOME_OF = {f"job_{o}": o for o in ("created", "started", "completed", "failed", "timed_out",
+              "cancelled", "expired", "returned")}  # fmt: skip
 
 durations = st.sampled_from(DURATIONS)
 delays = st.lists(st.sampled_from(("0s", "1s", "10s", "1m")), max_size=3)
@@ -155,6 +171,17 @@ moves = st.tuples(
     jobs, st.sampled_from(ACTIONS), attempts, st.one_of(st.just(NO_OUTPUT), outputs), reports, errors
 )
 #: how far the clock moves before a scheduler tick, in ms: around every deadline the settings make
+bulk_filters = st.fixed_dictionaries(
+    {"action": st.sampled_from(("requeue", "cancel", "delete"))},
+    optional={
+        "queue": queues,
+        "status": st.sampled_from(("failed", "timed_out", "cancelled", "queued", "running", "scheduled")),
+        "tag": st.sampled_from(TAGS),
+        "error_kind": st.sampled_from(KINDS),
+        "since": st.sampled_from((-3_600_000, -1000, 0)),
+        "dry_run": st.booleans(),
+    },
+)
 steps = st.one_of(
     st.sampled_from((1000, 0, 1, 999, 5000, 30_000, 60_000, 3_600_000)), st.integers(0, 4_000_000)
 )
@@ -179,6 +206,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.freezer = freeze_time(START)
         self.clock = self.freezer.start()
         self.ledger = Ledger(self.client, self.namespace)
+        self.archive_root = Path(tempfile.mkdtemp(prefix="jobledger-sm-"))
+        self.archive = local_archive(self.archive_root, self.namespace)
         #: (actor, Idempotency-Key) -> (request hash, ids) of the last create that recorded it
         self.answers: dict[tuple[str, str], tuple[str, list[int]]] = {}
         self.last_keyed: tuple[str, list[dict[str, Any]], bool, str, int] | None = None
@@ -187,10 +216,11 @@ class LedgerMachine(RuleBasedStateMachine):
         """After the last step, replay equality; skipped when a step already failed (so the first
         failure is the one reported)."""
         try:
-            differences = [] if sys.exc_info()[0] else self.replay_differences()
+            differences = [] if sys.exc_info()[0] else self.replay_differences() + self.totals_differences()
         finally:
             self.freezer.stop()
             _delete_namespace(self.client, self.namespace)
+            shutil.rmtree(self.archive_root, ignore_errors=True)
             self.client.close()
         assert differences == []
 
@@ -476,6 +506,26 @@ class LedgerMachine(RuleBasedStateMachine):
         else:
             self.run(create_token(name, scopes, digest(secret)))
 
+    @rule(drawn=bulk_filters, batch=st.integers(1, 8), finish=st.sampled_from((True, True, False)))
+    def bulk(self, drawn: dict[str, Any], batch: int, finish: bool) -> None:
+        """A bulk operation: its start, its batches over every id handed out (each job checked in
+        the script against the filter and the action's transition), and its end, or none (cut
+        short); or a dry run, which appends nothing."""
+        fields = dict(drawn)
+        if "since" in fields:
+            fields["since"] = format_time(self.ledger.clock() + fields["since"])
+        request = BulkRequest.model_validate(fields)
+        last = int(self.client.get(self.ledger.keys.build("job_id")) or 0)
+        operation = None if request.dry_run else self.run(bulk_start(request))
+        length = stream_length(self.client, self.namespace)
+        for at in range(1, last + 2, batch):
+            ids = list(range(at, min(last + 2, at + batch)))
+            matched, done = self.run(bulk_jobs(0, request.action, operation, request, ids))
+            length += done
+            assert stream_length(self.client, self.namespace) == length and done <= matched
+        if operation is not None and finish:
+            self.run(bulk_finish(operation, 0, 0))
+
     @rule(actor=st.sampled_from(("local", "ci-bot", "deploy:prod")))
     def act_as(self, actor: str) -> None:
         """The commands that follow run as another actor: who caused an event is the stream's
@@ -487,17 +537,44 @@ class LedgerMachine(RuleBasedStateMachine):
         self.clock.tick(ms / 1000)
         tick(self.ledger, batch=2)
 
+    @rule(age=st.sampled_from((-1, -1, 1000, 60_000)))
+    def archive_old(self, age: int) -> None:
+        """Retention: the events older than ``age`` ms (-1: every event) move into the archive, and
+        the jobs that expired or were deleted with every event archived leave Redis whole."""
+        cutoff = int(self.clock().replace(tzinfo=UTC).timestamp() * 1000) - age
+        archive(self.redis_url, self.namespace, self.archive, cutoff, segment_events=5)
+
     # --- invariants --------------------------------------------------------------------------------
 
     @invariant()
     def every_job_is_in_its_place(self) -> None:
         assert misplaced(self.client, self.namespace) == []
 
+    def totals_differences(self) -> list[str]:
+        """Each queue's totals against a count of the stream's events of that queue."""
+        counted = {q: dict.fromkeys(OUTCOME_OF.values(), 0) for q in QUEUES}
+        for event in self.all_events():
+            if event["type"] in OUTCOME_OF and event["queue"] in counted:
+                counted[event["queue"]][OUTCOME_OF[event["type"]]] += 1
+        kept = self.ledger.read(queue_totals(list(QUEUES)))
+        found = {q: {o: kept[q].outcomes[o] for o in OUTCOME_OF.values()} for q in QUEUES}
+        waits = [f"{q}: {t.wait.count} waits, {t.outcomes['started']} starts"
+                 for q, t in kept.items() if t.wait.count != t.outcomes["started"]]  # fmt: skip
+        return waits + ([f"totals {found}, events {counted}"] if found != counted else [])
+
+    def all_events(self) -> list[dict[str, str]]:
+        """Every event of the ledger, archived ones first, as text fields plus ``id``."""
+        return [
+            {"id": entry_id.decode(), **{k.decode(): v.decode() for k, v in fields.items()}}
+            for entries in read_ledger(self.client, self.ledger.keys, archive=self.archive)
+            for entry_id, fields in entries
+        ]
+
     def replay_differences(self) -> list[str]:
-        """Rebuild the projections from the stream alone, compare them with the live ones."""
+        """Rebuild the projections from the archive and the stream, compare them with the live ones."""
         replay = self.namespace + "-replay"
         try:
-            rebuild(self.client, self.namespace, replay)
+            rebuild(self.client, self.namespace, replay, archive=self.archive)
             return [str(d) for d in compare(self.client, self.namespace, replay)]
         finally:
             _delete_namespace(self.client, replay)

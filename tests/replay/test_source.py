@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from jobledger.blobs.archive import BlobArchive
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.source import UntilError, ledger_length, resolve_until
 from tests.support.ledger import START_MS
-from tests.support.replay import archive, stream_ids, workload
+from tests.support.replay import archive, local_archive, stream_ids, workload
 
 STEP = 60_000  # a minute between the workloads
 
@@ -32,20 +33,22 @@ def minutes(client: redis.Redis, namespace: str) -> list[list[str]]:
     return out
 
 
-def until(client: redis.Redis, namespace: str, text: str) -> str | None:
-    return resolve_until(client, Keys(namespace), text)
+def until(client: redis.Redis, namespace: str, text: str, store: BlobArchive | None = None) -> str | None:
+    return resolve_until(client, Keys(namespace), text, store)
 
 
-def check_times(client: redis.Redis, namespace: str, minutes: list[list[str]]) -> None:
+def check_times(
+    client: redis.Redis, namespace: str, minutes: list[list[str]], store: BlobArchive | None = None
+) -> None:
     ns = namespace
-    assert until(client, ns, format_time(START_MS - 1) or "") is None
+    assert until(client, ns, format_time(START_MS - 1) or "", store) is None
     for minute, ids in enumerate(minutes):
         at = START_MS + minute * STEP
-        assert until(client, ns, format_time(at) or "") == ids[-1]
-        assert until(client, ns, format_time(at + STEP - 1) or "") == ids[-1]
+        assert until(client, ns, format_time(at) or "", store) == ids[-1]
+        assert until(client, ns, format_time(at + STEP - 1) or "", store) == ids[-1]
         if minute:
-            assert until(client, ns, format_time(at - 1) or "") == minutes[minute - 1][-1]
-    assert until(client, ns, "2100-01-01T00:00:00+00:00") == minutes[-1][-1]
+            assert until(client, ns, format_time(at - 1) or "", store) == minutes[minute - 1][-1]
+    assert until(client, ns, "2100-01-01T00:00:00+00:00", store) == minutes[-1][-1]
 
 
 def test_a_time_is_the_last_event_at_or_before_it(
@@ -73,8 +76,9 @@ def test_times_and_ids_reach_into_the_archive(
 ) -> None:
     total = ledger_length(client, Keys(namespace))
 
-    archived = archive(redis_url, namespace, tmp_path, START_MS + 2 * STEP, segment_events=4)
+    store = local_archive(tmp_path / "blobs", namespace)
+    archived = archive(redis_url, namespace, store, START_MS + 2 * STEP, segment_events=4)
     assert archived == len(minutes[0]) + len(minutes[1])
     assert ledger_length(client, Keys(namespace)) == total
-    check_times(client, namespace, minutes)
-    assert until(client, namespace, minutes[0][2]) == minutes[0][2]
+    check_times(client, namespace, minutes, store)
+    assert until(client, namespace, minutes[0][2], store) == minutes[0][2]

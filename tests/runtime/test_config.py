@@ -257,7 +257,8 @@ def test_config_error_is_a_value_error() -> None:
 
 
 def test_ledger_retention(tmp_path: Path) -> None:
-    assert (Config().ledger.archive_after, Config().ledger.archive_check_interval) == (0, 3_600_000)
+    defaults = Config().ledger
+    assert (defaults.archive_after, defaults.archive_check_interval) == (7 * 86_400_000, 3_600_000)
     path = tmp_path / "jobledger.toml"
     path.write_text('[ledger]\narchive_after = "30d"\narchive_dir = "~/archive"\n'
                     'archive_check_interval = "10m"\n')  # fmt: skip

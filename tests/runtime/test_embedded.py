@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import redis
 
@@ -244,8 +244,8 @@ def test_cli_reports_a_bad_option(tmp_path: Path) -> None:
 
 def healthy(base: str) -> bool:
     try:
-        response = httpx.get(f"{base}/health", timeout=1.0)
-    except httpx.HTTPError:
+        response = httpx2.get(f"{base}/health", timeout=1.0)
+    except httpx2.HTTPError:
         return False
     return response.status_code == 200 and response.json().get("status") == "healthy"
 

@@ -55,7 +55,8 @@ def test_get_job_shows_every_field(api: TestClient) -> None:
         "retry_delays": ["10s"], "ended": False, "attempt": 0, "worker": None,
         "priority": 0, "run_at": None, "retry_at": None, "unique_key": None, "quota_key": None,
         "progress": None, "message": None, "errors": [], "max_queued_time": "0s", "retry_backoff": None,
-        "retry_on": [], "no_retry_on": [], "launcher": None, "files": [], "results": [],
+        "retry_on": [], "no_retry_on": [], "launcher": None, "files": [], "traceparent": None,
+        "results": [],
     }  # fmt: skip
 
 

@@ -50,6 +50,8 @@ class Setup:
         assert api.put("/queue/q-1", json={}, headers=admin).status_code == 201
         assert api.put("/queue/zz", json={}, headers=admin).status_code == 201
         self.job = api.post("/queue/q-1/job", json={"tags": ["t"]}, headers=admin).json()
+        bulk = {"action": "requeue", "queue": "q-1", "status": "failed"}  # a bulk operation, finished
+        self.operation = api.post("/bulk", json=bulk, headers=admin).json()["operation"]
 
     def add(self, name: str, *scopes: str) -> str:
         secret = new_secret()
@@ -58,13 +60,18 @@ class Setup:
         return secret
 
     def path(self, template: str, queue: str = "q-1") -> str:
-        return template.format(queue=queue, job_id=self.job, tag="t", launcher_id=1, name="data.txt")
+        return template.format(
+            queue=queue, job_id=self.job, tag="t", launcher_id=1, name="data.txt", operation=self.operation
+        )
 
     def call(self, route: tuple[str, str], headers: dict[str, str], queue: str = "q-1") -> Any:
         method, template = route
         if route == ("POST", "/upload"):  # a form naming its queue as the service
             form = {"user_id": "1", "service": queue}
             return self.api.post("/upload", files=[("file", ("f", b"x"))], data=form, headers=headers)
+        if route == ("POST", "/bulk"):  # a requeue of the queue's failed jobs
+            bulk = {"action": "requeue", "queue": queue, "status": "failed"}
+            return self.api.post("/bulk", json=bulk, headers=headers)
         if route == ("PATCH", "/jobs"):  # a job of the queue, and a fetch from it
             body = {"updates": [{"id": self.job, "progress": 5}], "fetch": {"queue": queue}}
             return self.api.patch("/jobs", json=body, headers=headers)

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.ledger.runner import Ledger
@@ -34,7 +34,7 @@ def test_a_live_feed_ends_when_its_token_is_revoked(server: str, ledger: Ledger)
     done: dict[str, float] = {}
 
     def read(name: str, headers: dict[str, str]) -> None:
-        with httpx.stream("GET", f"{server}/events/stream", headers=headers, timeout=30) as response:
+        with httpx2.stream("GET", f"{server}/events/stream", headers=headers, timeout=30) as response:
             assert response.status_code == 200
             for line in response.iter_lines():
                 lines[name].append(line)
@@ -58,17 +58,17 @@ def test_a_live_feed_ends_when_its_token_is_revoked(server: str, ledger: Ledger)
     assert error == {"error": "the token was revoked", "status": 401}
     assert "event: error" not in lines["kept"]  # the other token's feed saw the revocation and went on
     # the revoked token opens nothing more
-    assert httpx.get(f"{server}/events", headers=doomed).status_code == 401
+    assert httpx2.get(f"{server}/events", headers=doomed).status_code == 401
 
 
 def test_a_long_poll_ends_when_its_token_is_revoked(server: str, ledger: Ledger) -> None:
     admin = token(ledger, "admin", "admin")
     worker = token(ledger, "worker", "work:q")
-    assert httpx.put(f"{server}/queue/q", json={}, headers=admin).status_code == 201
-    answer: dict[str, httpx.Response] = {}
+    assert httpx2.put(f"{server}/queue/q", json={}, headers=admin).status_code == 201
+    answer: dict[str, httpx2.Response] = {}
 
     def poll() -> None:
-        answer["r"] = httpx.get(f"{server}/queue/q/job?wait=20s", headers=worker, timeout=30)
+        answer["r"] = httpx2.get(f"{server}/queue/q/job?wait=20s", headers=worker, timeout=30)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -81,5 +81,5 @@ def test_a_long_poll_ends_when_its_token_is_revoked(server: str, ledger: Ledger)
     assert answer["r"].json() == {"error": "the token was revoked"}
     assert "invalid_token" in answer["r"].headers["www-authenticate"]
     # a job created now stays queued: the revoked poll took nothing
-    created = httpx.post(f"{server}/queue/q/job", json={}, headers=admin).json()
-    assert httpx.get(f"{server}/job/{created}/status", headers=admin).json() == "queued"
+    created = httpx2.post(f"{server}/queue/q/job", json={}, headers=admin).json()
+    assert httpx2.get(f"{server}/job/{created}/status", headers=admin).json() == "queued"

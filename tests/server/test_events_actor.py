@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import redis
 from freezegun.api import FrozenDateTimeFactory
@@ -82,7 +82,7 @@ def test_a_bad_actor_filter_is_400(api: TestClient, path: str, bad: str) -> None
 def test_the_feed_shows_the_actor_and_filters_by_it(server: str, ledger: Ledger) -> None:
     put_queue(ledger, "q")
     with (
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", params={"actor": "ci-bot"}) as r,
     ):
         sse = Sse(r)
@@ -119,7 +119,7 @@ def test_old_events_without_an_actor_read_as_local_everywhere(
         assert {e["actor"] for e in api.get("/job/1/history").json()} == {"local"}
     with (
         live_server(redis_url, old) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
+        httpx2.Client(base_url=url, timeout=10) as http,
         http.stream("GET", "/events/stream", params={"after": "0-0", "actor": "local"}) as r,
     ):
         sse = Sse(r)

@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.client import Client
 from jobledger.ledger import commands
 from jobledger.ledger.events import Event, decode_entry
@@ -28,7 +29,7 @@ from jobledger.replay.source import xrange
 from tests.server.test_events_stream import Sse, xread_clients
 from tests.support.http import app_client, error_of
 from tests.support.live_server import eventually, live_server
-from tests.support.replay import archive
+from tests.support.replay import archive, local_archive
 
 COUNT = 3
 BASE_MS = 1_795_000_000_000
@@ -216,16 +217,21 @@ def test_archived_events_of_a_partition_come_first_in_its_place(
     workload(split, clock)
     expected = merged(client, split)
     held = len(partition_events(client, split, 1))
-    moved = archive(redis_url, split.partitioning.namespaces[1], tmp_path / "archive", BASE_MS + 250)
+    moved = archive(
+        redis_url,
+        split.partitioning.namespaces[1],
+        local_archive(tmp_path / "blobs", split.partitioning.namespace),
+        BASE_MS + 250,
+    )
     assert 0 < moved < held and len(partition_events(client, split, 1)) == held - moved
-    with app_client(redis_url, namespace) as api:
+    with app_client(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as api:
         for limit in (1, 5):
             items, _ = pages(api, limit=limit)
             assert [_seen(i) for i in items] == expected
     start = {"last-event-id": Cursor.start(COUNT).token()}
     with (
-        live_server(redis_url, namespace) as server,
-        httpx.Client(base_url=server, timeout=10) as http,
+        live_server(redis_url, namespace, blobs=LocalBlobStore(tmp_path / "blobs")) as server,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", headers=start) as r,
     ):
         sse = Sse(r)
@@ -237,7 +243,7 @@ def test_a_client_that_goes_away_takes_its_reads_of_every_partition_with_it(
 ) -> None:
     workload(split, clock, rounds=1)
     before = xread_clients(client)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         with http.stream("GET", "/events/stream") as r:
             assert r.status_code == 200
             eventually(lambda: len(xread_clients(client) - before) == COUNT)  # a read of each partition
@@ -273,7 +279,7 @@ def test_the_stream_delivers_every_partition_live_and_resumes_without_loss_or_re
 ) -> None:
     workload(split, clock, rounds=2)
     before = merged(client, split)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         with http.stream("GET", "/events/stream", params={"type": "job_created"}) as r:
             assert r.status_code == 200
             sse = Sse(r)
@@ -311,7 +317,7 @@ def test_the_dashboards_feeds_follow_a_split_ledger(
     split: Partitioned, clock: Clock, redis_url: str, namespace: str
 ) -> None:
     made = workload(split, clock, rounds=2)
-    with live_server(redis_url, namespace) as server, httpx.Client(base_url=server, timeout=10) as http:
+    with live_server(redis_url, namespace) as server, httpx2.Client(base_url=server, timeout=10) as http:
         page = http.get("/ui/events")
         assert page.status_code == 200 and "sse-connect" in page.text
         with http.stream("GET", "/ui/events/stream") as r:

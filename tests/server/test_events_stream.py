@@ -11,20 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.client import AsyncClient, Client, Event
 from jobledger.ledger.runner import Ledger
 from tests.support.ledger import START_MS, create, put_queue
 from tests.support.live_server import eventually
-from tests.support.replay import archive, stream_ids, workload
+from tests.support.replay import archive, local_archive, stream_ids, workload
 
 
 class Sse:
     """An SSE connection read line by line: its events (id, item) and the ids it was told."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx2.Response) -> None:
         self.lines = response.iter_lines()
         self.ids: list[str] = []
 
@@ -55,7 +55,7 @@ def test_the_stream_resumes_after_last_event_id(
     ids = stream_ids(client, namespace)
     headers = {"last-event-id": ids[4]}
     with (
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", headers=headers) as r,
     ):
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
@@ -70,7 +70,7 @@ def test_the_stream_resumes_after_last_event_id(
 def test_an_event_appended_after_connecting_arrives_live(server: str, ledger: Ledger) -> None:
     put_queue(ledger, "q")
     with (
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", params={"type": "job_created"}) as r,
     ):
         sse = Sse(r)
@@ -85,7 +85,7 @@ def test_a_client_that_disconnects_leaves_no_server_loop_reading(
 ) -> None:
     put_queue(ledger, "q")
     before = xread_clients(client)
-    http = httpx.Client(base_url=server, timeout=10)
+    http = httpx2.Client(base_url=server, timeout=10)
     with http.stream("GET", "/events/stream") as r:
         assert r.status_code == 200
         ours = eventually(lambda: xread_clients(client) - before, timeout=5)
@@ -152,11 +152,13 @@ def test_the_stream_starts_in_the_archive_when_resumed_from_an_archived_event(
     clock[0] = START_MS + 86_400_000
     workload(ledger, jobs=6)
     ids = stream_ids(client, namespace)
-    archived = archive(redis_url, namespace, tmp_path, START_MS + 1, segment_events=4)
+    archived = archive(
+        redis_url, namespace, local_archive(tmp_path / "blobs", namespace), START_MS + 1, segment_events=4
+    )
     assert 0 < archived < len(ids) - 3
     headers = {"last-event-id": ids[1]}
     with (
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/events/stream", headers=headers) as r,
     ):
         sse = Sse(r)
@@ -170,8 +172,10 @@ def test_without_a_position_the_stream_starts_at_the_live_end_even_when_all_is_a
     ledger = Ledger(client, namespace, clock=lambda: START_MS)
     workload(ledger, jobs=3)
     ids = stream_ids(client, namespace)
-    assert archive(redis_url, namespace, tmp_path, START_MS + 1) == len(ids)
-    with httpx.Client(base_url=server, timeout=10) as http, http.stream("GET", "/events/stream") as r:
+    assert archive(redis_url, namespace, local_archive(tmp_path / "blobs", namespace), START_MS + 1) == len(
+        ids
+    )
+    with httpx2.Client(base_url=server, timeout=10) as http, http.stream("GET", "/events/stream") as r:
         sse = Sse(r)
         job_id = create(ledger, "mail")
         event_id, item = sse.next_event()

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 import redis
 
 from jobledger.ledger.runner import Ledger
@@ -89,7 +89,7 @@ def reopened(base: str, headers: dict[str, str]) -> bool:
         return feed.status == 200
 
 
-def timed_out_in_time(http: httpx.Client) -> float:
+def timed_out_in_time(http: httpx2.Client) -> float:
     """Create a job with a 1 s timeout, fetch it, never finish it: seconds until it is timed out."""
     assert http.put("/queue/t", json={}).status_code in (200, 201)
     created = http.post("/queue/t/job", json={"input": {}, "timeout": "1s"})
@@ -111,7 +111,7 @@ def test_many_feeds_of_one_token_share_one_reader_and_starve_nothing(private: Pr
     ) as base:
         admin = bearer(ledger, "admin", "admin")
         reader = bearer(ledger, "reader", "read")
-        with httpx.Client(base_url=base, headers=admin, timeout=10) as http:
+        with httpx2.Client(base_url=base, headers=admin, timeout=10) as http:
             assert http.put("/queue/q", json={}).status_code in (200, 201)
             with feeds(base, 1, reader) as (warm,):  # the follower and the pools in use once
                 warm.until(b": following the ledger")
@@ -139,11 +139,11 @@ def test_feeds_past_the_default_caps_get_429_and_nothing_else_is_affected(privat
     with live_server(private.url, namespace, auth=True) as base:
         admin = bearer(ledger, "admin", "admin")
         reader = bearer(ledger, "reader", "read")
-        with httpx.Client(base_url=base, headers=admin, timeout=10) as http:
+        with httpx2.Client(base_url=base, headers=admin, timeout=10) as http:
             assert http.put("/queue/q", json={}).status_code in (200, 201)
             with feeds(base, per_token, reader) as opened:
                 assert [f.status for f in opened] == [200] * per_token
-                with httpx.Client(base_url=base, headers=reader, timeout=10) as more:
+                with httpx2.Client(base_url=base, headers=reader, timeout=10) as more:
                     with more.stream("GET", "/events/stream") as refused:
                         assert refused.status_code == 429
                         assert "max_feeds_per_token" in json.loads(refused.read())["error"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 import redis
 from starlette.testclient import TestClient
@@ -147,7 +147,7 @@ def served(redis_url: str, namespace: str) -> Iterator[str]:
 
 
 def test_a_served_process_refuses_a_foreign_host(served: str) -> None:
-    with httpx.Client(base_url=served, timeout=5) as http:
+    with httpx2.Client(base_url=served, timeout=5) as http:
         assert http.put("/queue/q").status_code == 201
         refused = http.get("/queue/q", headers={"host": "rebind.example:8023"})
         assert refused.status_code == 400 and "host" in refused.json()["error"]

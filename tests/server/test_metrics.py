@@ -1,12 +1,16 @@
 """``GET /metrics``: Prometheus text whose values match the ledger after a small workload — jobs by
-queue and status, ledger length, command latency, scheduler lag — and a 200 with ``redis_up 0``
-when Redis is unreachable."""
+queue and status, each queue's lifetime counts, wait and run time histograms and oldest queued job
+(on one partition and on four), ledger length, archive position, command latency, scheduler lag —
+and a 200 with ``redis_up 0`` when Redis is unreachable; every metric is in docs/operations.md."""
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
 import redis
 from freezegun import freeze_time
 from prometheus_client import generate_latest
@@ -14,11 +18,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
-from jobledger.server.metrics import DEADLINE_SETS
+from jobledger.scheduler.loop import tick
+from jobledger.server.metrics import DEADLINE_SETS, Registry
 from jobledger.server.process_metrics import ProcessMetrics
+from jobledger.worker.metrics import WorkerMetrics
 from tests.support.http import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
-from tests.support.ledger import one_queue_per_partition
+from tests.support.ledger import frozen_clock, one_queue_per_partition
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -58,8 +65,10 @@ def test_jobs_by_queue_and_status(api: TestClient) -> None:
         for status in JOB_STATUSES:
             got = value(samples, "jobledger_jobs", queue=queue, status=status)
             assert got == expected.get((queue, status), 0), (queue, status)
-    assert value(samples, "jobledger_statistics_total", statistic="jobs_created") == 4
-    assert value(samples, "jobledger_statistics_total", statistic="jobs_completed") == 1
+    assert value(samples, "jobledger_jobs_created_total", queue="a") == 3
+    assert value(samples, "jobledger_jobs_completed_total", queue="a") == 1
+    assert value(samples, "jobledger_jobs_created_total", queue="b") == 1
+    assert not [name for name in names(samples) if name.startswith("jobledger_statistics")]
     assert value(samples, "jobledger_redis_up") == 1
 
 
@@ -184,7 +193,7 @@ def test_a_split_ledger_is_measured_whole(redis_url: str, namespace: str, client
             assert value(samples, "jobledger_jobs", queue=queue, status=status) == expected.get(
                 (queue, status), 0
             )
-    assert value(samples, "jobledger_statistics_total", statistic="jobs_created") == 4
+    assert sum(value(samples, "jobledger_jobs_created_total", queue=q) for q in (a, b, c)) == 4
     lengths = [client.xlen(k.events) for k in keys]
     assert lengths == [4, 2, 2]  # queue_created, job_created x2, job_started; queue_created, job_created
     assert value(samples, "jobledger_ledger_length") == value(samples, "jobledger_events_total") == 8
@@ -214,3 +223,101 @@ def test_what_the_app_counted_before_its_registry_was_built_is_in_the_first_scra
     assert samples[("jobledger_command_seconds_count", frozenset({("command", "fetch")}))] == 1
     assert samples[("jobledger_feeds_open", frozenset())] == 1
     assert process.build() is registry
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_each_queues_counts_histograms_and_oldest_job_move_as_jobs_move(
+    redis_url: str, namespace: str, partitions: int
+) -> None:
+    """In each queue: three jobs; one waits 2 s and runs 3 s (completed), one waits 5 s and fails at
+    once, one waits 5 s and times out after its 10 s; a minute later the three expire (the counts
+    stay), and a fourth job created then has waited 4 s at the scrape."""
+    queues = one_queue_per_partition(namespace, partitions)
+    with frozen_clock() as clock, app_client(redis_url, namespace, partitions=partitions) as api:
+        ledger = open_ledger(redis_url, namespace, partitions)
+        for q in queues:
+            put_queue(api, q, timeout="10s", expires_after="1m")
+            for _ in range(3):
+                create_job(api, q)
+        clock.tick(2)
+        first = {q: fetch(api, q)["id"] for q in queues}
+        clock.tick(3)
+        for q in queues:
+            no_content(api.patch(f"/job/{first[q]}", json={"status": "completed"}))
+            no_content(api.patch(f"/job/{fetch(api, q)['id']}", json={"status": "failed"}))
+            fetch(api, q)
+        samples = scrape(api)
+        for q in queues:
+            assert value(samples, "jobledger_oldest_queued_job_age_seconds", queue=q) == 0
+            assert value(samples, "jobledger_jobs_started_total", queue=q) == 3
+        clock.tick(10)
+        tick(ledger)
+        clock.tick(60)
+        tick(ledger)
+        for q in queues:
+            create_job(api, q)
+        clock.tick(4)
+        samples = scrape(api)
+        for runner in ledger.runners:
+            runner.client.close()
+
+    expected = {"created": 4, "started": 3, "completed": 1, "failed": 1, "timed_out": 1, "cancelled": 0,
+                "expired": 3, "returned": 0}  # fmt: skip
+    for q in queues:
+        for outcome, count in expected.items():
+            assert value(samples, f"jobledger_jobs_{outcome}_total", queue=q) == count, (q, outcome)
+        assert value(samples, "jobledger_jobs", queue=q, status="completed") == 0  # expired
+        assert value(samples, "jobledger_job_wait_seconds_count", queue=q) == 3
+        assert value(samples, "jobledger_job_wait_seconds_sum", queue=q) == 12.0
+        assert value(samples, "jobledger_job_wait_seconds_bucket", queue=q, le="1.0") == 0
+        assert value(samples, "jobledger_job_wait_seconds_bucket", queue=q, le="2.5") == 1
+        assert value(samples, "jobledger_job_wait_seconds_bucket", queue=q, le="5.0") == 3
+        assert value(samples, "jobledger_job_wait_seconds_bucket", queue=q, le="+Inf") == 3
+        assert value(samples, "jobledger_job_run_seconds_count", queue=q) == 3
+        assert value(samples, "jobledger_job_run_seconds_sum", queue=q) == 13.0
+        assert value(samples, "jobledger_job_run_seconds_bucket", queue=q, le="0.005") == 1
+        assert value(samples, "jobledger_oldest_queued_job_age_seconds", queue=q) == 4.0
+
+
+def test_the_archive_position(api: TestClient, client: redis.Redis, namespace: str) -> None:
+    """Nothing archived: a count of 0 and no position; then the record's count and its newest
+    archived event's time."""
+    samples = scrape(api)
+    assert value(samples, "jobledger_archived_events_total") == 0
+    assert "jobledger_archive_position_timestamp_seconds" not in names(samples)
+    record = {"dir": "/archive", "last_id": "1893456000000-3", "count": 7}
+    client.hset(Keys(namespace).build("archive"), mapping=record)  # type: ignore[arg-type]
+    samples = scrape(api)
+    assert value(samples, "jobledger_archived_events_total") == 7
+    assert value(samples, "jobledger_archive_position_timestamp_seconds") == 1893456000.0
+
+
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+
+
+def documented_metrics() -> set[str]:
+    """The metric names the tables of docs/operations.md's Metrics section give (``_total`` off, as
+    the parser names counter families)."""
+    section = OPERATIONS.read_text().split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `jobledger_")]
+    return {name.removesuffix("_total") for row in rows for name in re.findall(r"`(jobledger_\w+)`", row)}
+
+
+def test_every_metric_is_documented(redis_url: str, namespace: str, client: redis.Redis) -> None:
+    a, _b = one_queue_per_partition(namespace, 2)
+    with app_client(redis_url, namespace, partitions=2) as api:
+        put_queue(api, a)
+        create_job(api, a)
+        archived = {"dir": "/archive", "last_id": "1-0", "count": 1}
+        for partition in Partitioning(namespace, 2).namespaces:
+            client.hset(Keys(partition).build("archive"), mapping=archived)  # type: ignore[arg-type]
+        page = api.get("/metrics").text
+    worker = WorkerMetrics()
+    worker.ended("q", "completed", 1.0)
+    worker.resent("q")
+    served = {f.name for f in text_string_to_metric_families(page)}
+    served |= {f.name for f in text_string_to_metric_families(generate_latest(worker.registry).decode())}
+    # what a process observes itself comes with prometheus_client's _created series
+    own = [*Registry().registry.collect(), *worker.registry.collect()]
+    created = {f"{f.name}_created" for f in own if f.type in ("counter", "histogram")}
+    assert served - created == documented_metrics()

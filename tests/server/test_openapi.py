@@ -89,10 +89,19 @@ def test_query_parameters_and_error_answers(doc: Doc) -> None:
     def query(method: str, path: str) -> set[str]:
         return {p["name"] for p in doc["paths"][path][method]["parameters"] if p["in"] == "query"}
 
-    assert query("get", "/events") == {"after", "limit", "type", "queue", "job", "actor"}
-    assert query("get", "/events/stream") == {"after", "type", "queue", "job", "actor"}
+    assert query("get", "/events") == {"after", "limit", "type", "queue", "job", "actor", "operation"}
+    assert query("get", "/events/stream") == {"after", "type", "queue", "job", "actor", "operation"}
     assert query("get", "/queue/{queue}/job") == {"count", "worker", "wait", "fields"}
-    assert query("get", "/queue/{queue}/jobs") == {"status", "tag", "limit", "cursor"}
+    assert query("get", "/queue/{queue}/jobs") == {
+        "status",
+        "tag",
+        "limit",
+        "cursor",
+        "search",
+        "since",
+        "until",
+    }
+    assert query("post", "/bulk") == {"wait"}
     assert query("get", "/job/{job_id}") == {"fields"}
     assert query("patch", "/job/{job_id}") == {"attempt"}
     responses = doc["paths"]["/job/{job_id}"]["patch"]["responses"]

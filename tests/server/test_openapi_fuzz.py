@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -71,8 +71,8 @@ def test_answers_conform_to_the_document(
             headers_to_create = {"authorization": f"Bearer {admin}"}
         else:
             headers_to_create = headers
-        assert httpx.put(f"{base_url}/queue/q", json={}, headers=headers_to_create).status_code == 201
-        doc: dict[str, Any] = httpx.get(f"{base_url}/openapi.json", headers=headers_to_create).json()
+        assert httpx2.put(f"{base_url}/queue/q", json={}, headers=headers_to_create).status_code == 201
+        doc: dict[str, Any] = httpx2.get(f"{base_url}/openapi.json", headers=headers_to_create).json()
         schema = schemathesis.openapi.from_dict(doc)
         operations = [result.ok() for result in schema.get_all_operations() if isinstance(result, Ok)]
         for operation in operations:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.client import AsyncClient, Client, Event, Job
@@ -38,20 +38,20 @@ def warnings_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 class Lines:
     """The lines of a streamed answer, read in a thread, each with when it came."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx2.Response) -> None:
         self.got: list[tuple[float, str]] = []
         self.started = time.monotonic()
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._read, args=(response,), daemon=True)
         self._thread.start()
 
-    def _read(self, response: httpx.Response) -> None:
+    def _read(self, response: httpx2.Response) -> None:
         try:
             for line in response.iter_lines():
                 self.got.append((time.monotonic() - self.started, line))
                 if line.startswith("data: ") or line.startswith("event: "):
                     break
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             self.got.append((time.monotonic() - self.started, f"!{type(exc).__name__}"))
         finally:
             self.done.set()
@@ -65,7 +65,7 @@ def test_the_event_stream_keeps_its_connection_and_its_keep_alives_through_a_qui
     put_queue(ledger, "q")
     with (
         live_server(with_query(redis_url, "socket_timeout=3"), namespace) as url,
-        httpx.Client(base_url=url, timeout=httpx.Timeout(10, read=20)) as http,
+        httpx2.Client(base_url=url, timeout=httpx2.Timeout(10, read=20)) as http,
         http.stream("GET", "/events/stream") as response,
     ):
         assert response.status_code == 200
@@ -159,9 +159,9 @@ def test_a_long_poll_gets_the_job_created_after_a_quiet_spell(
     """Over plain HTTP, and through a client whose own timeout (3 s) is shorter than the wait."""
     put_queue(ledger, "q")
 
-    def raw() -> tuple[httpx.Response, float]:
+    def raw() -> tuple[httpx2.Response, float]:
         started = time.monotonic()
-        with httpx.Client(base_url=server, timeout=20) as http:
+        with httpx2.Client(base_url=server, timeout=20) as http:
             return http.get("/queue/q/job", params={"wait": "10s"}), time.monotonic() - started
 
     def client() -> list[Any]:

@@ -48,10 +48,11 @@ def make_config(
     namespace: str, queues: dict[str, Any] | None = None, partitions: int | None = None, **server: Any
 ) -> Config:
     """The config of an app on ``namespace``; ``partitions``: how many a new ledger is split into (by
-    default the session's, see tests/conftest.py)."""
+    default the session's, see tests/conftest.py).  Not sealed: a sealer would keep its key and files
+    in the working directory (the sealing tests give theirs a directory of their own)."""
     partitions = partitions or TEST_PARTITIONS
     raw = {"redis": {"key_namespace": namespace, "partitions": partitions}, "server": server,
-           "queue": queues or {}}  # fmt: skip
+           "queue": queues or {}, "ledger": {"seal": False}}  # fmt: skip
     return config_from(raw)
 
 

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import uvicorn
@@ -31,16 +32,19 @@ def live_server(
     blobs: BlobStore | None = None,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
     run_scheduler: bool = False,
+    sealed_in: Path | None = None,
     **server: Any,
 ) -> Iterator[str]:
     """Serve the app on 127.0.0.1 (on ``listen_port``, else a port the OS picks) while the block runs;
     yields its base URL.  ``blobs``: the store of the jobs' files (else one in a temporary directory);
     ``wrap``: what serves instead of the app, given the app (a server of another version, say);
-    ``run_scheduler``: run the scheduler's checks in the app, as ``serve`` does."""
+    ``run_scheduler``: run the scheduler's checks in the app, as ``serve`` does; ``sealed_in``: a
+    sealed ledger, its key and published files in that directory (sealed every 0.1 s by the
+    scheduler, when it runs)."""
     with contextlib.ExitStack() as stack:
         if blobs is None:
             blobs = stack.enter_context(temporary_store())
-        serving = _serving(redis_url, namespace, listen_port, blobs, server, wrap, run_scheduler)
+        serving = _serving(redis_url, namespace, listen_port, blobs, server, wrap, run_scheduler, sealed_in)
         yield stack.enter_context(serving)
 
 
@@ -53,8 +57,13 @@ def _serving(
     server: dict[str, Any],
     wrap: Callable[[ASGIApp], ASGIApp] | None,
     run_scheduler: bool = False,
+    sealed_in: Path | None = None,
 ) -> Iterator[str]:
-    config = config_from({"redis": {"key_namespace": namespace}, "server": server})
+    raw: dict[str, Any] = {"redis": {"key_namespace": namespace}, "server": server, "ledger": {"seal": False}}
+    if sealed_in is not None:
+        raw |= {"ledger": {"seal_interval": "0.1s"}, "blobs": {"url": str(sealed_in / "blobs")},
+                "embedded": {"data_dir": str(sealed_in)}}  # fmt: skip
+    config = config_from(raw)
     app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)

@@ -9,10 +9,12 @@ from pathlib import Path
 import redis
 import redis.asyncio
 
+from jobledger.blobs import LocalBlobStore
+from jobledger.blobs.archive import BlobArchive
 from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.runner import Ledger
-from jobledger.replay.archive.writer import SEGMENT_EVENTS, Archiver
+from jobledger.replay.archive.writer import SEGMENT_EVENTS, Archiver, ArchiveSink
 from jobledger.replay.source import xrange
 from jobledger.scheduler.loop import tick
 from tests.support.ledger import create, fetch, put_queue, update
@@ -47,14 +49,19 @@ def stream_ids(client: redis.Redis, namespace: str) -> list[str]:
     return [entry_id.decode() for entry_id, _ in stream_entries(client, namespace)]
 
 
-def archive(redis_url: str, namespace: str, directory: Path, cutoff: int,
+def local_archive(root: Path, namespace: str) -> BlobArchive:
+    """The archive of ledger ``namespace`` in a blob store on local disk at ``root``."""
+    return BlobArchive.over(LocalBlobStore(root), root, namespace)
+
+
+def archive(redis_url: str, namespace: str, into: ArchiveSink, cutoff: int,
             segment_events: int = SEGMENT_EVENTS) -> int:  # fmt: skip
-    """One archive round: every event with ``at`` before ``cutoff`` into ``directory``; how many."""
+    """One archive round: every event with ``at`` before ``cutoff`` into ``into``; how many."""
 
     async def round_() -> int:
         client = redis.asyncio.Redis.from_url(redis_url)
         try:
-            return await Archiver(client, Keys(namespace), directory, segment_events).archive_once(cutoff)
+            return await Archiver(client, Keys(namespace), into, segment_events).archive_once(cutoff)
         finally:
             await client.aclose()
 

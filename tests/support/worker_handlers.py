@@ -25,3 +25,12 @@ def wait_for_release(job: JobContext) -> dict[str, Any]:
             raise TimeoutError(f"{path} never appeared")
         time.sleep(0.02)
     return {"released": True}
+
+
+def traced_echo(job: JobContext) -> dict[str, Any]:
+    """Complete with the input, inside a span of the handler's own (for the trace tests: it must be
+    a child of the worker's span of the job)."""
+    from opentelemetry import trace
+
+    with trace.get_tracer("tests").start_as_current_span("inside the handler"):
+        return {"echo": job.input}

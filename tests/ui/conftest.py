@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.ledger.runner import Ledger
@@ -91,7 +91,7 @@ def token(ledger: Ledger) -> Token:
     return make
 
 
-def api(base: str, secret: str | None = None) -> httpx.Client:
+def api(base: str, secret: str | None = None) -> httpx2.Client:
     """A client of the served app's HTTP API (with a bearer token when given)."""
     headers = {"authorization": f"Bearer {secret}"} if secret else {}
-    return httpx.Client(base_url=base, headers=headers, timeout=10)
+    return httpx2.Client(base_url=base, headers=headers, timeout=10)

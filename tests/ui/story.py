@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import check
@@ -16,28 +16,28 @@ TRACEBACK = (
 )
 
 
-def queue(api: httpx.Client, name: str, **settings: Any) -> None:
+def queue(api: httpx2.Client, name: str, **settings: Any) -> None:
     assert api.put(f"/queue/{name}", json=settings).status_code in (200, 201)
 
 
-def create(api: httpx.Client, name: str, **body: Any) -> int:
+def create(api: httpx2.Client, name: str, **body: Any) -> int:
     response = api.post(f"/queue/{name}/job", json=body)
     assert response.status_code == 201, response.text
     return int(response.json())
 
 
-def start(api: httpx.Client, name: str, job: int) -> None:
+def start(api: httpx2.Client, name: str, job: int) -> None:
     """Fetch the next job of ``name``: it must be ``job``."""
     fetched = api.get(f"/queue/{name}/job")
     assert fetched.status_code == 200 and fetched.json()["id"] == job, fetched.text
 
 
-def end(api: httpx.Client, job: int, status: str, **fields: Any) -> None:
+def end(api: httpx2.Client, job: int, status: str, **fields: Any) -> None:
     response = api.patch(f"/job/{job}", json={"status": status, **fields})
     assert response.status_code == 204, response.text
 
 
-def failed(api: httpx.Client, name: str, message: str = "mx down", **body: Any) -> int:
+def failed(api: httpx2.Client, name: str, message: str = "mx down", **body: Any) -> int:
     """A job that ran and failed with an error and its traceback; its id."""
     job = create(api, name, **body)
     start(api, name, job)
@@ -45,14 +45,14 @@ def failed(api: httpx.Client, name: str, message: str = "mx down", **body: Any) 
     return job
 
 
-def completed(api: httpx.Client, name: str, output: Any = None, **body: Any) -> int:
+def completed(api: httpx2.Client, name: str, output: Any = None, **body: Any) -> int:
     job = create(api, name, **body)
     start(api, name, job)
     end(api, job, "completed", **({"output": output} if output is not None else {}))
     return job
 
 
-def timed_out(api: httpx.Client, ledger: Ledger, name: str) -> int:
+def timed_out(api: httpx2.Client, ledger: Ledger, name: str) -> int:
     """A job that ran past its one-second timeout, ended by the scheduler; its id."""
     job = create(api, name, timeout="1s")
     start(api, name, job)
@@ -63,11 +63,11 @@ def timed_out(api: httpx.Client, ledger: Ledger, name: str) -> int:
     return job
 
 
-def status(api: httpx.Client, job: int) -> str:
+def status(api: httpx2.Client, job: int) -> str:
     return str(api.get(f"/job/{job}").json()["status"])
 
 
-def history(api: httpx.Client, job: int) -> list[dict[str, Any]]:
+def history(api: httpx2.Client, job: int) -> list[dict[str, Any]]:
     response = api.get(f"/job/{job}/history")
     assert response.status_code == 200, response.text
     events: list[dict[str, Any]] = response.json()

@@ -74,6 +74,9 @@ def test_cancel_and_delete_from_the_failed_jobs_page(server: str, tab: OpenTab, 
     dash.shot("cancelled")
     page = dash.open("/ui/failed", "failed again")
     action(page, deleted, "delete")
+    expect(page.locator("#confirm-says")).to_contain_text("history stays")  # asked first
+    dash.shot("delete asked")
+    page.locator("#confirm button[type=submit]").click()
     expect(page.locator("#flash")).to_contain_text(str(deleted))
     dash.shot("deleted")
     with api(server) as http:

@@ -8,7 +8,7 @@ import json
 import re
 import time
 
-import httpx
+import httpx2
 
 from jobledger.ledger.runner import Ledger
 from jobledger.scheduler.loop import check, tick
@@ -170,5 +170,5 @@ def test_the_ledger_page_counts_events_and_runs_verify(server: str, tab: OpenTab
 def test_an_unknown_job_is_a_clear_not_found_page(server: str, tab: OpenTab) -> None:
     response = tab(server).page.goto(f"{server}/ui/job/999999")
     assert response is not None and response.status == 404
-    with httpx.Client(base_url=server) as http:
+    with httpx2.Client(base_url=server) as http:
         assert http.get("/ui/job/999999").status_code == 404

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import httpx
+import httpx2
 import pytest
 import redis
 
@@ -210,7 +210,7 @@ def test_a_traceback_travels_to_the_job_and_its_history_and_bad_ones_are_refused
         {"kind": "E", "traceback": "é" * 4097},  # 8194 bytes in UTF-8
     ):
         body = {"status": "failed", "attempt": fetched.attempt, "error": error}
-        answer = httpx.patch(f"{server}/job/{job_id}", json=body)
+        answer = httpx2.patch(f"{server}/job/{job_id}", json=body)
         assert answer.status_code == 400 and "traceback" in answer.json()["error"]
     assert stream_length(ledger.client, namespace) == before
     trace = "Traceback (most recent call last):\n  ...\nE: why\n" + "é" * 4000

@@ -18,7 +18,7 @@ from tests.worker.worker_support import TRANSPORTS, cli_worker, make_worker, rea
 
 FAILURES = 10
 #: The loggers :func:`configure` sets a level on, put back after each test.
-CONFIGURED = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", "httpx", "httpcore")
+CONFIGURED = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", "httpx2", "httpcore2")
 
 
 @pytest.fixture

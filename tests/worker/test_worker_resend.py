@@ -19,6 +19,7 @@ from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.worker import worker as worker_module
 from jobledger.worker.jobs import JobContext
+from jobledger.worker.metrics import WorkerMetrics
 from jobledger.worker.transports import RedisTransport
 from jobledger.worker.worker import Worker
 from tests.support.ledger import events
@@ -84,7 +85,8 @@ def test_a_completion_waits_for_a_stopped_server(
         with Client(url) as api:
             api.put_queue("q")
             job_id = api.submit("q")
-        worker = Worker(handler, "q", url=url)
+        metrics = WorkerMetrics()
+        worker = Worker(handler, "q", url=url, metrics=metrics)
         with working(worker):
             assert started.wait(10)
             first.__exit__(None, None, None)  # the server stops while the handler runs
@@ -94,6 +96,12 @@ def test_a_completion_waits_for_a_stopped_server(
             wait_until(lambda: len(_completed(client, namespace, job_id)) == 1, "the completion")
         assert len(_completed(client, namespace, job_id)) == 1
         assert worker.counts["completed"] == 1 and worker.counts["cancelled"] == 0
+    resends = metrics.registry.get_sample_value("jobledger_worker_resends_total", {"queue": "q"})
+    assert resends is not None and resends >= 1
+    done = metrics.registry.get_sample_value(
+        "jobledger_worker_jobs_total", {"queue": "q", "outcome": "completed"}
+    )
+    assert done == 1
 
 
 HEARTBEAT_TIMEOUT = 9  # s: the worker beats every 3 s; its completion's tries go out 0, 0.2, 0.6,

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from jobledger.client import Client, Conflict
@@ -133,7 +133,7 @@ def test_sigterm_mid_job_lets_the_job_finish_and_takes_no_other(
         eventually(started.exists, timeout=20)
         proc.send_signal(signal.SIGTERM)
         log = read_until(proc, "stopping: waiting up to 30s for 1 running job")
-        assert "HTTP Request" not in log, "httpx's line per request stays out of the worker's log at info"
+        assert "HTTP Request" not in log, "httpx2's line per request stays out of the worker's log at info"
         release.touch()
         log = read_until(proc, "stopped:")
         assert f"job {first} (q, attempt 1): completed in " in log
@@ -203,7 +203,7 @@ def test_a_long_poll_whose_client_hung_up_starts_no_job(api: Client, server: str
     api.put_queue("q")
 
     async def give_up() -> None:
-        async with httpx.AsyncClient(base_url=server) as http:
+        async with httpx2.AsyncClient(base_url=server) as http:
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(http.get("/queue/q/job", params={"wait": "30s"}), 0.3)
 

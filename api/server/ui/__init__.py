@@ -1,7 +1,8 @@
 """The dashboard under ``/ui``: server-rendered pages (Jinja2) for auditing the ledger in a browser,
 with htmx (vendored in ``static/``) for live parts and forms.
 
-``pages`` reads and shows, ``actions`` takes form posts (job actions, verify, signing in and out),
+``pages`` reads and shows (``failed_page`` the failed jobs, filtered; ``charts`` draws the queues'
+throughput), ``actions`` takes form posts (job and queue actions, verify, signing in and out),
 ``live`` follows the ledger as HTML over Server-Sent Events, ``session`` says who is looking and
 whether a post may act, ``render`` turns it all into HTML, ``flash`` carries an action's message
 to the next page, ``verify_runs`` keeps the verify runs started here.  Every read is a bounded read of the
@@ -40,6 +41,8 @@ def routes() -> list[BaseRoute]:
     """Every route of the dashboard, to put beside the API's."""
     return [
         _page("/ui", "pages:overview"),
+        _page("/ui/queues", "pages:queue_table"),
+        _page("/ui/queue/{queue}/action", "actions:queue_action", "POST"),
         _page("/ui/queue/{queue}", "pages:queue"),
         _page("/ui/search", "pages:search"),
         _page("/ui/job/{job_id}", "pages:job"),
@@ -47,10 +50,11 @@ def routes() -> list[BaseRoute]:
         _page("/ui/job/{job_id}/state", "pages:job_state"),
         _page("/ui/job/{job_id}/files/{name}", "pages:job_file"),
         _page("/ui/job/{job_id}/results/{name}", "pages:job_result"),
+        _page("/ui/job/{job_id}/receipt", "pages:job_receipt"),
         _page("/ui/job/{job_id}/stream", "live:job_timeline"),
         _page("/ui/events", "pages:events"),
         _page("/ui/events/stream", "live:ledger_events"),
-        _page("/ui/failed", "pages:failed"),
+        _page("/ui/failed", "failed_page:failed"),
         _page("/ui/launchers", "pages:launchers"),
         _page("/ui/ledger", "pages:ledger"),
         _page("/ui/ledger/verify", "actions:start_verify", "POST"),

@@ -1,17 +1,22 @@
-"""The dashboard's form posts: requeue, cancel or delete a job, start a verify run, sign in and out.
+"""The dashboard's form posts: requeue, cancel or delete a job, pause, resume or drain a queue, start
+a verify run, sign in and out.
 
 A job action runs the same command as the API's route for it, needs the same scope, and is recorded
 with the signed-in token's name as its actor (``local`` with auth off): requeue and cancel are
 ``PATCH /job/{id}`` to ``queued`` / ``cancelled`` (``work:`` on the job's queue), delete is
-``DELETE /job/{id}`` (``admin``).  Every post is refused (403, nothing appended) when it comes from
-another site (:mod:`jobledger.server.front_door`, before the post reaches a handler) or lacks the
-session's csrf value (:mod:`jobledger.server.ui.session`).
+``DELETE /job/{id}`` (``admin``).  Pause and resume are the API's ``PUT /queue/{q}/pause|resume``
+(``admin``); drain cancels every job waiting in the queue (queued or scheduled; running ones finish),
+a batch per command, each job's event saying it was drained (``admin``).  Delete and drain first
+answer with a page asking to confirm, and act only on the post that confirms.  Every post is refused
+(403, nothing appended) when it comes from another site (:mod:`jobledger.server.front_door`, before
+the post reaches a handler) or lacks the session's csrf value (:mod:`jobledger.server.ui.session`).
 """
 
 from __future__ import annotations
 
 import hmac
 from typing import Literal
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -22,9 +27,10 @@ from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.tokens import digest
-from jobledger.projections import tokens
+from jobledger.projections import readers, tokens
 from jobledger.server.auth import ADMIN, Needs
-from jobledger.server.inputs import job_id
+from jobledger.server.inputs import job_id, queue_name
+from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
 from jobledger.server.ui.render import answered, page
 from jobledger.server.ui.session import (
@@ -45,6 +51,9 @@ NEEDS: dict[str, Needs] = {"requeue": Needs("work", "job"), "cancel": Needs("wor
 DONE = {"requeue": "requeued", "cancel": "cancelled", "delete": "deleted"}
 #: Where an action may send the browser back to: the page it was taken on.
 BACK = {"failed": "/ui/failed", "job": "/ui/job/{id}"}
+QUEUE_ACTIONS = {"pause": "paused", "resume": "resumed", "drain": "drained"}
+#: How many jobs one drain command cancels: small enough that no call holds Redis long.
+DRAIN_BATCH = 500
 
 
 def _command(action: str, jid: int) -> Call[int]:
@@ -52,6 +61,13 @@ def _command(action: str, jid: int) -> Call[int]:
         return commands.delete_job(jid)
     update = JobUpdate(status="queued") if action == "requeue" else JobUpdate(status="cancelled")
     return commands.update_job(jid, update)
+
+
+def _confirm(request: Request, title: str, fields: dict[str, str], says: str, back: str) -> Response:
+    """The page asking to confirm an action: the same post again with ``confirm=yes``, or back."""
+    button = fields["action"].capitalize()
+    return page(request, "confirm.html", title=title, action=request.url.path, fields=fields, says=says,
+                back=back, button=button)  # fmt: skip
 
 
 def _refuse_writes(request: Request) -> None:
@@ -71,12 +87,60 @@ async def job_action(request: Request) -> Response:
     request.state.viewer = viewer
     check_csrf(viewer, form)
     _refuse_writes(request)
+    if action == "delete" and form.get("confirm") != "yes":
+        return _confirm(
+            request, f"Delete job {jid}?", {"action": "delete", "back": form.get("back", "")},
+            "Its record, input and output go at once; its history stays in the ledger.", f"/ui/job/{jid}",
+        )  # fmt: skip
     ledger: OpeningLedger = request.state.ledger
     await ledger.run(_command(action, jid))
     response = RedirectResponse(
         BACK.get(form.get("back", ""), "/ui/job/{id}").format(id=jid), status_code=303
     )
     flash.leave(response, request, f"job {jid} {DONE[action]} by {viewer.name}")
+    return response
+
+
+async def _drain(ledger: OpeningLedger, name: str) -> int:
+    """Cancel the queue's waiting jobs a batch at a time, as many as waited when it began (jobs
+    added meanwhile are not chased); how many were cancelled."""
+    cancelled, left = await ledger.run(commands.drain_queue(name, DRAIN_BATCH))
+    total, waiting = cancelled, cancelled + left
+    while left and cancelled and total < waiting:
+        cancelled, left = await ledger.run(commands.drain_queue(name, min(DRAIN_BATCH, waiting - total)))
+        total += cancelled
+    return total
+
+
+@answered
+async def queue_action(request: Request) -> Response:
+    """``action`` = pause | resume | drain on the path's queue (drain once confirmed); back to the
+    queues page."""
+    name = queue_name(request)
+    form = await form_of(request)
+    action = form.get("action", "")
+    if action not in QUEUE_ACTIONS:
+        raise BadRequest(f"unknown action {action!r}: pause, resume or drain")
+    viewer = await admit(request, ADMIN, queue=name)
+    request.state.viewer = viewer
+    check_csrf(viewer, form)
+    _refuse_writes(request)
+    ledger: OpeningLedger = request.state.ledger
+    if action == "drain" and form.get("confirm") != "yes":
+        await (await ledger.opened()).for_queue(name).read(readers.queue(name))  # none: 404, no question
+        return _confirm(
+            request, f"Drain queue {name}?", {"action": "drain", "back": form.get("back", "")},
+            "Every job waiting in it (queued or scheduled) is cancelled; running jobs finish. "
+            "New jobs can still be added while it drains.", "/ui",
+        )  # fmt: skip
+    if action == "drain":
+        message = f"queue {name}: {await _drain(ledger, name):,} waiting jobs cancelled by {viewer.name}"
+    else:
+        await ledger.run(commands.pause_queue(name, action == "pause"))
+        message = f"queue {name} {QUEUE_ACTIONS[action]} by {viewer.name}"
+    back = f"/ui/queue/{quote(name, safe='')}" if form.get("back") == "queue" else "/ui"
+    response = RedirectResponse(back, status_code=303)
+    flash.leave(response, request, message)
     return response
 
 
@@ -90,8 +154,10 @@ async def start_verify(request: Request) -> Response:
     check_csrf(viewer, form)
     _refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
-    partitions = (await ledger.opened()).partitioning.namespaces
-    run = request.app.state.verify_runs.start(viewer.name, partitions)
+    router = await ledger.opened()
+    sealed: ServedLogs | None = request.state.parts.sealed
+    logs = None if sealed is None else sealed.each(router)
+    run = request.app.state.verify_runs.start(viewer.name, router.partitioning.namespaces, logs)
     if request.headers.get("hx-request"):
         return page(request, "_verify.html", code=202, run=run)
     return RedirectResponse(f"/ui/ledger?run={run.id}", status_code=303)

@@ -6,13 +6,12 @@ in its partition, and the failed jobs every partition, merged."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from jobledger.ledger.clock import now_ms
 from jobledger.ledger.durations import parse_time
@@ -28,16 +27,22 @@ from jobledger.projections import job_pages, readers, throughput
 from jobledger.projections.archive import ArchiveRecord, record
 from jobledger.projections.history import job_history
 from jobledger.projections.launchers import launchers as all_launchers
+from jobledger.projections.queue_totals import queue_totals
 from jobledger.server.auth import ADMIN, READ, READ_JOB, READ_QUEUE
 from jobledger.server.blob_responses import blob_response
 from jobledger.server.event_handlers import event_filter, live_end
 from jobledger.server.inputs import checked_tag, job_id, positive_int, queue_name, valid_job_id
+from jobledger.server.sealed_ledger import Published, ServedLogs, job_seal, published, seal_states
+from jobledger.server.sealed_ledger import job_receipt as job_receipt_of
+from jobledger.server.ui.charts import throughput_chart
 from jobledger.server.ui.render import answered, error_page, page
 from jobledger.server.ui.session import admit, auth_on, safe_next, token_of
 
 PAGE_SIZE = 50
 MAX_PAGE = 1000  # 50,000 jobs deep; deeper, narrow the filter or search by id
 RECENT_EVENTS = 100
+#: How often the queues page fetches its table again.
+LIVE_SECONDS = 2
 T = TypeVar("T")
 
 
@@ -69,18 +74,37 @@ async def _by_partition(
     return {name: value for part in parts for name, value in part.items()}
 
 
-@answered
-async def overview(request: Request) -> Response:
-    """Every queue: counts per status, paused, settings, and the last hour's throughput."""
+async def _queue_rows(request: Request) -> list[dict[str, Any]]:
+    """Every queue's counts per status, settings, last hour's throughput (and its chart) and
+    lifetime totals."""
     request.state.viewer = await admit(request, READ)
     router = await _ledger(request).opened()
     names = await router.read(readers.queue_names())
-    counts, details = await asyncio.gather(
+    counts, details, totals = await asyncio.gather(
         _by_partition(router, names, readers.status_counts),
         _by_partition(router, names, lambda group: throughput.queue_details(group, now_ms())),
+        _by_partition(router, names, queue_totals),
     )
-    rows = [{"name": n, "counts": counts[n], "detail": details[n]} for n in names]
-    return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES)
+    return [
+        {"name": n, "counts": counts[n], "detail": details[n], "totals": totals[n].outcomes,
+         "chart": throughput_chart(details[n].throughput.minutes)}
+        for n in names
+    ]  # fmt: skip
+
+
+@answered
+async def overview(request: Request) -> Response:
+    """Every queue: counts per status, paused, settings, the last hour's throughput as a chart,
+    lifetime totals, and pause, resume and drain; the table refreshes itself (:func:`queue_table`)."""
+    rows = await _queue_rows(request)
+    return page(request, "overview.html", rows=rows, statuses=JOB_STATUSES, live=LIVE_SECONDS)
+
+
+@answered
+async def queue_table(request: Request) -> Response:
+    """The queues page's table alone: what the page fetches again every few seconds."""
+    rows = await _queue_rows(request)
+    return page(request, "_queues.html", rows=rows, statuses=JOB_STATUSES, live=LIVE_SECONDS, flash=None)
 
 
 #: What each queue setting does, as declared: the queue page's hint on each setting's name.
@@ -144,30 +168,61 @@ def file_actors(items: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return found
 
 
+def gone_how(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """How a job that no longer exists went, from its last ``job_expired`` or ``job_deleted`` event:
+    ``how`` (expired or deleted), ``at``, ``actor`` and, for a deletion, its ``reason``."""
+    for item in reversed(items):
+        if item["type"] in ("job_expired", "job_deleted"):
+            how = "expired" if item["type"] == "job_expired" else "deleted"
+            reason = (item["data"] or {}).get("reason")
+            return {"how": how, "at": item["at"], "actor": item["actor"], "reason": reason}
+    return None
+
+
 @answered
 async def job(request: Request) -> Response:
-    """A job: its fields, files and results, input and output, errors, and its timeline (archived
-    events included)."""
+    """A job: its status and actions, its timeline (archived events included), then its fields,
+    files and results, input and output, errors."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    items = await job_history(_ledger(request), jid)
+    items = await job_history(_ledger(request), jid, request.state.parts.archive)
+    sealed: ServedLogs | None = request.state.parts.sealed
+    seal = None if sealed is None else await job_seal(sealed, await _ledger(request).opened(), jid)
     return page(
-        request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items)
-    )
+        request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items),
+        seal=seal, gone=None if fields else gone_how(items),
+    )  # fmt: skip
+
+
+@answered
+async def job_receipt(request: Request) -> Response:
+    """``/ui/job/{id}/receipt``: the job's receipt (``GET /job/{id}/receipt``) as a file to keep,
+    through the dashboard's session."""
+    jid = job_id(request)
+    request.state.viewer = await admit(request, READ_JOB, job=jid)
+    sealed: ServedLogs | None = request.state.parts.sealed
+    if sealed is None:
+        raise NotFound("the ledger is not sealed here: it has no receipts")
+    found = await job_receipt_of(sealed, await _ledger(request).opened(), jid)
+    disposition = f'attachment; filename="job-{jid}-receipt.json"'
+    return JSONResponse(found, headers={"content-disposition": disposition})
 
 
 @answered
 async def job_state(request: Request) -> Response:
-    """The changing part of a job's page (status, actions, fields, files and results, input, output,
-    errors): a fragment the page fetches again each time its timeline receives an event."""
+    """The changing parts of a job's page (its head: status, actions, key facts; and below the
+    timeline its fields, files and results, input, output, errors): a fragment the page fetches
+    again each time its timeline receives an event."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    actors = (
-        file_actors(await job_history(_ledger(request), jid)) if fields and fields.get("results") else None
-    )
-    return page(request, "_job_state.html", job_id=jid, job=fields, actors=actors, flash=None)
+    needs_history = not fields or fields.get("results")
+    items = await job_history(_ledger(request), jid, request.state.parts.archive) if needs_history else []
+    return page(
+        request, "_job_state.html", job_id=jid, job=fields, actors=file_actors(items) if fields else None,
+        gone=None if fields else gone_how(items), oob=True, flash=None,
+    )  # fmt: skip
 
 
 async def _download(request: Request, kind: str) -> Response:
@@ -239,24 +294,6 @@ async def events(request: Request) -> Response:
 
 
 @answered
-async def failed(request: Request) -> Response:
-    """Failed and timed-out jobs of every queue, newest first, with their actions."""
-    request.state.viewer = await admit(request, READ)
-    number = positive_int(request, "page", 1, MAX_PAGE)
-    router = await _ledger(request).opened()
-    if router.partitioning.count == 1:
-        found = await router.read(job_pages.failed_jobs(number, PAGE_SIZE))
-    else:
-        merge = await router.read(job_pages.failed_merge(number, PAGE_SIZE))
-        while wanted := merge.wanted():
-            times = await asyncio.gather(*(router.read(job_pages.created_at(ids)) for _, ids in wanted))
-            merge = merge.timed([(p, t) for (p, _), t in zip(wanted, times, strict=True)])
-        window = merge.window()
-        found = window.page(list(await asyncio.gather(*(router.read(r) for r in window.reads()))))
-    return page(request, "failed.html", jobs=found.jobs, more=found.more, number=number)
-
-
-@answered
 async def launchers(request: Request) -> Response:
     request.state.viewer = await admit(request, READ)
     return page(request, "launchers.html", launchers=await _ledger(request).read(all_launchers()))
@@ -276,13 +313,13 @@ def _whole_extent(parts: list[Extent]) -> Extent:
 
 
 def _whole_archive(parts: list[ArchiveRecord | None]) -> ArchiveRecord | None:
-    """The partitions' archives as one: their events added up, up to the newest, in the directory
-    that holds each partition's."""
+    """The partitions' archives as one: their events added up, up to the newest, in the store that
+    holds each partition's (one folder per partition)."""
     held = [p for p in parts if p is not None]
     if len(held) <= 1:
         return held[0] if held else None
-    directory = Path(os.path.commonpath([p.directory for p in held]))
-    return ArchiveRecord(directory, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
+    where = held[0].location.rpartition("/")[0]
+    return ArchiveRecord(where, max((p.last_id for p in held), key=id_key), sum(p.count for p in held))
 
 
 @answered
@@ -299,8 +336,29 @@ async def ledger(request: Request) -> Response:
     run = request.app.state.verify_runs.get(request.query_params.get("run", ""))
     return page(
         request, "ledger.html", extent=_whole_extent(held), archive=_whole_archive(archived), run=run,
-        partitions=partitions,
+        partitions=partitions, seal=await _sealing(request, router),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SealRow:
+    """One log on the ledger page: its latest checkpoint, and its seal lag in seconds."""
+
+    partition: int
+    published: Published
+    lag: float
+
+
+async def _sealing(request: Request, router: AsyncPartitioned) -> list[SealRow] | None:
+    """Each partition's latest checkpoint and seal lag; None when the ledger is not sealed here."""
+    sealed: ServedLogs | None = request.state.parts.sealed
+    if sealed is None:
+        return None
+    logs = sealed.each(router)
+    found = await asyncio.to_thread(lambda: [published(log) for log in logs])
+    states = await seal_states(router)
+    now = router.clock()
+    return [SealRow(p, f, s.lag_ms(now) / 1000) for p, (f, s) in enumerate(zip(found, states, strict=True))]
 
 
 @answered

@@ -110,6 +110,19 @@ def per_hour(count: int) -> str:
     return f"{count:,}/h"
 
 
+def actions_for(job: dict[str, Any]) -> list[str]:
+    """The actions a job's status allows, as the ledger's transitions do (requeue: a cancelled,
+    failed or timed-out job; cancel: one queued, scheduled, running, failed, or timed out and waiting
+    to retry; delete: any), so a page offers none that would be refused."""
+    status, ended = job.get("status"), job.get("ended")
+    allowed = []
+    if status in ("cancelled", "failed", "timed_out"):
+        allowed.append("requeue")
+    if status in ("queued", "scheduled", "running", "failed") or (status == "timed_out" and not ended):
+        allowed.append("cancel")
+    return [*allowed, "delete"]
+
+
 @cache
 def environment() -> Environment:
     """The templates' environment, made (and Jinja2 imported) when the first page is rendered: a
@@ -129,6 +142,7 @@ def environment() -> Environment:
         compact_json=compact_json,
         shown=shown,
         per_hour=per_hour,
+        actions_for=actions_for,
         size=size,
     )
     env.globals["nav"] = NAV

@@ -4,7 +4,9 @@ kept is a view of a check, not state of the ledger: a restart forgets it, and a 
 
 A ledger split into partitions is verified partition by partition, one after the other, each through
 a client of its own slot (on a Cluster, its node); the run shows each partition's result and the
-whole: ok when every partition is.
+whole: ok when every partition is.  On a sealed ledger each partition's events are also checked
+against its signed checkpoints (:func:`jobledger.replay.ledger_audit.audit_log`), as ``replay
+verify`` does: the run is ok only when they hold too.
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ from typing import TYPE_CHECKING
 
 import redis
 
+from jobledger.ledger.errors import JobLedgerError
+from jobledger.ledger.keys import Keys
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
+    from jobledger.replay.ledger_audit import LogAudit
+    from jobledger.replay.sealed_log import SealedLog
     from jobledger.replay.verify import Verification
 
 log = logging.getLogger("jobledger.api")
@@ -33,13 +39,22 @@ KEPT = 20
 @dataclass
 class VerifyRun:
     """One run over the ledger's partitions (``namespaces``, in partition order): ``results``, one
-    per partition, once it has finished, ``error`` if it could not."""
+    per partition, once it has finished, ``error`` if it could not; on a sealed ledger, ``logs``
+    (each partition's) and ``audits``, each log checked against the partition's events."""
 
     id: str
     actor: str
     namespaces: list[str]
+    logs: list[SealedLog] | None = None
     results: list[Verification] | None = None
+    audits: list[LogAudit] = field(default_factory=list)
     error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the projections and the sealed events both hold."""
+        result = self.result
+        return result is not None and result.ok and all(a.ok for a in self.audits)
 
     @property
     def done(self) -> bool:
@@ -79,9 +94,10 @@ class VerifyRuns:
     runs: dict[str, VerifyRun] = field(default_factory=dict)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
-    def start(self, actor: str, namespaces: list[str]) -> VerifyRun:
-        """A run by ``actor`` over the partitions of these namespaces, started now."""
-        run = VerifyRun(uuid.uuid4().hex, actor, namespaces)
+    def start(self, actor: str, namespaces: list[str], logs: list[SealedLog] | None = None) -> VerifyRun:
+        """A run by ``actor`` over the partitions of these namespaces (``logs``: their sealed logs,
+        on a sealed ledger), started now."""
+        run = VerifyRun(uuid.uuid4().hex, actor, namespaces, logs)
         self.runs[run.id] = run
         while len(self.runs) > KEPT:
             del self.runs[next(iter(self.runs))]
@@ -95,16 +111,28 @@ class VerifyRuns:
 
     async def _run(self, run: VerifyRun) -> None:
         try:
+            run.audits = await asyncio.to_thread(self._audit, run.namespaces, run.logs or [])
             run.results = await asyncio.to_thread(self._verify, run.namespaces)
-        except (redis.RedisError, OSError, RuntimeError, ValueError) as exc:
+        except (redis.RedisError, OSError, RuntimeError, ValueError, JobLedgerError) as exc:
             log.warning("verify run %s failed: %s", run.id, exc)
             run.error = f"{type(exc).__name__}: {exc}"
-        result = run.result
-        outcome = "ok" if result and result.ok else "not ok"
+        outcome = "ok" if run.ok else "not ok"
         log.info("verify run %s of %s by %s: %s", run.id, self.namespace, run.actor, outcome)
 
     def _verify(self, namespaces: list[str]) -> list[Verification]:
         return [self._verify_one(namespace) for namespace in namespaces]
+
+    def _audit(self, namespaces: list[str], logs: list[SealedLog]) -> list[LogAudit]:
+        from jobledger.replay.ledger_audit import audit_log  # loaded by the first run
+
+        audits = []
+        for namespace, sealed in zip(namespaces, logs, strict=False):
+            client = sync_client(self.redis_url, namespace)
+            try:
+                audits.append(audit_log(client, Keys(namespace), sealed))
+            finally:
+                client.close()
+        return audits
 
     def _verify_one(self, namespace: str) -> Verification:
         from jobledger.replay.verify import verify  # loaded by the first run, not by every server

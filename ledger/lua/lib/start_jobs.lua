@@ -3,8 +3,8 @@
 -- out nothing; max_running caps the queue's running jobs.  Jobs with a quota_key wait in their key's
 -- lane, and only lanes whose key is under max_running_per_key offer their head, so a fetch compares
 -- two heads and never looks at the jobs held back.  worker: its id, '' for none.
--- Appends to `started` (a list, returned) five values per job started: id, attempt, input JSON text
--- or false, heartbeat_timeout in ms, files JSON text or false; one flat list, not a list per job,
+-- Appends to `started` (a list, returned) six values per job started: id, attempt, input JSON text
+-- or false, heartbeat_timeout in ms, files JSON text or false, traceparent or false; one flat list, not a list per job,
 -- because each list in a script's answer costs the server a reply of its own.
 -- Refuses NOT_FOUND, before it starts any job, when there is no such queue.  The jobs start at
 -- start_time(now): a fetch held up in a stalled Redis starts them when it runs, not when it was sent.
@@ -14,7 +14,7 @@
 --- @include "ledger/lua/lib/refuse.lua"
 
 -- start_job(now, id, name, worker, started): start the queued job `id` of queue `name` and add its
--- five values to `started` (a function of its own, not a closure made at every fetch)
+-- six values to `started` (a function of its own, not a closure made at every fetch)
 local function start_job(now, id, name, worker, started)
   local job = load_job(id)
   -- (text in arithmetic is converted once, tonumber converts it twice)
@@ -25,7 +25,7 @@ local function start_job(now, id, name, worker, started)
   emit(now, 'job_started', id, name, data)
   local n = #started
   started[n + 1], started[n + 2], started[n + 3] = id + 0, attempt, job.input or false
-  started[n + 4], started[n + 5] = beat, job.files or false
+  started[n + 4], started[n + 5], started[n + 6] = beat, job.files or false, job.traceparent or false
 end
 
 local function start_jobs(now, name, count, worker, started)

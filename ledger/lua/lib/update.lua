@@ -17,7 +17,7 @@
 --- @include "ledger/lua/lib/require_job.lua"
 --- @include "ledger/lua/lib/require_status.lua"
 --- @include "ledger/lua/lib/retry_decision.lua"
-local RUNNING = {running = true}
+--- @include "ledger/lua/lib/transition.lua"
 
 -- (the statuses that end a run compared in turn: a table of them would be built at every call)
 local function resent(job, status, output, attempt)
@@ -26,26 +26,6 @@ local function resent(job, status, output, attempt)
     return output == '' or job.output == output
   end
   return status == 'queued'
-end
-
--- transition(status): the statuses a job may take `status` from (see require_status for 'waiting'),
--- and what a refusal says the update cannot do; nil when `status` is not a status.  Each update
--- asks for one status: a table of every rule, built at every call, cost more than the update's
--- own checks
-local function transition(status)
-  if status == 'completed' then return RUNNING, 'complete it (only a running job completes)' end
-  if status == 'failed' then return RUNNING, 'fail it (only a running job fails)' end
-  if status == 'timed_out' then return RUNNING, 'time it out (only a running job times out)' end
-  if status == 'cancelled' then
-    return {running = true, queued = true, scheduled = true, failed = true, timed_out = 'waiting'}, 'cancel it'
-  end
-  if status == 'queued' then
-    return {cancelled = true, failed = true, timed_out = true},
-      'requeue it (only a cancelled, failed or timed-out job is requeued)'
-  end
-  if status == 'running' then return {}, "set it running (only a worker's fetch starts a job)" end
-  if status == 'scheduled' then return {}, 'schedule it (only a job created with run_at or delay is scheduled)' end
-  return nil
 end
 
 local function update(now, id, status, output, attempt, progress, err)

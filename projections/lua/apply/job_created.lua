@@ -6,8 +6,10 @@
 -- total_jobs_created, which the readers take from it).  A job created with an Idempotency-Key records
 -- the key (remember_request): the answer is the job's id, or the batch's ids the event names.  The
 -- event is the first of the job's history, written inline with the rest of the hash.  The blobs its
--- files name are counted (count_blob_refs), in all and for its queue, while the job stays.
+-- files name are counted (count_blob_refs), in all and for its queue, while the job stays; the
+-- job in its queue's lifetime totals (count_outcome).
 --- @include "projections/lua/lib/count_blob_refs.lua"
+--- @include "projections/lua/lib/count_outcome.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/job_numbers.lua"
 --- @include "projections/lua/lib/present.lua"
@@ -50,6 +52,7 @@ local function apply_job_created(e)
       max_queued_time = wait ~= nil and wait ~= null and wait > 0 and wait or nil}
     enter_queue(id, job, e.at, true)
   end
+  count_outcome(e.queue, 'created')
   if d.idempotency_key ~= nil then
     remember_request(e, present(d.idempotency_answer) and d.idempotency_answer or tonumber(id))
   end

@@ -2,7 +2,9 @@
 -- last_heartbeat, output: the history keeps them).  Every requeue counts in total_jobs_retried, an
 -- automatic retry in retries_attempted too.  A requeue of an ended job takes its unique_key back if
 -- no other live job holds it, and is pending again for its launcher.  keep_run (v1 events only):
--- the last run's fields stay and only an automatic retry counts, as v1 applied it.
+-- the last run's fields stay and only an automatic retry counts, as v1 applied it.  A bulk
+-- operation's requeue counts in its record.
+--- @include "projections/lua/lib/count_bulk.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
@@ -26,4 +28,5 @@ local function apply_job_requeued(e)
   end
   redis.call('HDEL', key, unpack(stale))
   enter_queue(id, job, e.at)
+  count_bulk(e)
 end

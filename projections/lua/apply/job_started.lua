@@ -1,9 +1,13 @@
 -- apply_job_started(e): a worker took the job: a new attempt begins, without what the previous one
--- left (its heartbeat, end, worker, progress and message: those stay in the job's history)
+-- left (its heartbeat, end, worker, progress and message: those stay in the job's history).  The
+-- start counts in its queue's totals, and how long it waited, since it joined the queue (queued_at,
+-- or created_at when it joined as it was created), in the queue's wait time histogram.
+--- @include "projections/lua/lib/count_outcome.lua"
 --- @include "projections/lua/lib/count_running_key.lua"
 --- @include "projections/lua/lib/history_field.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
+--- @include "projections/lua/lib/observe_duration.lua"
 --- @include "projections/lua/lib/run_deadline.lua"
 local function apply_job_started(e)
   local id = e.job
@@ -32,6 +36,8 @@ local function apply_job_started(e)
   end
   redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
   count_running_key(job, 1)
+  count_outcome(job.queue, 'started')
+  observe_duration(job.queue, 'wait', e.at - (job.queued_at or job.created_at))
   local deadline = run_deadline(job, e.at, e.at)
   if deadline then redis.call('ZADD', K.due_run, deadline, id) end
   return recorded

@@ -1,12 +1,15 @@
 -- enter_queue(id, job, at): put the job at the back of its priority in its queue (higher priority
 -- first, then first in, first out: the score is (100 - priority) * 2^40 + a growing sequence
--- number), in its quota key's lane if it has one, and start its max_queued_time clock.  Its status
--- becomes queued (unless status_written: the caller wrote it with its other fields)
+-- number), in its quota key's lane if it has one, and start its max_queued_time clock.  The queue's
+-- waiting set holds it by `at`, the age of the oldest queued job.  Its status becomes queued, with
+-- `at` as its queued_at (unless status_written: job_created wrote the status with its other fields,
+-- and its created_at says when it joined)
 --- @include "projections/lua/lib/refresh_head.lua"
 local function enter_queue(id, job, at, status_written)
   local seq = redis.call('INCR', K.seq)
   local score = (100 - (job.priority or 0)) * 1099511627776 + seq  -- (text converted once)
-  if not status_written then redis.call('HSET', K.job(id), 'status', 'queued') end
+  if not status_written then redis.call('HSET', K.job(id), 'status', 'queued', 'queued_at', at) end
+  redis.call('ZADD', K.queue_waiting(job.queue), at, id)
   if job.quota_key then
     redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
     redis.call('SADD', K.queue_lanes(job.queue), job.quota_key)

@@ -1,4 +1,5 @@
--- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane)
+-- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane), and out of its
+-- queue's waiting set
 --- @include "projections/lua/lib/refresh_head.lua"
 local function leave_queue(id, job)
   if job.quota_key then
@@ -10,5 +11,6 @@ local function leave_queue(id, job)
   else
     redis.call('ZREM', K.queued_ids(job.queue), id)
   end
+  redis.call('ZREM', K.queue_waiting(job.queue), id)
   if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
 end

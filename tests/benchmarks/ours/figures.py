@@ -17,7 +17,7 @@ from typing import Any
 #: names; "ours" and "peers" name each group whole).
 OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
-NAMED_PARTS = ("files",)
+NAMED_PARTS = ("files", "bulk", "seal", "soak")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 
@@ -76,6 +76,19 @@ FILES_JOB_UP = "files_job_create_mbps"
 FILES_JOB_UP_RSS = "files_job_create_rss_mib"
 FILES_DOWN = "files_download_mbps"
 FILES_DOWN_RSS = "files_download_rss_mib"
+SEAL_CREATE_OFF = "seal_create_off"
+SEAL_CREATE_ON = "seal_create_on"
+SEAL_PROCESS_OFF = "seal_process_off"
+SEAL_PROCESS_ON = "seal_process_on"
+SEAL_APPEND_PEAK = "seal_append_peak"
+SEAL_SEALER_RATE = "seal_sealer_events"
+SEAL_LAG_P50 = "seal_lag_p50_s"
+SEAL_LAG_P99 = "seal_lag_p99_s"
+SEAL_INCLUSION_READS = "seal_inclusion_reads"
+SEAL_RECEIPT_READS = "seal_receipt_reads"
+SOAK_MEMORY = "soak_used_memory_mib"
+SOAK_GROWTH = "soak_growth_kib_s"
+SOAK_WHOLE = "soak_histories_whole"
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.ledger import commands
 from jobledger.ledger.requests import ErrorReport, JobOptions, JobUpdate, QueueSettings
@@ -147,14 +147,14 @@ def pages(seeded: Seeded, page_size: int) -> dict[str, str]:
     }
 
 
-def _get(http: httpx.Client, path: str) -> httpx.Response:
+def _get(http: httpx2.Client, path: str) -> httpx2.Response:
     response = http.get(path)
     if response.status_code != 200:
         raise RuntimeError(f"GET {path} answered {response.status_code}: {response.text[:200]!r}")
     return response
 
 
-def page_size(http: httpx.Client, seeded: Seeded) -> int:
+def page_size(http: httpx2.Client, seeded: Seeded) -> int:
     """How many jobs a queue page shows (its completed jobs' first page is full)."""
     rows = len(_ROW.findall(_get(http, f"/ui/queue/{seeded.queue}?status=completed").text))
     if not rows:
@@ -162,7 +162,7 @@ def page_size(http: httpx.Client, seeded: Seeded) -> int:
     return rows
 
 
-def timed(http: httpx.Client, path: str, requests: int) -> list[float]:
+def timed(http: httpx2.Client, path: str, requests: int) -> list[float]:
     """Milliseconds of ``requests`` GETs of ``path``, one at a time, after :data:`WARMUP` untimed."""
     first = _get(http, path)
     if "/ui/queue/" in path and not _ROW.search(first.text):
@@ -206,7 +206,7 @@ def measure_one(servers: Servers, jobs: int, requests: int, log: Callable[[str],
         seeding = time.perf_counter() - start
         log(f"  dashboard: {seeded.jobs:,} jobs, {seeded.events:,} events seeded in {seeding:.0f} s")
         with serving("ours", url, ledger.keys.namespace, 1) as served, \
-                httpx.Client(base_url=f"http://127.0.0.1:{served.port}", timeout=60) as http:  # fmt: skip
+                httpx2.Client(base_url=f"http://127.0.0.1:{served.port}", timeout=60) as http:  # fmt: skip
             size = page_size(http, seeded)
             times = {key: timed(http, path, requests) for key, path in pages(seeded, size).items()}
             rss = resident_mib(served.pid)

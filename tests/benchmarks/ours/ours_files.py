@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import httpx
+import httpx2
 
 from jobledger.blobs.local import LocalBlobStore
 from jobledger.blobs.store import CHUNK, BlobStore
@@ -172,14 +172,14 @@ def serve(redis_url: str, workdir: Path) -> Iterator[tuple[str, int]]:
         stop(proc)
 
 
-def _check(response: httpx.Response, what: str, expected: int) -> None:
+def _check(response: httpx2.Response, what: str, expected: int) -> None:
     if response.status_code in ABSENT:
         raise RouteAbsent(f"{what}: {response.status_code}, no such route on this server")
     if response.status_code != expected:
         raise RuntimeError(f"{what} answered {response.status_code}: {response.text[:300]!r}")
 
 
-def upload_blob(http: httpx.Client, pid: int, path: Path, size: int) -> Transfer:
+def upload_blob(http: httpx2.Client, pid: int, path: Path, size: int) -> Transfer:
     _check(http.put("/blob", content=b"x"), "PUT /blob", 201)
     with PeakMemory(pid) as memory:
         start = time.perf_counter()
@@ -189,7 +189,7 @@ def upload_blob(http: httpx.Client, pid: int, path: Path, size: int) -> Transfer
     return Transfer(seconds, memory.growth, response.content)
 
 
-def _multipart_create(http: httpx.Client, file: BinaryIO | bytes) -> httpx.Response:
+def _multipart_create(http: httpx2.Client, file: BinaryIO | bytes) -> httpx2.Response:
     job = json.dumps({"input": {"bench": "files"}})
     return http.post(
         f"/queue/{QUEUE}/job",
@@ -197,7 +197,7 @@ def _multipart_create(http: httpx.Client, file: BinaryIO | bytes) -> httpx.Respo
     )
 
 
-def create_with_file(http: httpx.Client, pid: int, path: Path) -> Transfer:
+def create_with_file(http: httpx2.Client, pid: int, path: Path) -> Transfer:
     probe = _multipart_create(http, b"x")  # a server without the route refuses the form (400, 413, 415)
     if probe.status_code != 201:
         raise RouteAbsent(
@@ -211,7 +211,7 @@ def create_with_file(http: httpx.Client, pid: int, path: Path) -> Transfer:
     return Transfer(seconds, memory.growth, response.content)
 
 
-def create_naming_blob(http: httpx.Client, sha256: str) -> int:
+def create_naming_blob(http: httpx2.Client, sha256: str) -> int:
     response = http.post(
         f"/queue/{QUEUE}/job", json={"input": {}, "files": [{"name": NAME, "sha256": sha256}]}
     )
@@ -219,7 +219,7 @@ def create_naming_blob(http: httpx.Client, sha256: str) -> int:
     return int(response.json())
 
 
-def download(http: httpx.Client, pid: int, job_id: int, sha256: str, size: int) -> Transfer:
+def download(http: httpx2.Client, pid: int, job_id: int, sha256: str, size: int) -> Transfer:
     digest = hashlib.sha256()
     got = 0
     with PeakMemory(pid) as memory:
@@ -275,7 +275,7 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
         log(f"  files: cp {cp_mbps:,.0f} MB/s; store put {results[F.FILES_STORE_PUT].value:,.0f}, "
             f"read {results[F.FILES_STORE_READ].value:,.0f}")  # fmt: skip
         with servers.fresh() as url, serve(url, workdir) as (base, pid), \
-                httpx.Client(base_url=base, timeout=600) as http:  # fmt: skip
+                httpx2.Client(base_url=base, timeout=600) as http:  # fmt: skip
             http.put(f"/queue/{QUEUE}", json={"timeout": "10m"}).raise_for_status()
             up, stored = _http_figures(F.FILES_UP, F.FILES_UP_RSS, "PUT /blob", size, cp_mbps,
                                        lambda: upload_blob(http, pid, path, size))  # fmt: skip

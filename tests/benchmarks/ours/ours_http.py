@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.worker import event_loop
@@ -98,9 +98,9 @@ def _wait_answering(port: int, proc: subprocess.Popen[bytes], timeout: float = 3
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+            if httpx2.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                 return
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"uvicorn did not start on port {port} (exit {proc.poll()})")

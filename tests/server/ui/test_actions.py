@@ -33,8 +33,8 @@ def test_an_action_changes_the_job_and_is_recorded_with_its_actor(
     ui: TestClient, client: redis.Redis, namespace: str, action: str, status: str | None, event: str
 ) -> None:
     job_id = failed_job(ui)
-    response = ui.post(f"/ui/job/{job_id}/action", data={"action": action, "back": "failed"},
-                       follow_redirects=False)  # fmt: skip
+    form = {"action": action, "back": "failed", "confirm": "yes"}  # delete asks first: below
+    response = ui.post(f"/ui/job/{job_id}/action", data=form, follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == "/ui/failed"
     answer = ui.get(f"/job/{job_id}/status")
     assert (answer.json() if status else answer.status_code) == (status or 404)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 
 from jobledger.ledger.durations import parse_time
 from jobledger.ledger.runner import Ledger
@@ -18,7 +18,7 @@ from tests.support.ledger import create, fetch_one, put_queue, update
 from tests.support.live_server import live_server
 
 
-def blocks(response: httpx.Response) -> Iterator[tuple[str | None, str]]:
+def blocks(response: httpx2.Response) -> Iterator[tuple[str | None, str]]:
     """Each SSE block that carries data: its event name (None for a message) and its data."""
     name, data = None, []
     for line in response.iter_lines():
@@ -39,9 +39,9 @@ def item(data: str) -> Element:
 def test_a_jobs_timeline_grows_live(server: str, ledger: Ledger) -> None:
     put_queue(ledger, "q")
     job_id = create(ledger, "q")
-    page = parse(httpx.get(f"{server}/ui/job/{job_id}").text)
+    page = parse(httpx2.get(f"{server}/ui/job/{job_id}").text)
     stream = page.one("ol", id="timeline").attrs["sse-connect"]
-    with httpx.Client(base_url=server, timeout=10) as http, http.stream("GET", stream) as r:
+    with httpx2.Client(base_url=server, timeout=10) as http, http.stream("GET", stream) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
         feed = blocks(r)
         fetched = fetch_one(ledger, "q")
@@ -58,13 +58,13 @@ def test_a_reconnecting_timeline_goes_on_after_the_last_event_it_was_sent(
 ) -> None:
     put_queue(ledger, "q")
     job_id = create(ledger, "q")
-    first = parse(httpx.get(f"{server}/ui/job/{job_id}").text).one("li", data_event_id=True)
+    first = parse(httpx2.get(f"{server}/ui/job/{job_id}").text).one("li", data_event_id=True)
     time.sleep(0.05)
     fetched = fetch_one(ledger, "q")
     update(ledger, job_id, status="completed", attempt=fetched.attempt)
     stream = f"/ui/job/{job_id}/stream?after=0-0&prev=0"  # the page's query; the header wins
     headers = {"last-event-id": first.attrs["data-event-id"]}
-    with httpx.Client(base_url=server, timeout=10) as http, http.stream("GET", stream, headers=headers) as r:
+    with httpx2.Client(base_url=server, timeout=10) as http, http.stream("GET", stream, headers=headers) as r:
         feed = blocks(r)
         started, completed = item(next(feed)[1]), item(next(feed)[1])
     assert (started.attrs["data-type"], completed.attrs["data-type"]) == ("job_started", "job_completed")
@@ -77,7 +77,7 @@ def test_the_live_ledger_sends_only_what_matches_its_filters(server: str, ledger
     put_queue(ledger, "q")
     put_queue(ledger, "other")
     with (
-        httpx.Client(base_url=server, timeout=10) as http,
+        httpx2.Client(base_url=server, timeout=10) as http,
         http.stream("GET", "/ui/events/stream", params={"queue": "q", "type": "job_created"}) as r,
     ):
         feed = blocks(r)
@@ -98,7 +98,7 @@ def test_a_feed_opened_with_a_session_ends_when_the_token_is_revoked(
     with live_server(redis_url, namespace, auth=True) as url:
         cookies = {COOKIE: secret}
         with (
-            httpx.Client(base_url=url, timeout=10, cookies=cookies) as http,
+            httpx2.Client(base_url=url, timeout=10, cookies=cookies) as http,
             http.stream("GET", "/ui/events/stream") as r,
         ):
             assert r.status_code == 200
@@ -110,5 +110,5 @@ def test_a_feed_opened_with_a_session_ends_when_the_token_is_revoked(
 
 def test_a_feed_without_a_session_is_sent_to_sign_in(redis_url: str, namespace: str) -> None:
     with live_server(redis_url, namespace, auth=True) as url:
-        response = httpx.get(f"{url}/ui/events/stream", follow_redirects=False)
+        response = httpx2.get(f"{url}/ui/events/stream", follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"].startswith("/ui/signin")

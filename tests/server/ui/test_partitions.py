@@ -15,6 +15,7 @@ import redis
 from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
+from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
@@ -22,13 +23,13 @@ from jobledger.ledger.stream import id_key
 from jobledger.ledger.tokens import create_token, digest, new_secret
 from jobledger.projections import job_pages
 from jobledger.projections.archive import load_record
-from jobledger.server.ui import pages
+from jobledger.server.ui import failed_page
 from jobledger.server.ui.session import csrf_for
 from tests.server.ui.html import Element, parse
 from tests.server.ui.test_pages import finish, page
 from tests.support.http import app_client, create_job, put_queue
 from tests.support.ledger import one_queue_per_partition
-from tests.support.replay import archive
+from tests.support.replay import archive, local_archive
 
 PARTITIONS = 3
 
@@ -48,8 +49,10 @@ class Split:
 
 
 @pytest.fixture
-def split(redis_url: str, namespace: str) -> Iterator[Split]:
-    with app_client(redis_url, namespace, partitions=PARTITIONS) as client:
+def split(redis_url: str, namespace: str, tmp_path: Path) -> Iterator[Split]:
+    with app_client(
+        redis_url, namespace, partitions=PARTITIONS, blobs=LocalBlobStore(tmp_path / "blobs")
+    ) as client:
         yield Split(client, namespace)
 
 
@@ -125,7 +128,7 @@ def test_a_queue_page_lists_its_jobs_by_status_and_tag(split: Split) -> None:
 def test_failed_jobs_of_every_partition_page_newest_first(
     split: Split, frozen: FrozenDateTimeFactory, monkeypatch: pytest.MonkeyPatch, first_times: int
 ) -> None:
-    monkeypatch.setattr(pages, "PAGE_SIZE", 4)
+    monkeypatch.setattr(failed_page, "PAGE_SIZE", 4)
     monkeypatch.setattr(job_pages, "FIRST_TIMES", first_times)  # 1: most times read in later rounds
     ui, queues = split.client, split.queues
     made = []
@@ -146,6 +149,10 @@ def test_failed_jobs_of_every_partition_page_newest_first(
     rows = page(ui, "/ui/failed").one("table", id="jobs").all("tr", data_job=True)
     assert [r.one("form").attrs["action"] for r in rows] == [f"/ui/job/{i}/action" for i in newest_first[:4]]
     assert walk(ui, "/ui/failed?page=5") == [[]]
+    # filtered, each partition walks its own queues: the same jobs in the same order
+    assert walk(ui, "/ui/failed?since=2000-01-01T00:00") == walk(ui, "/ui/failed")
+    late = [i for i in newest_first if ended[i] == "timed_out"]  # a client's timeout: kind "timeout"
+    assert walk(ui, "/ui/failed?error_kind=timeout") == [late[n : n + 4] for n in range(0, len(late), 4)]
 
 
 def test_a_job_page_reads_the_job_s_partition(split: Split) -> None:
@@ -169,8 +176,8 @@ def test_actions_reach_the_partition_of_each_job(split: Split) -> None:
         failed.append(job_id)
     assert sorted(i % PARTITIONS for i in failed) == [0, 1, 2]
     for job_id, action in zip(failed, ("requeue", "cancel", "delete"), strict=True):
-        response = ui.post(f"/ui/job/{job_id}/action", data={"action": action, "back": "failed"},
-                           follow_redirects=False)  # fmt: skip
+        form = {"action": action, "back": "failed", "confirm": "yes"}
+        response = ui.post(f"/ui/job/{job_id}/action", data=form, follow_redirects=False)
         assert response.status_code == 303 and response.headers["location"] == "/ui/failed"
     requeued, cancelled, deleted = failed
     assert ui.get(f"/job/{requeued}/status").json() == "queued"
@@ -250,7 +257,10 @@ def test_the_ledger_page_adds_up_the_partitions_archives(
     for name in split.queues[:2]:
         create_job(ui, name)
     cutoff = int(time.time() * 1000) + 1_000
-    archived = [archive(redis_url, ns, tmp_path / ns, cutoff) for ns in namespaces[:2]]
+    archived = [
+        archive(redis_url, ns, local_archive(tmp_path / "blobs", split.partitioning.namespace), cutoff)
+        for ns in namespaces[:2]
+    ]
     assert archived == [2, 2]  # queue_created and job_created in partitions 0 and 1; none in 2
     records = [load_record(client, split.keys(p)) for p in range(2)]
     last_ids = [r.last_id for r in records if r is not None]
