@@ -5,7 +5,7 @@ its lifespan loads only what that takes (the router, the runners, the probes).  
 by :class:`Warmup`, in one thread of its own, once the server is ready (it listens, and has asked
 Redis for a PING as ``/ready`` does, answered or not), while the event loop serves:
 
-- first the scheduler's loop, its checks and the archive writer: the scheduler, counted as running
+- first the scheduler's loop, its checks, the sealer and the archive writer: the scheduler, counted as running
   by ``/ready`` from the start, starts its first round once they are loaded; then the ledger's
   commands, which the configured queues (``[queue.*]``) wait for, and prometheus_client with the
   ``/metrics`` handler (the app then builds its registry: :mod:`jobledger.server.process_metrics`);
@@ -37,8 +37,8 @@ log = logging.getLogger("jobledger.api")
 FIRST = ("jobledger.scheduler.loop", "jobledger.replay.archive.writer", "jobledger.ledger.commands",
          "jobledger.server.metrics")  # fmt: skip
 #: What it loads after every route's handler: the dashboard, and the OpenAPI document's modules.
-THEN = ("jobledger.server.ui.pages", "jobledger.server.ui.actions", "jobledger.server.ui.live",
-        "jobledger.server.openapi")  # fmt: skip
+THEN = ("jobledger.server.ui.pages", "jobledger.server.ui.failed_page", "jobledger.server.ui.actions",
+        "jobledger.server.ui.live", "jobledger.server.openapi")  # fmt: skip
 
 
 class Warmup:

@@ -2,7 +2,8 @@
 document's modules (until ``GET /openapi.json``), croniter (until a cron expression), and the
 validators of the requests' and the events' models (until the first of each is validated); and
 what ``serve`` leaves to its warm-up (:mod:`jobledger.server.warmup`): pydantic and every model,
-the request handlers, the scheduler's loop, the dashboard's pages, prometheus' exposition."""
+the request handlers, the scheduler's loop and its sealer, the archive, bulk operations, the
+dashboard's pages, prometheus' exposition and the queues' totals; and, tracing off, no tracing."""
 
 from __future__ import annotations
 
@@ -24,8 +25,15 @@ WARMED = (
     "jobledger.ledger.stream", "jobledger.projections.readers", "jobledger.scheduler.loop",
     "jobledger.replay.archive.writer", "jobledger.server.queue_handlers", "jobledger.server.job_handlers",
     "jobledger.server.ui.pages", "jobledger.server.ui.actions", "jobledger.server.ui.live",
-    "prometheus_client", "jobledger.server.metrics",
+    "prometheus_client", "jobledger.server.metrics", "jobledger.server.queue_metrics",
+    "jobledger.projections.queue_totals", "jobledger.scheduler.sealer", "jobledger.server.sealed_ledger",
+    "jobledger.server.ledger_handlers", "jobledger.blobs.archive", "jobledger.ledger.bulk",
+    "jobledger.server.bulk_runs", "jobledger.server.bulk_handlers", "jobledger.server.ui.charts",
+    "jobledger.server.ui.failed_page",
 )  # fmt: skip
+#: Modules of tracing, which a server without it loads neither before nor after it listens (redis-py
+#: loads OpenTelemetry's metrics API when it is installed; its tracing SDK is ours to load).
+TRACING = ("jobledger.server.request_spans", "opentelemetry.sdk.trace")
 
 #: serve's start up to listening: its command module, the configuration from a command line's
 #: flags, the app and its lifespan's start (the warm-up waiting for the server to listen).
@@ -91,7 +99,7 @@ def test_a_cron_expression_is_checked_when_croniter_loads_then() -> None:
 
 
 def test_serve_loads_no_model_no_handler_and_no_scheduler_loop_before_it_listens(redis_url: str) -> None:
-    done = subprocess.run([sys.executable, "-c", SERVE_START, redis_url, *WARMED],
+    done = subprocess.run([sys.executable, "-c", SERVE_START, redis_url, *WARMED, *TRACING],
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert json.loads(done.stdout) == []
 
@@ -109,10 +117,13 @@ def test_the_warm_up_loads_them_once_the_server_listens() -> None:
         "    listening.set()\n"
         "    await task\n"
         "    await warmup.aclose()\n"
-        "    print(json.dumps([before, [m for m in sys.argv[1:] if m not in sys.modules]]))\n"
+        "    tracing = [m for m in TRACING if m in sys.modules]\n"
+        "    print(json.dumps([before, [m for m in sys.argv[1:] if m not in sys.modules], tracing]))\n"
         "asyncio.run(main())\n"
     )
+    code = f"TRACING = {TRACING!r}\n" + code
     done = subprocess.run([sys.executable, "-c", code, *WARMED], capture_output=True, text=True, check=True)
-    before, missing = json.loads(done.stdout)
+    before, missing, tracing = json.loads(done.stdout)
     assert before == []
     assert missing == []
+    assert tracing == []
