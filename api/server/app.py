@@ -9,8 +9,10 @@ script checks state, XADDs the event and applies it (``projections/lua/apply.lua
 
 Building the app and starting its lifespan load only what ``/ready`` needs (the router with its
 endpoints named, not imported; the runners; the probes): the handlers and their models, the
-scheduler's loop, the dashboard's pages and prometheus_client load in the warm-up
-(:mod:`jobledger.server.warmup`) once the server is ready, so that a restart answers sooner.
+scheduler's loop and its sealer, the dashboard's pages and prometheus_client load in the warm-up
+(:mod:`jobledger.server.warmup`) once the server is ready, so that a restart answers sooner; the
+archive, the sealed ledger's logs and the bulk runs are made on first use
+(:mod:`jobledger.server.deferred_parts`).
 """
 
 from __future__ import annotations
