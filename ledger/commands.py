@@ -10,30 +10,20 @@ or many in a pipeline.  ``now`` is not an argument here: the runner adds it from
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from jobledger.contract.files import MAX_FILES
 from jobledger.contract.traceparent import valid as valid_traceparent
 from jobledger.ledger import errors
+from jobledger.ledger.calls import Call as Call  # a command, as every runner takes it
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.files import FileRef
-from jobledger.ledger.partitions import UNROUTED, Route, id_route, queue_route
+from jobledger.ledger.partitions import Route, id_route, queue_route
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings, checked_worker_id, json_text
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One command: script name, its ARGV after ``now``, and the parser of its reply."""
-
-    script: str
-    args: tuple[str | int, ...]
-    parse: Callable[[Any], T] = field(default=lambda reply: reply)
-    #: the partition(s) it runs on (scheduler checks: none; they run on each partition in turn)
-    route: Route = UNROUTED
 
 
 @dataclass(frozen=True)

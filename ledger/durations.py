@@ -7,10 +7,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
-
-from pytimeparse import parse as _parse
 
 _UNITS = (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000))
 
@@ -46,6 +43,8 @@ def _humantime_ms(text: str) -> int | None:
     Below a millisecond rounds up, so that a positive duration never becomes 0 (which means off)."""
     if not _SPANS.fullmatch(text):
         return None
+    from decimal import Decimal  # with the first duration read: a server's start reads none
+
     total = Decimal(0)
     for number, unit in _ONE_SPAN.findall(text):
         if unit not in HUMANTIME_NS:
@@ -62,7 +61,9 @@ def _text_ms(text: str) -> int:
         return ms
     if _MONTH_UNIT.search(text):
         raise ValueError(f"{text!r} is ambiguous: 'M' is a month (as in Ocypod), not a minute; {_EXAMPLES}")
-    seconds = _parse(text.strip())
+    from pytimeparse import parse  # its forms are the rare ones
+
+    seconds = parse(text.strip())
     if seconds is None:
         raise ValueError(f"{text!r} is not a duration ({_EXAMPLES})")
     return _seconds_ms(seconds, text)

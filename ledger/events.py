@@ -13,7 +13,6 @@ ledger keeps exactly the bytes the producer sent; :meth:`Event.item` decodes it 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -21,33 +20,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobledger.contract.traceparent import PATTERN as TRACEPARENT
+
+# the actors' names, kept where the runner reads them, and read here too by the models' users
+from jobledger.ledger.actors import ACTOR_PATTERN, LOCAL, MAX_ACTOR, SCHEDULER, launcher_actor, valid_actor  # noqa: F401
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.files import FileRef
 from jobledger.ledger.requests import LEDGER_UNITS, Backoff, QueueSettings
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
-
-#: The actor of an event, recorded in its entry's ``actor`` field, says who caused it: the name of
-#: the token of the request that ran the command, ``local`` when the server runs without auth (and
-#: for commands run straight on the ledger: the CLI, a worker's Redis transport), ``scheduler`` for
-#: the scheduler's checks, ``launcher:ID`` for what launcher ID's firing appends.  Entries written
-#: before the field existed have none and read as ``local`` (the upcast of :func:`decode_entry`).
-LOCAL = "local"
-SCHEDULER = "scheduler"
-MAX_ACTOR = 255
-#: What an actor may be: 1 to 255 characters, none of them a control character.
-ACTOR_PATTERN = r"^[^\x00-\x1f\x7f]{1,255}$"
-_ACTOR = re.compile(ACTOR_PATTERN)
-
-
-def launcher_actor(launcher: int | str) -> str:
-    """The actor of the events a launcher's firing appends (``ledger/lua/lib/launch.lua``)."""
-    return f"launcher:{launcher}"
-
-
-def valid_actor(name: str) -> bool:
-    """Whether ``name`` can be an actor (:data:`ACTOR_PATTERN`)."""
-    return _ACTOR.fullmatch(name) is not None
 
 
 class EventData(BaseModel):

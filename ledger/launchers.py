@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from jobledger.ledger import commands
-from jobledger.ledger.commands import Call
+from jobledger.ledger.calls import Call
 from jobledger.ledger.durations import format_ms, format_time, parse_ms, parse_time
 from jobledger.ledger.events import EVENT_TYPES, LauncherType
 from jobledger.ledger.requests import Count, Duration, JobOptions, QueueName

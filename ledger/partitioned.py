@@ -27,9 +27,9 @@ import redis
 import redis.asyncio
 
 from jobledger.ledger import errors
+from jobledger.ledger.actors import LOCAL
+from jobledger.ledger.calls import Call
 from jobledger.ledger.clock import Clock, now_ms
-from jobledger.ledger.commands import Call
-from jobledger.ledger.events import LOCAL
 from jobledger.ledger.partitions import (
     CLUSTER_PARTITIONS,
     Partitioning,

@@ -52,10 +52,22 @@ def _options(overrides: dict[str, Any]) -> dict[str, Any]:
         "socket_timeout": COMMAND_TIMEOUT,
         "socket_connect_timeout": CONNECT_TIMEOUT,
         "retry_on_timeout": False,
+        **library(),
     }
     options.update(_no_maintenance_notifications())
     options.update(overrides)
     return options
+
+
+def library() -> dict[str, Any]:
+    """What a client's connections report to Redis of their library (CLIENT SETINFO): redis-py's
+    name and version, given where redis-py 8 would read the version from the package's metadata
+    again for every connection it makes (redis-py 5 reads it once, at import)."""
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:  # the oldest supported versions
+        return {}
+    return {"driver_info": DriverInfo(lib_version=redis.__version__)}
 
 
 def _no_maintenance_notifications() -> dict[str, Any]:

@@ -22,9 +22,9 @@ import redis
 import redis.asyncio
 
 from jobledger.ledger import errors
+from jobledger.ledger.actors import LOCAL, valid_actor
+from jobledger.ledger.calls import Call
 from jobledger.ledger.clock import Clock, now_ms, wall_ms
-from jobledger.ledger.commands import Call
-from jobledger.ledger.events import LOCAL, valid_actor
 from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client

@@ -60,9 +60,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from jobledger.ledger.events import EVENT_TYPES, lua_versions
 from jobledger.ledger.keys import lua_inline_keys, lua_prelude
-from jobledger.ledger.option_lists import LISTS, lua_table
 
 #: The folder that holds ledger/, projections/ and replay/: the repository, or the installed package.
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -111,9 +109,11 @@ class Piece:
 class Library:
     """The Lua files under one package root, and the scripts they compose."""
 
-    def __init__(self, root: Path, event_types: Iterable[str] = EVENT_TYPES) -> None:
+    def __init__(self, root: Path, event_types: Iterable[str] | None = None) -> None:
+        from jobledger.ledger.events import EVENT_TYPES
+
         self.root = root
-        self.event_types = list(event_types)
+        self.event_types = list(EVENT_TYPES if event_types is None else event_types)
         self._pieces: dict[str, Piece] = {}
 
     def piece(self, path: str, declared_by: str | None = None) -> Piece:
@@ -186,6 +186,8 @@ class Library:
 
     def compose(self, entry: str) -> str:
         """The complete script of an entry file."""
+        from jobledger.ledger.events import lua_versions  # the models: loaded by the first script composed
+
         reached = self.closure(entry)
         types = self.emitted(reached)
         extra: dict[str, list[str]] = {}
@@ -222,6 +224,8 @@ class Library:
 
 
 def _names(path: str, name: str) -> str:
+    from jobledger.ledger.option_lists import LISTS, lua_table  # from the models: with the first script
+
     if name not in LISTS:
         raise CompositionError(f"{path} asks for the names {name!r}: there are {', '.join(LISTS)}")
     return lua_table(name)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from jobledger.ledger.commands import Call
-from jobledger.ledger.events import LOCAL, SCHEDULER
+from jobledger.ledger.actors import LOCAL, SCHEDULER
+from jobledger.ledger.calls import Call
 from jobledger.ledger.partitions import HOME
 
 #: What every secret starts with, so a leaked one is easy to recognise (and to scan for).

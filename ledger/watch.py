@@ -35,17 +35,18 @@ import json
 import logging
 from collections.abc import Hashable, Iterable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import redis
 
 from jobledger.ledger.errors import Unavailable
-from jobledger.ledger.events import Event
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.redis_clients import block_ms
 from jobledger.ledger.runner import AsyncLedger
-from jobledger.ledger.stream import decode_entries, newest
 from jobledger.ledger.tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    from jobledger.ledger.events import Event
 
 log = logging.getLogger("jobledger.watch")
 
@@ -274,6 +275,8 @@ class LedgerWatch:
 
     async def _follow(self, ledger: AsyncLedger, partition: int) -> None:
         """Follow one partition of the ledger until a read finds nobody subscribed."""
+        from jobledger.ledger.stream import newest  # with the event models, by the first follower
+
         position: str | None = None
         pause = RETRY_FIRST
         failing: str | None = None
@@ -321,6 +324,8 @@ class LedgerWatch:
         takers = [s for s in self._of_partition(partition) if s.takes_events]
         if not takers:
             return
+        from jobledger.ledger.stream import decode_entries
+
         try:
             events = decode_entries(reply)
         except (KeyError, ValueError) as exc:  # an entry no model reads: its feeds end, the follower goes on

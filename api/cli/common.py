@@ -17,7 +17,7 @@ import logging
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Annotated, Any, NoReturn, Self, TypeVar
@@ -289,4 +289,4 @@ def start_tracing(config: Config, service: str) -> tuple[Config, Callable[[], No
                 fail(f"[tracing] enabled: {exc}", code=2)
             log.warning("tracing is off: %s", exc)
             wanted = False
-    return config.model_copy(update={"tracing": TracingConfig(enabled=wanted)}), flush
+    return replace(config, tracing=TracingConfig(enabled=wanted)), flush

@@ -1,5 +1,10 @@
 """The ``jobledger`` command line: the commands of :mod:`jobledger.cli.server_commands` and the
-command groups of the other ``jobledger.cli`` modules, assembled into one typer app."""
+command groups of the other ``jobledger.cli`` modules, assembled into one typer app.
+
+typer is held below 0.29 (pyproject): from 0.29 on it converts every option of a command through a
+pydantic TypeAdapter, built as the command line is parsed, so that ``serve`` would import pydantic
+and build an adapter for each of its options before it started; below, click's own types convert
+them, and a start imports no pydantic (see :func:`jobledger.runtime.config.config_from`)."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def serve(
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:
             if not config.redis.url:
                 check_partitions(config, url)
-            app = create_app(config, url)
+            app = create_app(config, url, listening=asyncio.Event())  # the warm-up waits for it
             started()
             served = run_http(app, config, sockets)
             stop.fired = True  # the server has stopped: a late signal must not cut short the rest

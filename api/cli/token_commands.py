@@ -18,7 +18,7 @@ import typer
 
 from jobledger.cli.common import LEDGER_DEFAULTS, LedgerOptions, SignalStop, fail, ledger_options, open_redis
 from jobledger.cli.output import JsonOption, Output, cell
-from jobledger.ledger.commands import Call
+from jobledger.ledger.calls import Call
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.partitions import PartitionCountMismatch

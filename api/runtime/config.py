@@ -6,6 +6,11 @@ parsed), the ``JOBLEDGER_*`` environment variables (:data:`ENV_VARS`), and the c
 (passed in as dotted ``overrides``).  Keys jobledger does not know are named in a warning and
 ignored, as Ocypod ignores them.  Durations are held as integer milliseconds and sizes as bytes,
 so nothing downstream parses text again.
+
+The sections are frozen dataclasses, each field's bounds and parsing functions in its metadata;
+pydantic validates a configuration that needs converting or is wrong, with its messages, and is
+not loaded for one that needs neither (:func:`config_from`): a server's start from command-line
+flags imports no pydantic.
 """
 
 from __future__ import annotations
@@ -15,19 +20,20 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Mapping
-from functools import partial
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from functools import cache, partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from jobledger.ledger.durations import parse_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE
-from jobledger.ledger.launcher_declarations import check_name
-from jobledger.ledger.launchers import LauncherSpec
 from jobledger.ledger.partitions import MAX_PARTITIONS
-from jobledger.ledger.requests import QueueSettings, known_part
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger("jobledger.config")
 
@@ -100,32 +106,83 @@ def parse_size(value: object) -> int:
     return size
 
 
+Section = TypeVar("Section")
+
+
+def rules(
+    *,
+    ge: int | None = None,
+    le: int | None = None,
+    before: Callable[[Any], Any] | None = None,
+    after: Callable[[Any], Any] | None = None,
+) -> dict[str, Any]:
+    """A field's metadata: the bounds of a number, and the functions of ours its value goes through
+    before (``before``: text to milliseconds, say) and after (``after``) its type is checked; both
+    ways of reading a section follow it (see :func:`config_from`)."""
+    return {k: v for k, v in (("ge", ge), ("le", le), ("before", before), ("after", after)) if v is not None}
+
+
+def _names(value: object) -> object:
+    """A list, or one comma-separated string (as an environment variable gives it)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+def _level(value: object) -> str:
+    level = str(value).strip().lower()
+    if level not in _LOG_LEVELS:
+        raise ValueError(f"{value!r} is not a log level (one of {', '.join(_LOG_LEVELS)})")
+    return "warning" if level == "warn" else level
+
+
+def _lowered(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _empty_is_none(value: object) -> object:
+    """An empty URL (e.g. from ``${REDIS_URL=}``) means "no external server"."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _namespace(value: str) -> str:
+    """The namespace becomes a Redis Cluster hash tag, so it cannot hold braces; empty (Ocypod's
+    default, "no prefix") means the default namespace, since an empty hash tag holds no slot."""
+    if not value:
+        return DEFAULT_NAMESPACE
+    if "{" in value or "}" in value:
+        raise ValueError(f"{value!r} is not a namespace (without '{{' or '}}')")
+    return value
+
+
+def _expand(value: Path | None) -> Path | None:
+    return None if value is None else value.expanduser()
+
+
 #: A duration field: "30s", "1h15m5s", "1.5h" or seconds in; milliseconds held.
-Duration = Annotated[int, BeforeValidator(parse_ms)]
+DURATION = rules(before=parse_ms)
 #: A size field: 262144, "256kB" or "256KiB" in; bytes held.
-Size = Annotated[int, BeforeValidator(parse_size)]
+SIZE = rules(before=parse_size)
+
+# Every section is frozen, and refuses a key it has no field for (a typo should not be silently
+# ignored): see config_from.
 
 
-class _Section(BaseModel):
-    """A config section: unknown fields are errors (a typo should not be silently ignored)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerConfig(_Section):
+@dataclass(frozen=True)
+class ServerConfig:
     """``[server]``: Ocypod's HTTP server and background-check settings, plus ``read_only``."""
 
     host: str = "127.0.0.1"
-    port: int = Field(default=8023, ge=0, le=65535)
-    max_body_size: Size = 262_144
-    shutdown_timeout: Duration = 30_000
-    timeout_check_interval: Duration = 30_000
-    retry_check_interval: Duration = 60_000
-    expiry_check_interval: Duration = 300_000
-    next_job_delay: Duration = 0
-    idempotency_window: Duration = 86_400_000  # how long a create's Idempotency-Key is remembered
-    max_feeds_per_token: int = Field(default=20, ge=1)  # live feeds one token (or `local`) may hold open
-    max_feeds: int = Field(default=500, ge=1)  # live feeds this process serves at once
+    port: int = field(default=8023, metadata=rules(ge=0, le=65535))
+    max_body_size: int = field(default=262_144, metadata=SIZE)
+    shutdown_timeout: int = field(default=30_000, metadata=DURATION)
+    timeout_check_interval: int = field(default=30_000, metadata=DURATION)
+    retry_check_interval: int = field(default=60_000, metadata=DURATION)
+    expiry_check_interval: int = field(default=300_000, metadata=DURATION)
+    next_job_delay: int = field(default=0, metadata=DURATION)
+    # How long a create's Idempotency-Key is remembered
+    idempotency_window: int = field(default=86_400_000, metadata=DURATION)
+    # Live feeds one token (or `local`) may hold open
+    max_feeds_per_token: int = field(default=20, metadata=rules(ge=1))
+    max_feeds: int = field(default=500, metadata=rules(ge=1))  # live feeds this process serves at once
     read_only: bool = False
     auth: bool = False  # every route but /health and /ready wants a bearer token (jobledger token create)
     insecure: bool = False  # serve an address other than loopback without auth (refused otherwise)
@@ -133,77 +190,43 @@ class ServerConfig(_Section):
     tls_key: Path | None = None
     strict: bool = False  # refuse request bodies with keys jobledger does not know (400), not ignore them
     scheduler: bool = True  # run the scheduler's checks in this process (false: leave them to others)
-    log_level: str = "info"
-    log_format: Literal["text", "json"] = "text"  # json: one JSON object per line
-    threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused (one event loop)
+    log_level: str = field(default="info", metadata=rules(before=_level))
+    # json: one JSON object per line
+    log_format: Literal["text", "json"] = field(default="text", metadata=rules(before=_lowered))
+    # Ocypod's; accepted, unused (one event loop)
+    threads: int | None = field(default=None, metadata=rules(ge=1))
     # Host names answered besides loopback ones (auth off: every route; auth on: /ui); "*.x" for all under x
-    allowed_hosts: list[str] = []
-    header_timeout: Duration = 10_000  # a client whose request line and headers take longer is cut off
-    min_body_rate: Size = 1024  # bytes per second a body must keep up, after header_timeout's grace
+    allowed_hosts: list[str] = field(default_factory=list, metadata=rules(before=_names))
+    # A client whose request line and headers take longer is cut off
+    header_timeout: int = field(default=10_000, metadata=DURATION)
+    # Bytes per second a body must keep up, after header_timeout's grace
+    min_body_rate: int = field(default=1024, metadata=SIZE)
     # Peers whose X-Forwarded-For / -Proto are believed (addresses or networks; "*": any); none by default
-    forwarded_allow_ips: list[str] = []
-
-    @field_validator("allowed_hosts", "forwarded_allow_ips", mode="before")
-    @classmethod
-    def _names(cls, value: object) -> object:
-        """A list, or one comma-separated string (as an environment variable gives it)."""
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-
-    @field_validator("log_level", mode="before")
-    @classmethod
-    def _level(cls, value: object) -> str:
-        level = str(value).strip().lower()
-        if level not in _LOG_LEVELS:
-            raise ValueError(f"{value!r} is not a log level (one of {', '.join(_LOG_LEVELS)})")
-        return "warning" if level == "warn" else level
-
-    @field_validator("log_format", mode="before")
-    @classmethod
-    def _format(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+    forwarded_allow_ips: list[str] = field(default_factory=list, metadata=rules(before=_names))
 
 
-class RedisConfig(_Section):
+@dataclass(frozen=True)
+class RedisConfig:
     """``[redis]``: an external server's URL (None: use the embedded one), the key namespace, and how
     many partitions a new ledger is split into (None: 16 on a Cluster, 1 otherwise; a ledger keeps
     the count it was made with, see :mod:`jobledger.ledger.partitions`)."""
 
-    url: str | None = None
-    key_namespace: str = DEFAULT_NAMESPACE
-    partitions: int | None = Field(default=None, ge=1, le=MAX_PARTITIONS)
-    threads: int | None = Field(default=None, ge=1)  # Ocypod's; accepted, unused
-
-    @field_validator("url", mode="before")
-    @classmethod
-    def _empty_is_none(cls, value: object) -> object:
-        """An empty URL (e.g. from ``${REDIS_URL=}``) means "no external server"."""
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("key_namespace")
-    @classmethod
-    def _namespace(cls, value: str) -> str:
-        """The namespace becomes a Redis Cluster hash tag, so it cannot hold braces; empty (Ocypod's
-        default, "no prefix") means the default namespace, since an empty hash tag holds no slot."""
-        if not value:
-            return DEFAULT_NAMESPACE
-        if "{" in value or "}" in value:
-            raise ValueError(f"{value!r} is not a namespace (without '{{' or '}}')")
-        return value
+    url: str | None = field(default=None, metadata=rules(before=_empty_is_none))
+    key_namespace: str = field(default=DEFAULT_NAMESPACE, metadata=rules(after=_namespace))
+    partitions: int | None = field(default=None, metadata=rules(ge=1, le=MAX_PARTITIONS))
+    threads: int | None = field(default=None, metadata=rules(ge=1))  # Ocypod's; accepted, unused
 
 
-class EmbeddedConfig(_Section):
+@dataclass(frozen=True)
+class EmbeddedConfig:
     """``[embedded]``: where the bundled valkey-server keeps its append-only file, and how often it fsyncs."""
 
-    data_dir: Path = Path("./jobledger-data")
+    data_dir: Path = field(default=Path("./jobledger-data"), metadata=rules(after=_expand))
     appendfsync: Literal["everysec", "always"] = "everysec"
 
-    @field_validator("data_dir")
-    @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
 
-
-class LedgerConfig(_Section):
+@dataclass(frozen=True)
+class LedgerConfig:
     """``[ledger]``: retention and sealing.  Events older than ``archive_after`` (default 7 days; 0:
     never) are moved from the stream into the archive in the blob store (``[blobs]``) by the
     scheduler, every ``archive_check_interval``, so Redis holds a bounded window of the ledger; replay,
@@ -214,20 +237,16 @@ class LedgerConfig(_Section):
     signed with the key in ``signing_key`` (empty: the data directory's ``<namespace>.ledger.key``,
     made on the first start of a scheduler); only sealed events are archived."""
 
-    archive_after: Duration = 7 * 86_400_000
-    archive_dir: Path = Path("./jobledger-archive")
-    archive_check_interval: Duration = 3_600_000
+    archive_after: int = field(default=7 * 86_400_000, metadata=DURATION)
+    archive_dir: Path = field(default=Path("./jobledger-archive"), metadata=rules(after=_expand))
+    archive_check_interval: int = field(default=3_600_000, metadata=DURATION)
     seal: bool = True
-    seal_interval: Duration = Field(default=1000, ge=1)
-    signing_key: Path | None = None
-
-    @field_validator("archive_dir", "signing_key")
-    @classmethod
-    def _expand(cls, value: Path | None) -> Path | None:
-        return None if value is None else value.expanduser()
+    seal_interval: int = field(default=1000, metadata=rules(ge=1, before=parse_ms))
+    signing_key: Path | None = field(default=None, metadata=rules(after=_expand))
 
 
-class BlobsConfig(_Section):
+@dataclass(frozen=True)
+class BlobsConfig:
     """``[blobs]``: where the files of jobs are kept (:mod:`jobledger.blobs`).  ``url`` empty: on local
     disk under ``<embedded.data_dir>/blobs``; a path or ``file://`` URL: on local disk there;
     ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix``: an object store
@@ -237,12 +256,13 @@ class BlobsConfig(_Section):
     removed after ``sweep_grace`` too."""
 
     url: str = ""
-    options: dict[str, str] = Field(default_factory=dict)
-    sweep_interval: Duration = 600_000
-    sweep_grace: Duration = 3_600_000
+    options: dict[str, str] = field(default_factory=dict)
+    sweep_interval: int = field(default=600_000, metadata=DURATION)
+    sweep_grace: int = field(default=3_600_000, metadata=DURATION)
 
 
-class TracingConfig(_Section):
+@dataclass(frozen=True)
+class TracingConfig:
     """``[tracing]``: OpenTelemetry spans (the ``otel`` extra, :mod:`jobledger.runtime.tracing`).
     ``enabled`` unset follows the standard environment: on when ``OTEL_TRACES_EXPORTER`` names an
     exporter (not ``none``); true or false decides whatever it says."""
@@ -250,35 +270,19 @@ class TracingConfig(_Section):
     enabled: bool | None = None
 
 
-class Config(_Section):
+@dataclass(frozen=True)
+class Config:
     """The whole configuration of one jobledger process."""
 
-    server: ServerConfig = ServerConfig()
-    redis: RedisConfig = RedisConfig()
-    embedded: EmbeddedConfig = EmbeddedConfig()
-    ledger: LedgerConfig = LedgerConfig()
-    blobs: BlobsConfig = BlobsConfig()
-    tracing: TracingConfig = TracingConfig()
-    queue: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    redis: RedisConfig = field(default_factory=RedisConfig)
+    embedded: EmbeddedConfig = field(default_factory=EmbeddedConfig)
+    ledger: LedgerConfig = field(default_factory=LedgerConfig)
+    blobs: BlobsConfig = field(default_factory=BlobsConfig)
+    tracing: TracingConfig = field(default_factory=TracingConfig)
+    queue: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``[launcher.NAME]`` sections: named launchers declared at every start (as ``PUT /launcher/NAME``)
-    launcher: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-    @field_validator("launcher")
-    @classmethod
-    def _launchers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Each section a valid declaration under a valid name, so that a bad one stops the start."""
-        for name, section in value.items():
-            try:
-                check_name(name)
-                LauncherSpec.model_validate(section)
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or 'section'}: {e['msg']}" for e in exc.errors()
-                )
-                raise ValueError(f"[launcher.{name}] {problems}") from None
-            except ValueError as exc:
-                raise ValueError(f"[launcher.{name}] {exc}") from None
-        return value
+    launcher: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def interpolate(text: str, environ: Mapping[str, str]) -> str:
@@ -389,12 +393,19 @@ def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: not valid TOML (after interpolation): {exc}") from exc
 
 
+def _hints(section: type) -> dict[str, Any]:
+    return typing.get_type_hints(section)
+
+
 def _known(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     """``raw`` without the keys jobledger does not know, each named in a warning (Ocypod ignores
-    them too); queue sections are checked against the queue settings."""
-    known, unknown = known_part(Config, raw)
+    them too); queue sections are checked against the queue settings (whose models are loaded only
+    when the file has any)."""
+    known, unknown = _known_part(Config, raw)
     queues = known.get("queue")
-    if isinstance(queues, dict):
+    if isinstance(queues, dict) and queues:
+        from jobledger.ledger.requests import QueueSettings, known_part
+
         for name, section in queues.items():
             if isinstance(section, dict):
                 queues[name], more = known_part(QueueSettings, section, f"queue.{name}.")
@@ -402,6 +413,23 @@ def _known(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     for key in unknown:
         log.warning("%s: unknown key %s, ignored", origin, key)
     return known
+
+
+def _known_part(section: type, data: Mapping[str, Any], where: str = "") -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the keys ``section`` has no field for (inside nested sections too), and
+    those keys, dotted from the top."""
+    hints = _hints(section)
+    known: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in data.items():
+        if key not in hints:
+            unknown.append(where + key)
+            continue
+        if is_dataclass(hints[key]) and isinstance(value, Mapping):
+            value, deeper = _known_part(hints[key], value, f"{where}{key}.")
+            unknown += deeper
+        known[key] = value
+    return known, unknown
 
 
 def _explain(error: ValidationError, origins: Mapping[str, str]) -> ConfigError:
@@ -416,6 +444,119 @@ def _explain(error: ValidationError, origins: Mapping[str, str]) -> ConfigError:
         origin = next((o for key, o in origins.items() if _within(where, key)), None)
         lines.append(f"{where}: {message}" + (f" [from {origin}]" if origin else ""))
     return ConfigError("invalid configuration: " + "; ".join(lines))
+
+
+def config_from(raw: Mapping[str, Any], origins: Mapping[str, str] | None = None) -> Config:
+    """The configuration ``raw`` (nested sections of plain values) gives, validated; a
+    :class:`ConfigError` naming each bad field (and where ``origins`` says its value came from).
+
+    pydantic is the validator, and its messages the errors'.  It is loaded only when needed: a
+    configuration whose every value is already of its field's type once our own functions have read
+    it (a duration's text made milliseconds, a log level lowered) and within its bounds, as a
+    command line's flags and most files give it, is taken as it is (:func:`_exact`), which is what
+    pydantic makes of it too (the tests hold the two to that); anything else (a port in text, a
+    key no section has, a number out of its bounds) goes to pydantic, to be converted or refused,
+    so a server's start imports no pydantic unless its configuration needs converting."""
+    exact = _exact(Config, raw)
+    if exact is not None:
+        return exact
+    from pydantic import ValidationError
+
+    try:
+        validated = _model(Config).model_validate(raw)
+    except ValidationError as exc:
+        raise _explain(exc, origins or {}) from None
+    return _section_of(Config, validated)
+
+
+def _exact(section: type[Section], raw: object) -> Section | None:
+    """``section`` from ``raw`` when each value, after its field's ``before`` function, is already
+    of the field's type and within its bounds (and passes its ``after`` function); None when any
+    is not (or raises), for pydantic to convert or explain."""
+    if type(raw) is not dict:
+        return None
+    hints = _hints(section)
+    given: dict[str, Any] = {}
+    for item in fields(section):  # type: ignore[arg-type]
+        if item.name not in raw:
+            continue
+        value, meta, kind = raw[item.name], item.metadata, hints[item.name]
+        try:
+            value = meta["before"](value) if "before" in meta else value
+        except (ValueError, AssertionError):  # pydantic's to explain (as it raises anything else)
+            return None
+        if isinstance(kind, type) and is_dataclass(kind):
+            value = _exact(kind, value)
+            if value is None:
+                return None
+        elif not _is_a(kind, value) or not _within_bounds(meta, value):
+            return None
+        try:
+            given[item.name] = meta["after"](value) if "after" in meta else value
+        except (ValueError, AssertionError):
+            return None
+    if len(given) != len(raw):
+        return None  # a key the section has no field for
+    return section(**given)
+
+
+def _is_a(kind: Any, value: object) -> bool:
+    """Whether ``value`` is of type ``kind`` as it is, with nothing to convert."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return True
+    if origin is types.UnionType or origin is typing.Union:
+        return any(_is_a(arg, value) for arg in args)
+    if origin is Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is list:
+        return type(value) is list and all(_is_a(args[0], v) for v in value)
+    if origin is dict:
+        return type(value) is dict and all(_is_a(args[0], k) and _is_a(args[1], v) for k, v in value.items())
+    if kind is Path:
+        return isinstance(value, Path)
+    return type(value) is (type(None) if kind is None else kind)
+
+
+def _within_bounds(meta: Mapping[str, Any], value: object) -> bool:
+    if not isinstance(value, int):
+        return True
+    return bool(meta.get("ge", value) <= value <= meta.get("le", value))
+
+
+@cache
+def _model(section: type) -> type[BaseModel]:
+    """The pydantic model of a section: its fields, defaults, bounds and functions (extra keys
+    forbidden, frozen), made from the dataclass the first time a configuration needs it."""
+    from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, create_model
+
+    definitions: dict[str, Any] = {}
+    for item, kind in zip(fields(section), _hints(section).values(), strict=True):  # type: ignore[arg-type]
+        meta, nested = item.metadata, is_dataclass(kind)
+        if nested:
+            kind = _model(kind)  # type: ignore[arg-type]
+        checks = [
+            *([BeforeValidator(meta["before"])] if "before" in meta else []),
+            *([AfterValidator(meta["after"])] if "after" in meta else []),
+        ]
+        bounds = {k: meta[k] for k in ("ge", "le") if k in meta}
+        if item.default_factory is not MISSING:
+            default = Field(default_factory=kind if nested else item.default_factory, **bounds)
+        else:
+            default = Field(item.default, **bounds)
+        definitions[item.name] = (typing.Annotated[kind, *checks] if checks else kind, default)
+    config = ConfigDict(extra="forbid", frozen=True)
+    return create_model(section.__name__, __config__=config, **definitions)  # type: ignore[call-overload,no-any-return]
+
+
+def _section_of(section: type[Section], validated: BaseModel) -> Section:
+    """The dataclass of ``section`` holding what pydantic validated."""
+    hints = _hints(section)
+    values = {}
+    for name in hints:
+        value = getattr(validated, name)
+        values[name] = _section_of(hints[name], value) if is_dataclass(hints[name]) else value
+    return section(**values)
 
 
 def load_config(
@@ -442,7 +583,4 @@ def load_config(
         if value is not None:
             _set_dotted(raw, dotted, value)
             origins[dotted] = "the command line"
-    try:
-        return Config.model_validate(raw)
-    except ValidationError as exc:
-        raise _explain(exc, dict(reversed(origins.items()))) from None
+    return config_from(raw, dict(reversed(origins.items())))

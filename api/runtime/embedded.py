@@ -17,7 +17,6 @@ by SIGKILL, so no server outlives its owner.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import importlib.util
 import json
@@ -36,7 +35,7 @@ from typing import Self
 
 import redis
 
-from jobledger.ledger.redis_clients import masked_url
+from jobledger.ledger.redis_clients import library, masked_url
 from jobledger.runtime.listener import Listener, listener, remove_socket_dir
 from jobledger.runtime.listener import free_port as free_port  # where tests and tools found it
 from jobledger.runtime.private import private_dir, private_opener
@@ -97,6 +96,8 @@ def _die_with_parent() -> Callable[[], None] | None:
     that starts the child, which must live as long as the process)."""
     if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
         return None
+    import ctypes  # only a process that starts a server needs it
+
     libc = ctypes.CDLL(None, use_errno=True)
     parent = os.getpid()
 
@@ -354,7 +355,9 @@ def _retire_previous(data_dir: Path, timeout: float) -> None:
 
 
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0, decode_responses=True)
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=1.0, socket_timeout=2.0, decode_responses=True, **library()
+    )
 
 
 def _listening(url: str) -> bool:

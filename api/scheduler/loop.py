@@ -26,7 +26,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jobledger.blobs import open_store
@@ -34,8 +33,8 @@ from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.collector import SweepSettings, collect_loop, sweep_settings
 from jobledger.blobs.store import BlobStore
 from jobledger.ledger import commands
+from jobledger.ledger.calls import Call
 from jobledger.ledger.clock import Clock
-from jobledger.ledger.commands import Call
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.events import SCHEDULER
 from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger, Partitioned, runners_of
@@ -47,6 +46,7 @@ from jobledger.ledger.watch import LedgerWatch, Subscription, Topic, partition_t
 from jobledger.replay.archive.writer import ArchiveSettings, archive_loop, archive_settings
 from jobledger.scheduler import launchers as launcher_checks
 from jobledger.scheduler.sealer import SealSettings, seal_loop, seal_settings
+from jobledger.scheduler.state import SchedulerState
 
 if TYPE_CHECKING:
     from jobledger.runtime.config import Config
@@ -159,26 +159,6 @@ def tick(ledger: Ledger | Partitioned, batch: int = BATCH) -> dict[str, Handled]
         for name, handled in runner.as_actor(SCHEDULER).drive(_tick_steps(runner.clock, batch)).items():
             out[name] = out.get(name, []) + handled
     return out
-
-
-@dataclass
-class SchedulerState:
-    """How a running scheduler fares, for ``GET /ready``."""
-
-    #: Why the last round failed; None while rounds succeed.
-    problem: str | None = None
-    #: Why the scheduler no longer runs; None while it runs.
-    stopped: str | None = None
-    #: Rounds completed.
-    rounds: int = 0
-
-    def ended(self, task: asyncio.Task[Any]) -> None:
-        """A done-callback for the scheduler's task."""
-        if task.cancelled():
-            self.stopped = "cancelled"
-        else:
-            error = task.exception()
-            self.stopped = f"failed: {error!r}" if error is not None else "returned"
 
 
 class _Deadlines:

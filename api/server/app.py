@@ -6,6 +6,13 @@ the ledger (``jobledger.ledger.partitioned``), which picks the partition the com
 lives in (the one partition, unless the ledger is split over a Cluster) and its ``OpeningLedger``
 (``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with EVALSHA; the
 script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
+
+Building the app and starting its lifespan load only what ``/ready`` needs (the router with its
+endpoints named, not imported; the runners; the probes): the handlers and their models, the
+scheduler's loop and its sealer, the dashboard's pages and prometheus_client load in the warm-up
+(:mod:`jobledger.server.warmup`) once the server is ready, so that a restart answers sooner; the
+archive, the sealed ledger's logs and the bulk runs are made on first use
+(:mod:`jobledger.server.deferred_parts`).
 """
 
 from __future__ import annotations
@@ -15,59 +22,91 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from jobledger.blobs import BlobStore, open_store
-from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.guarded import GuardedStore
-from jobledger.ledger import commands
-from jobledger.ledger.errors import Conflict, NotFound, Unavailable
-from jobledger.ledger.launcher_declarations import put
-from jobledger.ledger.launchers import LauncherSpec
+from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.ledger.requests import QueueSettings
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.ledger.watch import LedgerWatch
-from jobledger.replay.archive.writer import archive_settings
 from jobledger.runtime import tracing
-from jobledger.runtime.config import Config
-from jobledger.scheduler import loop as scheduler
+from jobledger.runtime.config import Config, ConfigError
+from jobledger.scheduler.state import SchedulerState
 from jobledger.server import info_handlers as info
-from jobledger.server import metrics
 from jobledger.server.api_route import api_paths
-from jobledger.server.bulk_runs import BulkRuns
+from jobledger.server.deferred_parts import DeferredParts
 from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
 from jobledger.server.front_door import FrontDoor
 from jobledger.server.inputs import IgnoredKeysHeader
+from jobledger.server.process_metrics import ProcessMetrics
 from jobledger.server.routes import ROUTES
-from jobledger.server.sealed_ledger import ServedLogs, served_seal
 from jobledger.server.ui import routes as dashboard_routes
 from jobledger.server.ui.verify_runs import VerifyRuns
+from jobledger.server.warmup import Warmup
+
+if TYPE_CHECKING:
+    from jobledger.ledger.launchers import LauncherSpec
+    from jobledger.ledger.requests import QueueSettings
 
 log = logging.getLogger("jobledger.api")
 
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:
-    """``[queue.NAME]`` sections, validated now so a bad config stops the start."""
+    """``[queue.NAME]`` sections, validated now so a bad config stops the start (their model is
+    loaded only when there are any)."""
+    if not config.queue:
+        return {}
+    from jobledger.ledger.requests import QueueSettings
+
     return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
 
 
 def configured_launchers(config: Config) -> dict[str, LauncherSpec]:
-    """``[launcher.NAME]`` sections (the configuration checked them when it was loaded)."""
-    return {name: LauncherSpec.model_validate(raw) for name, raw in config.launcher.items()}
+    """``[launcher.NAME]`` sections, validated now so a bad one stops the start (their models are
+    loaded only when the configuration has any)."""
+    if not config.launcher:
+        return {}
+    from jobledger.ledger.launcher_declarations import check_name
+    from jobledger.ledger.launchers import LauncherSpec
+
+    found: dict[str, LauncherSpec] = {}
+    for name, section in config.launcher.items():
+        try:
+            check_name(name)
+            found[name] = LauncherSpec.model_validate(section)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise ConfigError(f"[launcher.{name}] {_problems(exc)}") from None
+    return found
+
+
+def _problems(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return str(exc)
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'section'}: {e['msg']}" for e in errors())
 
 
 async def apply_declared(
-    ledger: OpeningLedger, queues: dict[str, QueueSettings], launchers: dict[str, LauncherSpec]
+    ledger: OpeningLedger,
+    queues: dict[str, QueueSettings],
+    launchers: dict[str, LauncherSpec],
+    warmup: Warmup,
 ) -> None:
     """Create or update the configured queues, then declare the configured launchers (a launcher
-    declared as it was appends nothing), retrying while Redis is unreachable.  A launcher the ledger
-    refuses (its queue does not exist) is logged, and the others are declared."""
+    declared as it was appends nothing), retrying while Redis is unreachable, once the warm-up has
+    loaded the commands.  A launcher the ledger refuses (its queue does not exist) is logged, and the
+    others are declared."""
+    await warmup.module("jobledger.ledger.commands")
+    from jobledger.ledger import commands
+    from jobledger.ledger.errors import Conflict, NotFound
+    from jobledger.ledger.launcher_declarations import put
+
     delay = 0.5
     while True:
         try:
@@ -96,6 +135,33 @@ def served_names(config: Config) -> list[str]:
     return [*config.server.allowed_hosts, *([] if address.is_unspecified else [str(address)])]
 
 
+async def warm_up(warmup: Warmup, metrics: ProcessMetrics) -> None:
+    """The warm-up, then the metrics' registry built (on the loop: see ProcessMetrics)."""
+    await warmup.run()
+    metrics.build()
+
+
+async def run_checks(
+    config: Config,
+    background: OpeningLedger,
+    watch: LedgerWatch,
+    state: SchedulerState,
+    parts: DeferredParts,
+    warmup: Warmup,
+) -> None:
+    """The scheduler of this server, with the sealer, from its first round once the warm-up has
+    loaded it."""
+    await warmup.module("jobledger.scheduler.loop")
+    await warmup.module("jobledger.replay.archive.writer")
+    from jobledger.replay.archive.writer import archive_settings
+    from jobledger.scheduler import loop as scheduler
+
+    sealed = parts.sealed  # the signing key made, if this is the ledger's first sealing server
+    every, retention = scheduler.intervals(config), archive_settings(config, parts.archive)
+    sweep, seal = scheduler.blob_sweep(config, parts.store), None if sealed is None else sealed.settings
+    await scheduler.run(background, every, retention, watch=watch, state=state, blobs=sweep, seal=seal)
+
+
 def request_spans(traced: bool) -> list[Middleware]:
     """The middleware that makes a span of each request, outermost (so that what the front door
     refuses is traced too): none, and OpenTelemetry not imported, when tracing is off."""
@@ -117,11 +183,17 @@ def command_observer(metrics: Callable[[str, float], None], traced: bool) -> Cal
 
 
 def create_app(
-    config: Config, redis_url: str, *, run_scheduler: bool = True, blobs: BlobStore | None = None
+    config: Config,
+    redis_url: str,
+    *,
+    run_scheduler: bool = True,
+    blobs: BlobStore | None = None,
+    listening: asyncio.Event | None = None,
 ) -> Starlette:
     """The application for one ledger.  ``run_scheduler=False`` leaves the checks to someone else.
     The blob store is the configuration's ``[blobs]``, opened at startup and closed at shutdown,
-    unless ``blobs`` gives one (which its giver closes)."""
+    unless ``blobs`` gives one (which its giver closes).  The warm-up (:mod:`jobledger.server.warmup`)
+    starts once ``listening`` is set (by ``serve``, as uvicorn listens), at once without it."""
     read_only = config.server.read_only
     queues, declared = configured_queues(config), configured_launchers(config)
     run_scheduler = run_scheduler and config.server.scheduler
@@ -134,32 +206,25 @@ def create_app(
             if blobs is not None
             else open_store(config.blobs, config.embedded.data_dir, config.redis.key_namespace)
         )
-        # the archive every server's history reads
-        archive = BlobArchive.over(store, config.embedded.data_dir, config.redis.key_namespace)
-        namespace, partitions, observe = (
-            config.redis.key_namespace,
-            config.redis.partitions,
-            command_observer(app.state.metrics.observe, traced),
-        )
+        process: ProcessMetrics = app.state.metrics
+        namespace, partitions = config.redis.key_namespace, config.redis.partitions
+        observe = command_observer(process.observe, traced)
         ledger = OpeningLedger(redis_url, namespace, partitions, observe=observe)  # the requests'
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
         background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
         watch = LedgerWatch(background)
-        tasks = []
-        checks: scheduler.SchedulerState | None = None  # what /ready asks of this server's scheduler
-        seal = served_seal(config, create=run_scheduler and not read_only)
+        warmup = Warmup(listening, lambda: info.ping(background))
+        tasks = [asyncio.create_task(warm_up(warmup, process))]
+        checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
+        parts = DeferredParts(config, store, seals=run_scheduler and not read_only)
         if not read_only:
-            tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared)))
+            if queues or declared:
+                tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared, warmup)))
             if run_scheduler:
-                checks = scheduler.SchedulerState()
-                every, retention = scheduler.intervals(config), archive_settings(config, archive)
-                sweep, seal = scheduler.blob_sweep(config, store), scheduler.seal_settings(config)
-                run = scheduler.run(background, every, retention, watch=watch, state=checks, blobs=sweep,
-                                    seal=seal)  # fmt: skip
-                task = asyncio.create_task(run)
+                checks = SchedulerState()
+                task = asyncio.create_task(run_checks(config, background, watch, checks, parts, warmup))
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
-        bulk_runs = BulkRuns()  # the bulk operations this server runs in the background
         try:
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
             yield {
@@ -168,17 +233,16 @@ def create_app(
                 "watch": watch,
                 "scheduler": checks,
                 "blobs": guarded,
-                "sealed": None if seal is None else ServedLogs(seal, namespace, archive),
-                "archive": archive,
-                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, app.state.metrics.feeds.set),
+                "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, process.feeds_open),
+                "parts": parts,
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
-                "bulk_runs": bulk_runs,
             }
         finally:
-            await bulk_runs.close()
+            await parts.close()
             await cancel_and_wait(
                 tasks
             )  # a plain cancel can be lost mid-command (see jobledger.ledger.tasks)
+            await warmup.aclose()  # before the connections it may be pinging on close
             await app.state.verify_runs.close()
             await watch.close()
             await ledger.aclose()
@@ -193,12 +257,13 @@ def create_app(
                                 Middleware(FrontDoor, auth=config.server.auth,  # type: ignore[arg-type]
                                            allowed_hosts=served_names(config)),
                                 Middleware(IgnoredKeysHeader)])  # fmt: skip
-    app.state.metrics = metrics.Metrics()
+    app.state.metrics = ProcessMetrics()
     app.state.strict = config.server.strict
     app.state.auth = config.server.auth  # /openapi.json describes the token check when on
     app.state.read_only = read_only
     app.state.verify_runs = VerifyRuns(redis_url, config.redis.key_namespace)  # the dashboard's runs
     app.state.stopping = asyncio.Event()  # set by serve at its first signal: long-polls end at once
+    app.state.listening = listening  # set by serve once uvicorn listens: the warm-up starts
     app.state.max_body_size = config.server.max_body_size
     app.state.next_job_delay = config.server.next_job_delay
     app.state.idempotency_window = config.server.idempotency_window

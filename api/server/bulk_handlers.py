@@ -77,7 +77,7 @@ def _wait(request: Request) -> float:
 
 async def _follow(request: Request, body: BulkRequest, progress: Progress) -> Response:
     """Run the operation in the background; answer when it ends, or after the wait, with 202."""
-    runs: BulkRuns = request.state.bulk_runs
+    runs: BulkRuns = request.state.parts.bulk_runs
     task = runs.start(await _ledger(request).opened(), body, progress)
     done, _ = await asyncio.wait({task}, timeout=_wait(request))
     if task in done:
@@ -116,7 +116,7 @@ async def resume(request: Request) -> Response:
     await _check_scopes(request, body)
     if "finished_at" in found:
         raise Conflict(f"bulk operation {operation} has finished")
-    runs: BulkRuns = request.state.bulk_runs
+    runs: BulkRuns = request.state.parts.bulk_runs
     if operation in runs.running:
         raise Conflict(f"bulk operation {operation} is running")
     return await _follow(request, body, Progress(operation))
@@ -134,7 +134,7 @@ async def get_bulk(request: Request) -> Response:
     """An operation: its action and filter, when it started and finished, the jobs it has done in
     every run, how many its finishing run matched, and whether this server runs it now."""
     operation, found = await _record(request)
-    runs: BulkRuns = request.state.bulk_runs
+    runs: BulkRuns = request.state.parts.bulk_runs
     here = runs.running.get(operation)
     started, finished = int(found["started_at"]), found.get("finished_at")
     return JSONResponse(

@@ -4,13 +4,17 @@ was wrong, with the status code its class names."""
 from __future__ import annotations
 
 import logging
+import sys
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import JobLedgerError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 log = logging.getLogger("jobledger.api")
 
@@ -36,9 +40,14 @@ async def on_ledger_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.message)
 
 
-async def on_validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ValidationError)
-    return error_response(400, describe(exc))
+async def on_value_error(request: Request, exc: Exception) -> Response:
+    """A pydantic ValidationError (a body or parameter that does not validate) is a 400; any other
+    ValueError is unexpected.  pydantic is not loaded for this: a ValidationError exists only once
+    pydantic-core is, so a server that has not loaded it yet has none to answer."""
+    core = sys.modules.get("pydantic_core")
+    if core is not None and isinstance(exc, core.ValidationError):
+        return error_response(400, describe(exc))
+    return await on_unexpected(request, exc)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
@@ -63,7 +72,7 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
 
 HANDLERS = {
     JobLedgerError: on_ledger_error,
-    ValidationError: on_validation_error,
+    ValueError: on_value_error,  # pydantic's ValidationError is one
     HTTPException: on_http_error,
     ClientDisconnect: on_disconnect,
     Exception: on_unexpected,

@@ -98,7 +98,7 @@ async def list_events(request: Request) -> Response:
     router = await feed_ledger(request)
     count = router.partitioning.count
     after = parse_cursor(request.query_params.get("after"), count, "after")
-    archive = request.state.archive
+    archive = request.state.parts.archive
     if count == 1:
         page = await events_page(
             router.home, after.positions[0] if after else None, limit, flt, archive=archive
@@ -195,7 +195,7 @@ class Follower(Feed):
 
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.position)
-        archive = request.state.archive
+        archive = request.state.parts.archive
         async for chunk in self.archived(archive, await self.ledger.read(record())):
             yield chunk
         stopping: asyncio.Event = request.app.state.stopping
@@ -273,7 +273,7 @@ class MergedFollower(Feed):
     async def _follow(self, request: Request, ended: asyncio.Future[None] | None) -> AsyncIterator[str]:
         yield ": following the ledger\n" + _position(self.cursor.token())
         stopping: asyncio.Event = request.app.state.stopping
-        archive = request.state.archive
+        archive = request.state.parts.archive
         ledgers = {p: self.router.runners[p] for p in self.where}
         with partition_readers(request, ledgers) as readers:  # tapped before the catch-up: none lost
             done = False

@@ -1,6 +1,7 @@
 """How a live feed reads a partition of the ledger without a connection of its own: from its tap of
 the process's follower (:mod:`jobledger.ledger.taps`) while it keeps up, else by itself in pages
-of plain non-blocking ``XRANGE`` from its position, at most :data:`READS` feeds of the process at
+of plain non-blocking ``XRANGE`` from its position, at most
+:data:`jobledger.server.feeds.READS` feeds of the process at
 once, so that feeds falling behind together take a few connections of the request pool, not one
 each."""
 
@@ -22,8 +23,6 @@ from jobledger.projections.archive import ArchiveRecord, archive_key, parse_reco
 
 #: Events one read of a feed's own takes at most.
 PAGE = 500
-#: Feeds of a process that read the stream by themselves at once.
-READS = 8
 
 
 async def page_after(ledger: AsyncLedger, position: str) -> tuple[list[Event], ArchiveRecord | None]:

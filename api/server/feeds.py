@@ -17,10 +17,13 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from jobledger.server.errors import error_response
-from jobledger.server.feed_reads import READS
 
 #: Seconds a client refused a feed is asked to wait before it tries again.
 RETRY_AFTER = 5
+
+
+#: Feeds of a process that read the stream by themselves at once (:mod:`jobledger.server.feed_reads`).
+READS = 8
 
 
 class FeedSlots:

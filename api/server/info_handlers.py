@@ -16,9 +16,8 @@ from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
-from jobledger.projections import readers
 from jobledger.runtime.version import version as installed_version
-from jobledger.scheduler.loop import SchedulerState
+from jobledger.scheduler.state import SchedulerState
 from jobledger.server.errors import error_response
 
 #: What a probe says of a Redis it cannot reach: never its address (the probes answer anyone; the
@@ -30,6 +29,8 @@ PROBES = 4
 
 
 async def info(request: Request) -> Response:
+    from jobledger.projections import readers  # the projections' readers: not needed by /ready
+
     ledger: OpeningLedger = request.state.ledger
     return JSONResponse(await ledger.read(readers.info()))
 
@@ -38,7 +39,7 @@ async def version(request: Request) -> Response:
     return JSONResponse(installed_version())
 
 
-async def _ping(ledger: OpeningLedger) -> None:
+async def ping(ledger: OpeningLedger) -> None:
     """PING Redis (every node a partition of the ledger lives on), once more on a dropped connection:
     after Redis restarts, each connection the pool kept from before fails once when next used, and a
     probe must not report that as Redis being down (a PING, unlike a command, is safe to send twice)."""
@@ -57,7 +58,7 @@ async def _probe(request: Request) -> None:
     """PING Redis as a probe does: on the background connections, a few probes at a time."""
     probes: asyncio.Semaphore = request.state.probes
     async with probes:
-        await _ping(request.state.background)
+        await ping(request.state.background)
 
 
 async def health(request: Request) -> Response:

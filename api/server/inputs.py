@@ -1,5 +1,8 @@
 """Request bodies and parameters: JSON read within ``max_body_size`` (413 beyond), parsed into the
-command's pydantic model (400 with what was wrong), and path parameters checked."""
+command's pydantic model (400 with what was wrong), and path parameters checked.
+
+The app's middleware and the token check use this module as a server starts; the request models
+and commands it hands requests to load with the first request that needs them."""
 
 from __future__ import annotations
 
@@ -9,17 +12,19 @@ import logging
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jobledger.contract.traceparent import HEADER as TRACEPARENT_HEADER
 from jobledger.contract.traceparent import taken
-from jobledger.ledger.commands import Idempotency
 from jobledger.ledger.errors import BadRequest, JobLedgerError, NotFound
-from jobledger.ledger.requests import checked_queue_name, known_part
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from jobledger.ledger.commands import Idempotency
 
 log = logging.getLogger("jobledger.api")
 
@@ -27,7 +32,7 @@ log = logging.getLogger("jobledger.api")
 IGNORED_HEADER = "x-jobledger-ignored-keys"
 _IGNORED = "jobledger.ignored_keys"  # where a request's ignored keys wait in its ASGI scope
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 #: Arrays / objects nested deeper than this are refused, well inside Python's recursion limit.
 MAX_DEPTH = 512
@@ -173,6 +178,8 @@ def idempotency(request: Request, queue: str, body: Any) -> Idempotency | None:
         return None
     if not _IDEMPOTENCY_KEY.fullmatch(key):
         raise BadRequest("Idempotency-Key must be 1 to 255 printable ASCII characters")
+    from jobledger.ledger.commands import Idempotency
+
     canonical = json.dumps(
         [route.name, queue, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
@@ -198,6 +205,8 @@ def replayed(again: bool) -> dict[str, str]:
 def parse_model(request: Request, model: type[M], data: Mapping[str, Any], where: str = "") -> M:
     """``data`` (one JSON object of the body; ``where`` prefixes its keys' names) into ``model``,
     keys it does not know ignored and named (:func:`ignore_keys`)."""
+    from jobledger.ledger.requests import known_part
+
     known, unknown = known_part(model, data, where)
     ignore_keys(request, unknown)
     return model.model_validate(known)
@@ -263,6 +272,8 @@ def field_names(request: Request, known: tuple[str, ...], what: str) -> tuple[st
 
 
 def queue_name(request: Request) -> str:
+    from jobledger.ledger.requests import checked_queue_name
+
     name: str = request.path_params["queue"]
     try:
         return checked_queue_name(name)

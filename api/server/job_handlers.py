@@ -81,7 +81,7 @@ async def put_output(request: Request) -> Response:
 
 async def history(request: Request) -> Response:
     """Every event of the job, oldest first, those retention moved to the archive included."""
-    return JSONResponse(await job_history(_ledger(request), job_id(request), request.state.archive))
+    return JSONResponse(await job_history(_ledger(request), job_id(request), request.state.parts.archive))
 
 
 async def tagged(request: Request) -> Response:

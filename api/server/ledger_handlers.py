@@ -42,7 +42,7 @@ _EVENT_ID = re.compile(r"(0|[1-9][0-9]*)-(0|[1-9][0-9]*)")
 
 
 def _logs(request: Request) -> ServedLogs:
-    logs: ServedLogs | None = request.state.sealed
+    logs: ServedLogs | None = request.state.parts.sealed
     if logs is None:
         raise NotFound("this server serves no proofs: the ledger is not sealed ([ledger] seal is off, "
                        "or the signing key cannot be read)")  # fmt: skip
@@ -140,7 +140,7 @@ async def inclusion(request: Request) -> Response:
     _, latest_checkpoint = await _latest(log)
     size = _size(request, "size", latest_checkpoint.size, required=False)
     await _kept("size", log, size, latest_checkpoint.size)
-    leaf = await event_leaf(router.runners[partition], event_id, request.state.sealed.archive)
+    leaf = await event_leaf(router.runners[partition], event_id, request.state.parts.sealed.archive)
     try:
         proof = await asyncio.to_thread(_inclusion, log, event_id, leaf, size)
     except SealError as exc:

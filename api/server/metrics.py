@@ -1,4 +1,5 @@
-"""``GET /metrics``: Prometheus text for one app, from a registry of its own (on ``app.state.metrics``).
+"""``GET /metrics``: Prometheus text for one app, from a registry of its own (built from
+``app.state.metrics``, :mod:`jobledger.server.process_metrics`).
 
 Two kinds of metric: what this process measures itself — command latency, observed as the runner
 finishes each command (:attr:`jobledger.ledger.runner.AsyncLedger.observe`), and the live feeds it
@@ -289,7 +290,7 @@ def _blob_families(blobs: SweepCounters) -> Iterator[Metric]:
     )
 
 
-class Metrics:
+class Registry:
     """One app's registry: the command latency histogram, the live feeds open, and the collector of
     the ledger's state."""
 
@@ -310,10 +311,6 @@ class Metrics:
         self.ledger = LedgerCollector()
         self.registry.register(self.ledger)
 
-    def observe(self, command: str, seconds: float) -> None:
-        """The runner's hook: one command took ``seconds``."""
-        self.commands.labels(command).observe(seconds)
-
     def render(self, scrape: Scrape) -> bytes:
         self.ledger.scrape = scrape
         return generate_latest(self.registry)
@@ -330,6 +327,6 @@ async def scrape(ledger: OpeningLedger, sealed: bool = False) -> Scrape:
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: always 200 (``jobledger_redis_up`` tells whether Redis answered)."""
-    registry: Metrics = request.app.state.metrics
-    reading = await scrape(request.state.ledger, sealed=request.state.sealed is not None)
+    registry = request.app.state.metrics.build()
+    reading = await scrape(request.state.ledger, sealed=request.state.parts.sealed is not None)
     return Response(registry.render(reading), media_type=CONTENT_TYPE_LATEST)

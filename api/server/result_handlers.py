@@ -64,7 +64,7 @@ async def manifest(request: Request) -> Response:
     status, results = await job_results(ledger, job)
     actors = {}
     if results:
-        for event in await job_history(ledger, job, request.state.archive):
+        for event in await job_history(ledger, job, request.state.parts.archive):
             if event["type"] == "job_result_added":
                 data = event["data"]
                 actors[(data["name"], data["sha256"], data["attempt"])] = event["actor"]

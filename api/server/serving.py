@@ -79,9 +79,11 @@ class GracefulServer(uvicorn.Server):
         address: str,
         stopping: asyncio.Event | None,
         scheme: str = "http",
+        listening: asyncio.Event | None = None,
     ) -> None:
         super().__init__(config)
         self.stopping = stopping  # set at the first signal: long-polls end at once
+        self.listening = listening  # set once it listens: the app's warm-up starts
         self.shutdown_timeout = shutdown_timeout
         self.address = address
         self.scheme = scheme
@@ -117,6 +119,8 @@ class GracefulServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
+        if self.started and self.listening is not None:
+            self.listening.set()
         if self.started:
             log.info("listening on %s://%s (dashboard: /ui)", self.scheme, self.address)
 
@@ -162,8 +166,11 @@ def run_http(app: Any, config: Config, sockets: list[socket.socket]) -> bool:
     )
     port = sockets[0].getsockname()[1] if sockets else config.server.port
     stopping = getattr(getattr(app, "state", None), "stopping", None)
+    listening = getattr(getattr(app, "state", None), "listening", None)
     scheme = "https" if config.server.tls_cert is not None else "http"
-    server = GracefulServer(uv_config, timeout, address_text(config.server.host, port), stopping, scheme)
+    server = GracefulServer(
+        uv_config, timeout, address_text(config.server.host, port), stopping, scheme, listening
+    )
     loop = asyncio.new_event_loop()
     server.loop = loop
     try:

@@ -13,7 +13,7 @@ from jobledger.cli.server_commands import exposure_refusal, loopback
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import digest
 from jobledger.projections import tokens
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import Config, config_from
 
 PIPED = {"TTY_COMPATIBLE": "0", "NO_COLOR": "1"}
 
@@ -69,7 +69,7 @@ def test_not_loopback(host: str) -> None:
 
 
 def _config(**server: object) -> Config:
-    return Config.model_validate({"server": server})
+    return config_from({"server": server})
 
 
 def test_exposure_needs_auth_or_insecure() -> None:

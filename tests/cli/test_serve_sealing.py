@@ -24,8 +24,9 @@ def test_serve_makes_a_key_on_first_start_and_seals_what_it_appends(tmp_path: Pa
     checkpoint = data_dir / "blobs" / "jobledger" / "ledger" / "checkpoint"
     with no_server_left(data_dir), jobledger(serve_args(data_dir, port), tmp_path / "serve.log") as serve:
         wait_serving(serve, base)
+        # the key is made as the scheduler starts, in the warm-up once the server is ready
+        wait_for(lambda: "made the ledger's signing key" in serve.output(), "the signing key made")
         assert default_key_file(data_dir, "jobledger").stat().st_mode & 0o777 == 0o600
-        assert "made the ledger's signing key" in serve.output()
         httpx2.put(f"{base}/queue/q", json={}).raise_for_status()
         for n in range(5):
             httpx2.post(f"{base}/queue/q/job", json={"input": n}).raise_for_status()

@@ -6,6 +6,7 @@ timeout."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 import redis
 import redis.asyncio.connection
 
-from jobledger.ledger.redis_clients import LeanConnection, async_client
+from jobledger.ledger.redis_clients import LeanConnection, async_client, sync_client
 from tests.support.private_redis import PrivateServer
 
 
@@ -121,3 +122,21 @@ def test_a_write_that_waits_on_a_stalled_redis_times_out_and_never_runs(tmp_path
         asyncio.run(scenario())
     finally:
         private.kill()
+
+
+def test_a_connection_reports_redis_py_s_version_without_reading_package_metadata(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", unreadable)  # redis-py 8 reads it per connection
+    client = sync_client(redis_url)
+    try:
+        client.ping()
+        ours = [c for c in client.client_list() if c.get("id") == str(client.client_id())]
+    finally:
+        client.close()
+    if not ours or "lib-ver" not in ours[0]:
+        pytest.skip("this server does not keep a client's library version (CLIENT SETINFO)")
+    assert ours[0]["lib-ver"] == redis.__version__

@@ -25,7 +25,7 @@ from jobledger.ledger.seal.hashes import leaf_hash
 from jobledger.ledger.seal.leaves import leaf_bytes
 from jobledger.ledger.seal.proof_json import ConsistencyProof, InclusionProof
 from jobledger.ledger.seal.receipts import verify_receipt
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import Config, config_from
 from jobledger.scheduler.sealer import SealSettings, default_key_file, make_key_file, seal_settings
 from jobledger.server.app import create_app
 from tests.seal_support import seal
@@ -58,7 +58,7 @@ class Sealed:
 
 
 def config(namespace: str, directory: Path, partitions: int = 1, seal: bool = True) -> Config:
-    return Config.model_validate({
+    return config_from({
         "redis": {"key_namespace": namespace, "partitions": partitions},
         "ledger": {"seal": seal},
         "blobs": {"url": str(directory / "blobs")},

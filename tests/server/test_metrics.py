@@ -21,7 +21,8 @@ from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import Partitioning
 from jobledger.scheduler.loop import tick
-from jobledger.server.metrics import DEADLINE_SETS, Metrics
+from jobledger.server.metrics import DEADLINE_SETS, Registry
+from jobledger.server.process_metrics import ProcessMetrics
 from jobledger.worker.metrics import WorkerMetrics
 from tests.support.http import JOB_STATUSES, app_client, create_job, fetch, no_content, put_queue
 from tests.support.ledger import frozen_clock, one_queue_per_partition
@@ -204,6 +205,26 @@ def test_a_split_ledger_is_measured_whole(redis_url: str, namespace: str, client
     assert value(samples, "jobledger_blobs_swept_total") == 2
 
 
+def test_what_the_app_counted_before_its_registry_was_built_is_in_the_first_scrape() -> None:
+    process = ProcessMetrics()
+    process.observe("create", 0.002)
+    process.observe("create", 0.004)
+    process.feeds_open(2)
+    registry = process.build()
+    process.observe("fetch", 0.001)
+    process.feeds_open(1)
+    samples = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(generate_latest(registry.registry).decode())
+        for s in family.samples
+    }
+    assert samples[("jobledger_command_seconds_count", frozenset({("command", "create")}))] == 2
+    assert samples[("jobledger_command_seconds_sum", frozenset({("command", "create")}))] == 0.006
+    assert samples[("jobledger_command_seconds_count", frozenset({("command", "fetch")}))] == 1
+    assert samples[("jobledger_feeds_open", frozenset())] == 1
+    assert process.build() is registry
+
+
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_each_queues_counts_histograms_and_oldest_job_move_as_jobs_move(
     redis_url: str, namespace: str, partitions: int
@@ -297,6 +318,6 @@ def test_every_metric_is_documented(redis_url: str, namespace: str, client: redi
     served = {f.name for f in text_string_to_metric_families(page)}
     served |= {f.name for f in text_string_to_metric_families(generate_latest(worker.registry).decode())}
     # what a process observes itself comes with prometheus_client's _created series
-    own = [*Metrics().registry.collect(), *worker.registry.collect()]
+    own = [*Registry().registry.collect(), *worker.registry.collect()]
     created = {f"{f.name}_created" for f in own if f.type in ("counter", "histogram")}
     assert served - created == documented_metrics()

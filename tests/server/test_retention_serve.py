@@ -16,7 +16,7 @@ from jobledger.blobs.archive import BlobArchive
 from jobledger.blobs.local import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.projections.archive import load_record
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import Config, config_from
 from jobledger.server.app import create_app
 from tests.server.test_api_unavailable import wait_until
 from tests.support.http import BASE_URL
@@ -26,7 +26,7 @@ STATUSES = ["job_created", "job_started", "job_completed"]
 
 def config_of(namespace: str, data_dir: Path, blobs: Path) -> Config:
     """A server's config: its own data directory, the shared blob store, a short retention."""
-    return Config.model_validate({
+    return config_from({
         "redis": {"key_namespace": namespace},
         "embedded": {"data_dir": str(data_dir)},
         "blobs": {"url": str(blobs)},

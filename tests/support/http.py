@@ -23,7 +23,7 @@ from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.runner import Ledger
 from jobledger.replay.compare import snapshot
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import Config, config_from
 from jobledger.scheduler.loop import tick
 from jobledger.server.app import create_app
 from tests.support.blobs import temporary_store
@@ -58,7 +58,7 @@ def make_config(
     partitions = partitions or TEST_PARTITIONS
     raw = {"redis": {"key_namespace": namespace, "partitions": partitions}, "server": server,
            "queue": queues or {}, "launcher": launchers or {}, "ledger": {"seal": False}}  # fmt: skip
-    return Config.model_validate(raw)
+    return config_from(raw)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from jobledger.blobs import BlobStore
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
 from tests.support.blobs import temporary_store
 
@@ -63,7 +63,7 @@ def _serving(
     if sealed_in is not None:
         raw |= {"ledger": {"seal_interval": "0.1s"}, "blobs": {"url": str(sealed_in / "blobs")},
                 "embedded": {"data_dir": str(sealed_in)}}  # fmt: skip
-    config = Config.model_validate(raw)
+    config = config_from(raw)
     app: ASGIApp = create_app(config, redis_url, run_scheduler=run_scheduler, blobs=blobs)
     if wrap is not None:
         app = wrap(app)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -33,7 +34,7 @@ TRACEPARENT = formatted(TRACE, PARENT, 1)
 @pytest.fixture
 def traced(redis_url: str, namespace: str) -> Iterator[TestClient]:
     """The app with tracing on, queue ``q`` made."""
-    config = make_config(namespace).model_copy(update={"tracing": TracingConfig(enabled=True)})
+    config = replace(make_config(namespace), tracing=TracingConfig(enabled=True))
     with temporary_store() as blobs:
         app = create_app(config, redis_url, run_scheduler=False, blobs=blobs)
         with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as client:
@@ -135,7 +136,7 @@ def test_a_bad_traceparent_is_ignored_not_recorded(
 
 
 def test_a_5xx_answer_makes_the_span_an_error(namespace: str, spans: InMemorySpanExporter) -> None:
-    config = make_config(namespace).model_copy(update={"tracing": TracingConfig(enabled=True)})
+    config = replace(make_config(namespace), tracing=TracingConfig(enabled=True))
     with temporary_store() as blobs:
         app = create_app(config, "redis://127.0.0.1:1/0", run_scheduler=False, blobs=blobs)  # no Redis there
         with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as unreachable:

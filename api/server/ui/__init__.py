@@ -11,42 +11,56 @@ projections (see docs/dashboard.md); every change goes through the same commands
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from jobledger.server.ui import actions, failed_page, live, pages
-from jobledger.server.ui.render import STATIC, Endpoint
+#: The dashboard's static files (htmx, the style sheet), served as they are under ``/ui/static``.
+STATIC = Path(__file__).parent / "static"
 
 
-def _page(path: str, endpoint: Endpoint, method: str = "GET") -> Route:
-    """A dashboard route: HTML, so not in the API's OpenAPI document."""
-    return Route(path, endpoint, methods=[method], include_in_schema=False)
+def _page(path: str, endpoint: str, method: str = "GET") -> Route:
+    """A dashboard route: HTML, so not in the API's OpenAPI document.  Its endpoint, ``"module:function"``
+    of this package, is imported on the route's first request (or by the server's warm-up)."""
+    module, _, function = endpoint.partition(":")
+
+    async def page(request: Request) -> Response:
+        found = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+        answer: Response = await found(request)
+        return answer
+
+    page.__name__ = function
+    return Route(path, page, methods=[method], include_in_schema=False)
 
 
 def routes() -> list[BaseRoute]:
     """Every route of the dashboard, to put beside the API's."""
     return [
-        _page("/ui", pages.overview),
-        _page("/ui/queues", pages.queue_table),
-        _page("/ui/queue/{queue}/action", actions.queue_action, "POST"),
-        _page("/ui/queue/{queue}", pages.queue),
-        _page("/ui/search", pages.search),
-        _page("/ui/job/{job_id}", pages.job),
-        _page("/ui/job/{job_id}/action", actions.job_action, "POST"),
-        _page("/ui/job/{job_id}/state", pages.job_state),
-        _page("/ui/job/{job_id}/files/{name}", pages.job_file),
-        _page("/ui/job/{job_id}/results/{name}", pages.job_result),
-        _page("/ui/job/{job_id}/receipt", pages.job_receipt),
-        _page("/ui/job/{job_id}/stream", live.job_timeline),
-        _page("/ui/events", pages.events),
-        _page("/ui/events/stream", live.ledger_events),
-        _page("/ui/failed", failed_page.failed),
-        _page("/ui/launchers", pages.launchers),
-        _page("/ui/ledger", pages.ledger),
-        _page("/ui/ledger/verify", actions.start_verify, "POST"),
-        _page("/ui/ledger/verify/{run}", pages.verify_result),
-        _page("/ui/signin", pages.signin),
-        _page("/ui/signin", actions.signin, "POST"),
-        _page("/ui/signout", actions.signout, "POST"),
+        _page("/ui", "pages:overview"),
+        _page("/ui/queues", "pages:queue_table"),
+        _page("/ui/queue/{queue}/action", "actions:queue_action", "POST"),
+        _page("/ui/queue/{queue}", "pages:queue"),
+        _page("/ui/search", "pages:search"),
+        _page("/ui/job/{job_id}", "pages:job"),
+        _page("/ui/job/{job_id}/action", "actions:job_action", "POST"),
+        _page("/ui/job/{job_id}/state", "pages:job_state"),
+        _page("/ui/job/{job_id}/files/{name}", "pages:job_file"),
+        _page("/ui/job/{job_id}/results/{name}", "pages:job_result"),
+        _page("/ui/job/{job_id}/receipt", "pages:job_receipt"),
+        _page("/ui/job/{job_id}/stream", "live:job_timeline"),
+        _page("/ui/events", "pages:events"),
+        _page("/ui/events/stream", "live:ledger_events"),
+        _page("/ui/failed", "failed_page:failed"),
+        _page("/ui/launchers", "pages:launchers"),
+        _page("/ui/ledger", "pages:ledger"),
+        _page("/ui/ledger/verify", "actions:start_verify", "POST"),
+        _page("/ui/ledger/verify/{run}", "pages:verify_result"),
+        _page("/ui/signin", "pages:signin"),
+        _page("/ui/signin", "actions:signin", "POST"),
+        _page("/ui/signout", "actions:signout", "POST"),
         Mount("/ui/static", app=StaticFiles(directory=STATIC), name="ui-static"),
     ]

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from jobledger.ledger import commands
-from jobledger.ledger.commands import Call
+from jobledger.ledger.calls import Call
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
@@ -155,7 +155,7 @@ async def start_verify(request: Request) -> Response:
     _refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
     router = await ledger.opened()
-    sealed: ServedLogs | None = request.state.sealed
+    sealed: ServedLogs | None = request.state.parts.sealed
     logs = None if sealed is None else sealed.each(router)
     run = request.app.state.verify_runs.start(viewer.name, router.partitioning.namespaces, logs)
     if request.headers.get("hx-request"):

@@ -186,8 +186,8 @@ async def job(request: Request) -> Response:
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
-    items = await job_history(_ledger(request), jid, request.state.archive)
-    sealed: ServedLogs | None = request.state.sealed
+    items = await job_history(_ledger(request), jid, request.state.parts.archive)
+    sealed: ServedLogs | None = request.state.parts.sealed
     seal = None if sealed is None else await job_seal(sealed, await _ledger(request).opened(), jid)
     return page(
         request, "job.html", job_id=jid, job=fields, events=timeline(items), actors=file_actors(items),
@@ -201,7 +201,7 @@ async def job_receipt(request: Request) -> Response:
     through the dashboard's session."""
     jid = job_id(request)
     request.state.viewer = await admit(request, READ_JOB, job=jid)
-    sealed: ServedLogs | None = request.state.sealed
+    sealed: ServedLogs | None = request.state.parts.sealed
     if sealed is None:
         raise NotFound("the ledger is not sealed here: it has no receipts")
     found = await job_receipt_of(sealed, await _ledger(request).opened(), jid)
@@ -218,7 +218,7 @@ async def job_state(request: Request) -> Response:
     request.state.viewer = await admit(request, READ_JOB, job=jid)
     fields = await _job_fields(request, jid)
     needs_history = not fields or fields.get("results")
-    items = await job_history(_ledger(request), jid, request.state.archive) if needs_history else []
+    items = await job_history(_ledger(request), jid, request.state.parts.archive) if needs_history else []
     return page(
         request, "_job_state.html", job_id=jid, job=fields, actors=file_actors(items) if fields else None,
         gone=None if fields else gone_how(items), oob=True, flash=None,
@@ -351,7 +351,7 @@ class SealRow:
 
 async def _sealing(request: Request, router: AsyncPartitioned) -> list[SealRow] | None:
     """Each partition's latest checkpoint and seal lag; None when the ledger is not sealed here."""
-    sealed: ServedLogs | None = request.state.sealed
+    sealed: ServedLogs | None = request.state.parts.sealed
     if sealed is None:
         return None
     logs = sealed.each(router)

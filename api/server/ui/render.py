@@ -24,7 +24,6 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
-STATIC = HERE / "static"
 
 #: Scripts only from /ui/static (no inline script, no eval), nothing framed, forms only to us.
 CSP = (

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import config_from
 from jobledger.server.app import create_app
 
 
@@ -32,7 +32,7 @@ def _env() -> tuple[str, str]:
 def ours(auth: bool = False) -> Starlette:
     """jobledger's application on the bench namespace."""
     url, namespace = _env()
-    config = Config.model_validate(
+    config = config_from(
         {"redis": {"key_namespace": namespace}, "server": {"log_level": "warning", "auth": auth}}
     )
     return create_app(config, url, run_scheduler=False)

@@ -1,12 +1,14 @@
 """Ours from a cold start: ``jobledger serve`` as a new process, timed from its spawn to the first
 200 from ``/ready`` (the server answering, the scheduler running), beside a bare Starlette app under
-uvicorn, timed from its spawn to its first 200.
+uvicorn, timed from its spawn to its first 200.  And, with no bar, ``serve`` timed from its spawn to
+the first 201 of ``POST /queue/q/job``: the outage a restart makes ends when a create is answered,
+and the server defers loading what a create needs to its warm-up, past ``/ready``.
 
 ``serve`` is started against the measurement's server (already running: a restart's case), and on
 an embedded server of its own in a new data directory (the server started too).  Each figure is the
 median of several starts, after one start not counted; the processes run with their bytecode cache
 written and read, as an installed package's is, whatever ``PYTHONDONTWRITEBYTECODE`` says here.
-The three kinds of start are taken in turns, so that the machine's load falls on each alike.  The
+The four kinds of start are taken in turns, so that the machine's load falls on each alike.  The
 ratio is ours / bare: how much more a start of ours costs than Python, Starlette and uvicorn's.
 """
 
@@ -24,7 +26,10 @@ from pathlib import Path
 
 import redis
 
+from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.partitioned import open_ledger
+from jobledger.ledger.requests import QueueSettings
 
 from . import figures as F
 from .figures import Figure, Results, Settings
@@ -40,6 +45,13 @@ START_TIMEOUT = 60.0
 #: Seconds between two probes of a starting process.
 PROBE_EVERY = 0.005
 NAMESPACE = "bench-start"
+#: The queue the creates go to (made before the starts).
+QUEUE = "q"
+#: A create, as a client's first request to a restarted server.
+CREATE = (
+    f"POST /queue/{QUEUE}/job HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    'Content-Length: 12\r\nConnection: close\r\n\r\n{"input": 1}'
+).encode()
 #: The bare app: Starlette and uvicorn only, run as a script (no package of ours imported).
 BARE_APP = """
 import sys
@@ -56,6 +68,10 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", l
 """
 
 Spawn = Callable[[int], list[str]]
+#: A start's seconds, and the CPU seconds its process had used by then.
+Start = tuple[float, float | None]
+#: A command to start, and what its start waits for (see :func:`time_start`).
+Timed = tuple[Spawn, Callable[[int], bool]]
 
 
 def _free_port() -> int:
@@ -71,14 +87,25 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_") and k not in drop_names}
 
 
-def _ready(port: int) -> bool:
-    """Whether ``GET /ready`` on ``port`` answers 200 now."""
+def _answers(port: int, request: bytes, status: bytes, timeout: float) -> bool:
+    """Whether ``request`` sent to ``port`` now is answered with ``status`` within ``timeout`` s."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            return s.recv(16).startswith(b"HTTP/1.1 200")
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(request)
+            return s.recv(16).startswith(b"HTTP/1.1 " + status)
     except OSError:
         return False
+
+
+def _ready(port: int) -> bool:
+    """Whether ``GET /ready`` on ``port`` answers 200 now."""
+    return _answers(port, b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", b"200", 1)
+
+
+def _created(port: int) -> bool:
+    """Whether a create on ``port`` is answered 201 now: once the server listens, its answer is
+    waited for however long the modules it needs take to load."""
+    return _answers(port, CREATE, b"201", START_TIMEOUT)
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -90,14 +117,14 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_start(command: list[str], port: int) -> tuple[float, float | None]:
-    """Seconds from spawning ``command`` to the first 200 from ``/ready`` on ``port``, and the CPU
-    seconds the process used by then (on a busy machine the first counts the waits for a core too);
-    the process is stopped after (SIGTERM, then SIGKILL)."""
+def time_start(command: list[str], port: int, answered: Callable[[int], bool] = _ready) -> Start:
+    """Seconds from spawning ``command`` to the first time ``answered`` (by default: the first 200
+    from ``/ready``) on ``port``, and the CPU seconds the process used by then (on a busy machine the
+    first counts the waits for a core too); the process is stopped after (SIGTERM, then SIGKILL)."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, env=_env(), stdin=subprocess.DEVNULL)
     try:
-        while not _ready(port):
+        while not answered(port):
             if proc.poll() is not None:
                 raise RuntimeError(f"{command[2:4]} exited with {proc.returncode} before it was ready")
             if time.perf_counter() - started > START_TIMEOUT:
@@ -108,17 +135,14 @@ def time_start(command: list[str], port: int) -> tuple[float, float | None]:
         stop(proc)
 
 
-Start = tuple[float, float | None]
-
-
-def interleaved_starts(spawns: list[Spawn], runs: int) -> list[list[Start]]:
+def interleaved_starts(spawns: list[Timed], runs: int) -> list[list[Start]]:
     """``runs`` starts of each command, taken in turns (one of each per round, after a round not
     counted), so that a load that comes and goes on the machine falls on all of them alike; each
     command's starts, as (seconds, CPU seconds)."""
     times: list[list[Start]] = [[] for _ in spawns]
     for round_ in range(runs + 1):
-        for spawn, kept in zip(spawns, times, strict=True):
-            measured = time_start(spawn(port := _free_port()), port)
+        for (spawn, answered), kept in zip(spawns, times, strict=True):
+            measured = time_start(spawn(port := _free_port()), port, answered)
             if round_:
                 kept.append(measured)
     return times
@@ -126,6 +150,16 @@ def interleaved_starts(spawns: list[Spawn], runs: int) -> list[list[Start]]:
 
 def _median(starts: list[Start]) -> float:
     return statistics.median(t for t, _ in starts)
+
+
+def _make_queue(url: str) -> None:
+    """The queue the creates go to, on the ledger ``serve`` opens (its partitions settled alike)."""
+    ledger = open_ledger(url, NAMESPACE)
+    try:
+        ledger.run(commands.put_queue(QUEUE, QueueSettings()))
+    finally:
+        for runner in ledger.runners:
+            runner.client.close()
 
 
 def serve_command(port: int, *where: str) -> list[str]:
@@ -143,31 +177,36 @@ def _figure(label: str, seconds: float, times: list[Start]) -> Figure:
 
 def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = print) -> Results:
     """The start figures: ``serve`` on a running server and on an embedded one, the bare app, and
-    the ratios."""
+    the ratios; and ``serve`` on the running server to its first create answered."""
     runs = QUICK_RUNS if settings.quick else RUNS
     with tempfile.TemporaryDirectory(prefix="jobledger-start-") as tmp, servers.fresh() as url:
         bare_script = Path(tmp) / "bare_start.py"
         bare_script.write_text(BARE_APP)
         where = ("--redis-url", url, "--namespace", NAMESPACE)
         dirs = iter(range(runs + 1))
-        spawns: list[Spawn] = [
-            lambda port: [sys.executable, str(bare_script), str(port)],
-            lambda port: serve_command(port, *where),
-            lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")),
+        spawns: list[Timed] = [
+            (lambda port: [sys.executable, str(bare_script), str(port)], _ready),
+            (lambda port: serve_command(port, *where), _ready),
+            (lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")), _ready),
+            (lambda port: serve_command(port, *where), _created),
         ]
         try:
-            bare_times, ours_times, embedded_times = interleaved_starts(spawns, runs)
+            _make_queue(url)
+            bare_times, ours_times, embedded_times, create_times = interleaved_starts(spawns, runs)
         finally:
             with redis.Redis.from_url(url) as client:
                 drop(client, Keys(NAMESPACE))
     bare, ours, embedded = _median(bare_times), _median(ours_times), _median(embedded_times)
+    create = _median(create_times)
     log(f"  bare Starlette {bare * 1000:.0f} ms, serve {ours * 1000:.0f} ms (Redis running), "
-        f"{embedded * 1000:.0f} ms (embedded)")  # fmt: skip
+        f"{embedded * 1000:.0f} ms (embedded), {create * 1000:.0f} ms to the first create")  # fmt: skip
     note = f"median of {runs} starts, spawn to the first 200 from /ready"
     new_dir = f"{note}; the embedded server started in a new data directory"
+    first_create = f"median of {runs} starts, spawn to the first 201 from POST /queue/{QUEUE}/job"
     return {
         F.START_OURS: _figure(f"{note}; Redis already running", ours, ours_times),
         F.START_EMBEDDED: _figure(new_dir, embedded, embedded_times),
+        F.START_CREATE: _figure(f"{first_create}; Redis already running", create, create_times),
         F.START_BARE: _figure(f"{note}; Starlette + uvicorn, one route", bare, bare_times),
         F.START_RATIO: Figure(ours / bare, "x", "serve (Redis running) / bare Starlette"),
         F.START_EMBEDDED_RATIO: Figure(embedded / bare, "x", "serve (embedded Redis) / bare Starlette"),

@@ -47,10 +47,10 @@ def server_process(ready: Any, go: Any, stop: Any, index: int, url: str, namespa
 
     import uvicorn
 
-    from jobledger.runtime.config import Config
+    from jobledger.runtime.config import config_from
     from jobledger.server.app import create_app
 
-    config = Config.model_validate({"redis": {"key_namespace": namespace}})
+    config = config_from({"redis": {"key_namespace": namespace}})
     app = create_app(config, url, run_scheduler=False)
     # on asyncio's own loop, as ``jobledger serve`` runs (uvicorn's "auto" would take uvloop)
     served = uvicorn.Config(
