@@ -28,7 +28,7 @@ from jobledger.cli.common import (
     setup_logging,
     start_tracing,
 )
-from jobledger.runtime.config import Config
+from jobledger.runtime.config import Config, ConfigError
 from jobledger.runtime.startup import started
 from jobledger.runtime.version import version as installed_version
 
@@ -174,7 +174,10 @@ def serve(
         with SignalStop() as stop, open_redis(config, stop, create=True) as url:
             if not config.redis.url:
                 check_partitions(config, url)
-            app = create_app(config, url, listening=asyncio.Event())  # the warm-up waits for it
+            try:
+                app = create_app(config, url, listening=asyncio.Event())  # the warm-up waits for it
+            except ConfigError as exc:  # a [queue.*] or [launcher.*] section its model refuses
+                fail(f"configuration: {exc}", code=2)
             started()
             served = run_http(app, config, sockets)
             stop.fired = True  # the server has stopped: a late signal must not cut short the rest

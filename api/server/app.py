@@ -59,12 +59,18 @@ log = logging.getLogger("jobledger.api")
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:
     """``[queue.NAME]`` sections, validated now so a bad config stops the start (their model is
-    loaded only when there are any)."""
+    loaded only when there are any); a :class:`ConfigError` naming the section and its fields."""
     if not config.queue:
         return {}
     from jobledger.ledger.requests import QueueSettings
 
-    return {name: QueueSettings.model_validate(raw) for name, raw in config.queue.items()}
+    found: dict[str, QueueSettings] = {}
+    for name, section in config.queue.items():
+        try:
+            found[name] = QueueSettings.model_validate(section)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise ConfigError(f"[queue.{name}] {_problems(exc)}") from None
+    return found
 
 
 def configured_launchers(config: Config) -> dict[str, LauncherSpec]:

@@ -215,3 +215,22 @@ def test_a_warning_repeated_while_redis_is_down_is_written_once(tmp_path: Path) 
     skipped = [line for line in scheduler.output().splitlines() if "skipped" in line]
     by_task = sorted(line.split(": ")[0].split(" ", 1)[1] for line in skipped)
     assert by_task == ["WARNING jobledger.blobs", "WARNING jobledger.scheduler"], scheduler.output()
+
+
+@pytest.mark.parametrize(
+    ("section", "said"),
+    [
+        ('[queue.q]\ntimeout = "nonsense"\n', "[queue.q] timeout:"),
+        ('[launcher.nightly]\ntype = "@cron"\narguments = "bad cron"\nqueue = "q"\n', "[launcher.nightly]"),
+    ],
+)
+def test_a_section_its_model_refuses_stops_serve_with_exit_2_and_no_traceback(
+    tmp_path: Path, section: str, said: str
+) -> None:
+    data_dir = tmp_path / "data"
+    (tmp_path / "bad.toml").write_text(section)
+    args = serve_args(data_dir, free_port(), "--config", str(tmp_path / "bad.toml"))
+    with no_server_left(data_dir), jobledger(args, tmp_path / "s.log") as serve:
+        assert serve.wait(timeout=30) == 2, serve.output()
+        assert f"configuration: {said}" in serve.output()
+        assert "Traceback" not in serve.output() and "╭" not in serve.output()

@@ -30,10 +30,12 @@ VALUES = st.one_of(
 )  # fmt: skip
 
 
-SECTIONS = {name: kind for name, kind in typing.get_type_hints(Config).items() if name != "queue"}
+SECTIONS = {
+    name: kind for name, kind in typing.get_type_hints(Config).items() if name not in ("queue", "launcher")
+}
 FIELDS = sorted({item.name for section in SECTIONS.values() for item in fields(section)})
 RAW = st.dictionaries(
-    st.sampled_from([*SECTIONS, "queue", "nosuch"]),
+    st.sampled_from([*SECTIONS, "queue", "launcher", "nosuch"]),
     st.one_of(st.integers(), st.dictionaries(st.sampled_from([*FIELDS, "nosuch"]), VALUES, max_size=6)),
     max_size=4,
 )
