@@ -42,7 +42,7 @@ def _ledger(request: Request) -> OpeningLedger:
 async def _touched(router: AsyncPartitioned, body: BulkRequest) -> list[str]:
     """The queues an operation without a queue or ids may touch: each one holding a job of a
     status the operation acts on."""
-    wanted = bulk_reads.statuses(body.action, body.status)
+    wanted = bulk_reads.statuses(body.action, body.statuses())
 
     async def of(partition: int) -> list[str]:
         names = await router.read(bulk_reads.queues(partition))

@@ -67,7 +67,7 @@ async def batches(router: AsyncPartitioned, partition: int, request: BulkRequest
         for at in range(0, len(ids), BATCH):
             yield ids[at : at + BATCH]
         return
-    wanted = bulk_reads.statuses(request.action, request.status)
+    wanted = bulk_reads.statuses(request.action, request.statuses())
     if request.queue is not None:
         names = [request.queue] if router.partitioning.of_queue(request.queue) == partition else []
     else:
