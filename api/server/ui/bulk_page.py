@@ -27,6 +27,7 @@ from jobledger.projections.failed_filter import ENDED_BADLY, FailedFilter
 from jobledger.server.auth import READ
 from jobledger.server.bulk_handlers import operation_view, recorded, touched_queues
 from jobledger.server.bulk_runs import BulkRuns, Progress, run
+from jobledger.server.inputs import positive_int
 from jobledger.server.ui import flash
 from jobledger.server.ui.actions import DONE, NEEDS, refuse_writes
 from jobledger.server.ui.failed_page import FILTER_FIELDS, failed_filter
@@ -35,6 +36,8 @@ from jobledger.server.ui.session import Refused, Viewer, admit, check_csrf, form
 
 #: How often an operation's page fetches its counts again while it runs.
 LIVE_SECONDS = 1
+#: The largest count the preview may hand to the operation's page as the jobs it expects.
+MOST_EXPECTED = 10**12
 
 
 def bulk_request(action: str, flt: FailedFilter, dry_run: bool) -> BulkRequest:
@@ -87,7 +90,7 @@ def _preview(request: Request, form: dict[str, str], flt: FailedFilter, matched:
     )
     return page(
         request, "confirm.html", title=f"{action.capitalize()} {matched:,} matching jobs?",
-        action="/ui/bulk", fields={"action": action, **kept}, says=says, back=back,
+        action="/ui/bulk", fields={"action": action, **kept, "expected": str(matched)}, says=says, back=back,
         button=f"{action.capitalize()} {matched:,} jobs",
     )  # fmt: skip
 
@@ -114,14 +117,16 @@ async def bulk_action(request: Request) -> Response:
         return _preview(request, form, flt, counted.matched)
     runs: BulkRuns = request.state.bulk_runs
     operation, _ = await runs.begin(ledger, body)
-    response = RedirectResponse(f"/ui/bulk/{operation}", status_code=303)
+    expected = form.get("expected", "")
+    shown = f"/ui/bulk/{operation}" + (f"?expected={expected}" if expected.isdigit() else "")
+    response = RedirectResponse(shown, status_code=303)
     flash.leave(response, request, f"bulk {action} {operation} started by {viewer.name}")
     return response
 
 
 async def _state(request: Request) -> dict[str, object]:
-    """The operation of the path as ``GET /bulk/{operation}`` shows it, and, while this server runs
-    it, how many jobs it has matched so far."""
+    """The operation of the path as ``GET /bulk/{operation}`` shows it, while this server runs it
+    how many jobs it has matched so far, and how many its preview counted (``?expected=``)."""
     request.state.viewer = await admit(request, READ)
     operation = request.path_params["operation"]
     ledger: OpeningLedger = request.state.ledger
@@ -129,6 +134,7 @@ async def _state(request: Request) -> dict[str, object]:
     state = operation_view(operation, await recorded(ledger, operation), runs)
     here = runs.running.get(operation)
     state["matched_so_far"] = here.matched if here is not None else None
+    state["expected"] = positive_int(request, "expected", 0, MOST_EXPECTED) or None
     return state
 
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from jobledger.ledger import bulk
+from jobledger.server import bulk_runs
 from jobledger.server.ui.render import fragment
 from tests.server.ui.conftest import Secured
 from tests.server.ui.html import Element, parse
@@ -53,7 +53,7 @@ def test_the_failed_page_offers_to_act_on_all_it_matches_with_its_filter(ui: Tes
 def test_preview_counts_then_confirm_requeues_failed_and_timed_out_as_one_operation(
     ui: TestClient, client: redis.Redis, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH", 4)  # several batches
+    monkeypatch.setattr(bulk_runs, "BATCH", 4)  # several batches
     put_queue(ui, "other")
     smtp = [failed(ui, "q", "SMTPError") for _ in range(6)]
     create_job(ui, "q")
@@ -75,6 +75,7 @@ def test_preview_counts_then_confirm_requeues_failed_and_timed_out_as_one_operat
         "action": "requeue",
         "queue": "q",
         "error_kind": "SMTPError",
+        "expected": "6",
         "confirm": "yes",
     }
     assert doc.one("a", id="confirm-back").attrs["href"] == "/ui/failed?queue=q&error_kind=SMTPError"
@@ -84,9 +85,10 @@ def test_preview_counts_then_confirm_requeues_failed_and_timed_out_as_one_operat
     started = _post(ui, **fields)
     assert started.status_code == 303
     location = started.headers["location"]
-    operation = location.removeprefix("/ui/bulk/")
+    assert location.endswith("?expected=6")  # the preview's count, for the page's progress bar
+    operation = location.removeprefix("/ui/bulk/").removesuffix("?expected=6")
     doc = _finished(ui, location)
-    assert doc.one("dd", id="bulk-done").text() == "6" and doc.one("dd", id="bulk-matched").text() == "6"
+    assert doc.one(id="bulk-done").text() == "6" and doc.one("dd", id="bulk-matched").text() == "6"
     assert doc.one("dd", data_filter="status").text() == "failed, timed_out"
     assert _statuses(ui, smtp) == ["queued"] * 6
     assert _statuses(ui, [timed_out, *others]) == ["timed_out", "failed", "failed"]
@@ -114,12 +116,14 @@ def test_the_counts_refresh_themselves_until_the_operation_has_finished(ui: Test
 def test_a_running_operation_s_counts_fetch_themselves() -> None:
     state: dict[str, Any] = {
         "operation": "5-0", "action": "requeue", "filter": {}, "started_at": "2026-01-01T00:00:00Z",
-        "finished_at": None, "done": 2, "matched": None, "running": True, "matched_so_far": 3,
+        "finished_at": None, "done": 2, "matched": None, "running": True, "matched_so_far": 3, "expected": 8,
     }  # fmt: skip
-    html = fragment("_bulk_counts.html", op=state, live=1)
-    counts = parse(html).one(id="bulk-counts")
-    assert (counts.attrs["hx-get"], counts.attrs["hx-trigger"]) == ("/ui/bulk/5-0/counts", "every 1s")
-    assert parse(html).one("dd", id="bulk-matched").text() == "3 so far"
+    doc = parse(fragment("_bulk_counts.html", op=state, live=1))
+    counts = doc.one(id="bulk-counts")
+    assert counts.attrs["hx-get"] == "/ui/bulk/5-0/counts?expected=8"
+    assert counts.attrs["hx-trigger"] == "every 1s"
+    assert doc.one("dd", id="bulk-matched").text() == "3 so far"
+    assert (doc.one("progress").attrs["value"], doc.one("progress").attrs["max"]) == ("2", "8")
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,9 @@ import redis
 from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
-from jobledger.ledger import bulk, commands
+from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
+from jobledger.server import bulk_runs
 from jobledger.server.ui import actions
 from tests.server.ui.conftest import Secured
 from tests.server.ui.html import parse
@@ -90,7 +91,7 @@ def test_pause_and_resume_append_their_events_with_the_actor(
 def test_drain_asks_then_cancels_every_waiting_job_as_one_bulk_operation(
     ui: TestClient, client: redis.Redis, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH", 3)  # several batches
+    monkeypatch.setattr(bulk_runs, "BATCH", 3)  # several batches
     running = create_job(ui, "q")
     fetch(ui, "q")
     waiting = [create_job(ui, "q") for _ in range(5)]
