@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_
 from jobledger.ledger.commands import Call
 from jobledger.ledger.events import BulkAction
 from jobledger.ledger.partitions import HOME, partition_route
-from jobledger.ledger.requests import ErrorKind, QueueName, Status, Tag, Time
+from jobledger.ledger.requests import JOB_STATUSES, ErrorKind, QueueName, Status, Tag, Time
 
 #: The most ids one request may name.
 MAX_IDS = 10_000
@@ -28,6 +28,8 @@ MAX_IDS = 10_000
 BATCH = 500
 #: What the script checks on each job it is given.
 CRITERIA = ("queue", "status", "tag", "error_kind", "since", "until")
+#: Several statuses at once: any of them (the dashboard's failed page acts on failed and timed_out).
+Statuses = Annotated[list[Status], Field(min_length=1, max_length=len(JOB_STATUSES))]
 
 
 class BulkFilter(BaseModel):
@@ -38,7 +40,9 @@ class BulkFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     queue: QueueName | None = Field(default=None, description="Only jobs of this queue.")
-    status: Status | None = Field(default=None, description="Only jobs with this status.")
+    status: Status | Statuses | None = Field(
+        default=None, description="Only jobs with this status (a list: with any of these statuses)."
+    )
     tag: Tag | None = Field(default=None, description="Only jobs with this tag.")
     error_kind: ErrorKind | None = Field(
         default=None, description="Only jobs whose latest error has this kind."
@@ -58,6 +62,12 @@ class BulkFilter(BaseModel):
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise ValueError("since must come before until")
         return self
+
+    def statuses(self) -> tuple[str, ...] | None:
+        """The statuses the filter names, as one tuple (None: any status)."""
+        if self.status is None:
+            return None
+        return (self.status,) if isinstance(self.status, str) else tuple(dict.fromkeys(self.status))
 
     def criteria(self) -> dict[str, Any]:
         """What the script checks on each job (the ids are what it is given), JSON-ready."""

@@ -274,12 +274,6 @@ def pause_queue(name: str, paused: bool) -> Call[bool]:
     return Call("pause_queue", (name, "1" if paused else "0"), lambda r: int(r) == 1, queue_route(name))
 
 
-def drain_queue(name: str, most: int) -> Call[tuple[int, int]]:
-    """Cancel up to ``most`` of the jobs waiting in a queue (queued or scheduled): how many were
-    cancelled, and how many still wait."""
-    return Call("drain_queue", (name, most), lambda r: (int(r[0]), int(r[1])), queue_route(name))
-
-
 def heartbeat(job_id: int, attempt: int | None = None) -> Call[int]:
     return Call("heartbeat", (job_id, "" if attempt is None else attempt), _int, id_route(job_id))
 

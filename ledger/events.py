@@ -276,13 +276,14 @@ BulkAction = Literal["requeue", "cancel", "delete"]
 class BulkStarted(EventData):
     """A bulk operation started: ``action`` on every job that matches the filter (``queue``,
     ``status``, ``tag``, ``error_kind``, ``since`` and ``until`` in ms, ``ids``; each left out when
-    not given).  The event's id is the operation's id; its entry's actor is who asked."""
+    not given; ``status`` a list when several are: any of them).  The event's id is the operation's
+    id; its entry's actor is who asked."""
 
     type = "bulk_started"
 
     action: BulkAction
     queue: str | None = None
-    status: str | None = None
+    status: str | list[str] | None = None
     tag: str | None = None
     error_kind: str | None = None
     since: int | None = None

@@ -33,13 +33,13 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def statuses(action: str, status: str | None) -> tuple[str, ...]:
-    """The statuses whose sets an operation walks: the filter's (if the action takes it), else all
-    the action takes."""
+def statuses(action: str, named: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The statuses whose sets an operation walks: those the filter names that the action takes
+    (none named: all the action takes)."""
     taken = ACTION_STATUSES[action]
-    if status is None:
+    if named is None:
         return taken
-    return (status,) if status in taken else ()
+    return tuple(s for s in named if s in taken)
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,10 @@ def submit(
     url: UrlOption = None,
     as_json: AsJson = False,
 ) -> None:
-    """Create a job; prints its id.  Options left out take the queue's settings."""
+    """Create a job; prints its id.  Options left out take the queue's settings.
+
+    When a live job of the queue already holds --unique-key, no job is created: the existing job's
+    id is printed, and a line on stderr says so."""
     out = Output(as_json)
     options: dict[str, Any] = {
         "tags": tag, "priority": priority, "delay": delay, "run_at": run_at, "unique_key": unique_key,
@@ -141,10 +144,19 @@ def submit(
         "retry_on": retry_on, "no_retry_on": no_retry_on,
     }  # fmt: skip
     with connected(url) as client:
-        job_id = client.submit(queue_name, parse_json(input_json, "--input"), files=file or None, **options)
+        made = client.submit_job(queue_name, parse_json(input_json, "--input"), files=file or None, **options)
+    if not made.created:
+        typer.echo(
+            f"no job created: job {made.id} of queue {queue_name} already holds unique key "
+            f"{unique_key!r}; its id is printed",
+            err=True,
+        )
     if out.is_json:
-        return out.json({"id": job_id, "queue": queue_name})
-    out.note(f"created job [bold]{job_id}[/] on queue [bold]{queue_name}[/]", str(job_id))
+        return out.json({"id": made.id, "queue": queue_name, "created": made.created})
+    if made.created:
+        out.note(f"created job [bold]{made.id}[/] on queue [bold]{queue_name}[/]", str(made.id))
+    else:
+        out.note(f"job [bold]{made.id}[/] on queue [bold]{queue_name}[/] (existing)", str(made.id))
 
 
 JobId = Annotated[int, typer.Argument(metavar="ID", help="The job's id.")]

@@ -1,4 +1,5 @@
-"""``jobledger replay rebuild`` and ``jobledger replay verify``: the projections from the ledger alone.
+"""``jobledger replay rebuild`` and ``jobledger replay verify``: the projections from the ledger alone
+(and ``replay drop``, :mod:`jobledger.cli.replay_drop`, to delete a rebuild's namespace).
 
 Both read the ledger straight from Redis (the shared ``--config`` / ``--data-dir`` /
 ``--redis-url`` / ``--namespace`` options say which), archived events included, and show their
@@ -39,6 +40,7 @@ from jobledger.cli.common import (
     open_redis,
 )
 from jobledger.cli.ledger_checks import audit_parts, configured_keys
+from jobledger.cli.replay_drop import drop_command
 from jobledger.ledger.durations import format_time
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning
@@ -56,7 +58,8 @@ from jobledger.runtime.config import Config
 
 app = typer.Typer(
     name="replay",
-    help="Rebuild the projections from the ledger alone, or verify the live ones against it.",
+    help="Rebuild the projections from the ledger alone, verify the live ones against it, or drop a "
+    "rebuild's namespace.",
     no_args_is_help=True,
 )
 
@@ -406,3 +409,6 @@ def _verify_blobs(config: Config, parts: list[Part]) -> bool:
     else:
         typer.echo(f"{len(found.problems)} of {checked} are missing or corrupt")
     return found.ok
+
+
+app.command("drop")(drop_command)

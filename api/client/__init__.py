@@ -29,6 +29,7 @@ from jobledger.client.models import (
     QueueSettings,
     StoredFile,
     StoredResult,
+    Submitted,
 )
 from jobledger.client.policy import Retry
 from jobledger.client.sync import Client
@@ -55,6 +56,7 @@ __all__ = [
     "ServerError",
     "StoredFile",
     "StoredResult",
+    "Submitted",
     "Unauthorized",
     "Unavailable",
     "Upload",

@@ -30,6 +30,7 @@ from jobledger.client.models import (
     QueueSettings,
     StoredFile,
     StoredResult,
+    Submitted,
     wire_value,
 )
 from jobledger.client.trace_context import current_traceparent
@@ -37,6 +38,7 @@ from jobledger.client.transfers import HashedFile, Upload, form_body
 from jobledger.contract.traceparent import HEADER as TRACEPARENT_HEADER
 
 R = TypeVar("R")
+S = TypeVar("S")
 
 #: "Not given", where None is a value (a job's output may be null).
 UNSET: Any = object()
@@ -63,6 +65,13 @@ class ApiCall(Generic[R]):
     #: a streamed body (files): httpx2's arguments for one try, given where the files it opens are
     #: closed and whether the client is the async one (:mod:`jobledger.client.transfers`)
     stream: Callable[[ExitStack, bool], dict[str, Any]] | None = None
+
+    def read_as(self, parse: Callable[[httpx2.Response], S]) -> ApiCall[S]:
+        """The same request, its answer read by ``parse``."""
+        return ApiCall(
+            self.method, self.path, parse, params=self.params, body=self.body, safe=self.safe,
+            holds=self.holds, headers=self.headers, stream=self.stream,
+        )  # fmt: skip
 
     def request_args(
         self, timeout: float, files: ExitStack | None = None, asynchronous: bool = False
@@ -192,6 +201,12 @@ def create_job(queue: str, spec: JobSpec, idempotency_key: str | None = None) ->
         "POST", _queue(queue, "/job"), lambda r: int(r.json()), body=spec.body(),
         headers=_create_headers(idempotency_key),
     )  # fmt: skip
+
+
+def submitted(response: httpx2.Response) -> Submitted:
+    """A create's answer read whole: the id, and whether the job was created (201) or is the live
+    job of the queue that already held the unique_key (200)."""
+    return Submitted(int(response.json()), response.status_code == 201)
 
 
 def create_job_with_files(

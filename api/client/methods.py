@@ -26,6 +26,7 @@ from jobledger.client.models import (
     JobSpec,
     QueueSettings,
     StoredResult,
+    Submitted,
 )
 from jobledger.client.sse import Deadline, filter_params
 from jobledger.client.steps import ClientBase, Steps, blocking
@@ -106,13 +107,21 @@ class ClientMethods(ClientBase):
         the job's files: paths, bytes, binary file objects and :class:`Upload` s, sent in the same
         request as multipart, each streamed; ``{"name", "sha256"}`` of blobs already stored
         (:meth:`put_blob`); or a mapping of name -> path, bytes or file object."""
-        uploads, named = split_files(files or [])
-        if named:
-            options["files"] = named
-        spec = JobSpec(input, **options)
-        if not uploads:
-            return self._sending(calls.create_job(queue, spec, idempotency_key))
-        return self._sending(calls.create_job_with_files(queue, spec, uploads, idempotency_key))
+        return self._sending(_create(queue, input, idempotency_key, files, options))
+
+    @twin
+    def submit_job(
+        self,
+        queue: str,
+        input: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        files: Files | None = None,
+        **options: Any,
+    ) -> Steps[Submitted]:
+        """Create a job as :meth:`submit` does; its id, and whether it was created: False when a
+        live job of the queue already held its unique_key (the id is then that job's)."""
+        return self._sending(_create(queue, input, idempotency_key, files, options).read_as(calls.submitted))
 
     @twin
     def put_blob(
@@ -484,3 +493,16 @@ class ClientMethods(ClientBase):
     def health(self) -> Steps[dict[str, Any]]:
         """``{"status": "healthy"}``, or ``unhealthy`` with the error."""
         return self._sending(calls.health())
+
+
+def _create(
+    queue: str, input: Any, idempotency_key: str | None, files: Files | None, options: dict[str, Any]
+) -> calls.ApiCall[int]:
+    """The request creating one job (multipart when it streams files)."""
+    uploads, named = split_files(files or [])
+    if named:
+        options["files"] = named
+    spec = JobSpec(input, **options)
+    if not uploads:
+        return calls.create_job(queue, spec, idempotency_key)
+    return calls.create_job_with_files(queue, spec, uploads, idempotency_key)

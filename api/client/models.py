@@ -121,6 +121,15 @@ class Batched:
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """What creating a job answered: its ``id``, and whether it was ``created`` (False: a live job
+    of the queue already held its unique_key, and ``id`` is that job's)."""
+
+    id: int
+    created: bool
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A job to create: its input and options.  Options left as None take the queue's settings.
     ``run_at`` is a datetime or RFC 3339 text; ``retry_backoff`` is ``{"base", "factor", "max"}``."""

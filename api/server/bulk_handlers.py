@@ -39,10 +39,10 @@ def _ledger(request: Request) -> OpeningLedger:
     return ledger
 
 
-async def _touched(router: AsyncPartitioned, body: BulkRequest) -> list[str]:
+async def touched_queues(router: AsyncPartitioned, body: BulkRequest) -> list[str]:
     """The queues an operation without a queue or ids may touch: each one holding a job of a
     status the operation acts on."""
-    wanted = bulk_reads.statuses(body.action, body.status)
+    wanted = bulk_reads.statuses(body.action, body.statuses())
 
     async def of(partition: int) -> list[str]:
         names = await router.read(bulk_reads.queues(partition))
@@ -67,7 +67,7 @@ async def _check_scopes(request: Request, body: BulkRequest) -> None:
     if body.queue is not None:
         check_form_scope(request, body.queue)
     elif body.ids is None:
-        for name in await _touched(await _ledger(request).opened(), body):
+        for name in await touched_queues(await _ledger(request).opened(), body):
             check_form_scope(request, name)
 
 
@@ -98,10 +98,15 @@ async def bulk(request: Request) -> Response:
 
 async def _record(request: Request) -> tuple[str, dict[str, str]]:
     operation = request.path_params["operation"]
-    found = await _ledger(request).read(bulk_reads.record(operation))
+    return operation, await recorded(_ledger(request), operation)
+
+
+async def recorded(ledger: OpeningLedger, operation: str) -> dict[str, str]:
+    """The operation's record (404 when there is none)."""
+    found = await ledger.read(bulk_reads.record(operation))
     if found is None or "action" not in found:
         raise NotFound(f"no bulk operation {operation}")
-    return operation, found
+    return found
 
 
 def _recorded_request(found: dict[str, str]) -> BulkRequest:
@@ -130,22 +135,24 @@ def _filter_view(spec: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-async def get_bulk(request: Request) -> Response:
-    """An operation: its action and filter, when it started and finished, the jobs it has done in
-    every run, how many its finishing run matched, and whether this server runs it now."""
-    operation, found = await _record(request)
-    runs: BulkRuns = request.state.parts.bulk_runs
-    here = runs.running.get(operation)
+def operation_view(operation: str, found: dict[str, str], runs: BulkRuns) -> dict[str, Any]:
+    """An operation as ``GET /bulk/{operation}`` shows it: its action and filter, when it started
+    and finished, the jobs it has done in every run, how many its finishing run matched, and
+    whether this server runs it now."""
     started, finished = int(found["started_at"]), found.get("finished_at")
-    return JSONResponse(
-        {
-            "operation": operation,
-            "action": found["action"],
-            "filter": _filter_view(json.loads(found["spec"])),
-            "started_at": format_time(started),
-            "finished_at": format_time(int(finished)) if finished else None,
-            "done": int(found.get("done", 0)),
-            "matched": int(found["matched"]) if "matched" in found else None,
-            "running": here is not None,
-        }
-    )
+    return {
+        "operation": operation,
+        "action": found["action"],
+        "filter": _filter_view(json.loads(found["spec"])),
+        "started_at": format_time(started),
+        "finished_at": format_time(int(finished)) if finished else None,
+        "done": int(found.get("done", 0)),
+        "matched": int(found["matched"]) if "matched" in found else None,
+        "running": operation in runs.running,
+    }
+
+
+async def get_bulk(request: Request) -> Response:
+    """An operation's record and progress (:func:`operation_view`)."""
+    operation, found = await _record(request)
+    return JSONResponse(operation_view(operation, found, request.state.parts.bulk_runs))

@@ -18,8 +18,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from jobledger.ledger.bulk import BATCH, BulkRequest, bulk_finish, bulk_jobs
-from jobledger.ledger.partitioned import AsyncPartitioned
+from jobledger.ledger.bulk import BATCH, BulkRequest, bulk_finish, bulk_jobs, bulk_start
+from jobledger.ledger.partitioned import AsyncPartitioned, OpeningLedger
 from jobledger.ledger.tasks import cancel_and_wait
 from jobledger.projections import bulk_reads
 
@@ -67,7 +67,7 @@ async def batches(router: AsyncPartitioned, partition: int, request: BulkRequest
         for at in range(0, len(ids), BATCH):
             yield ids[at : at + BATCH]
         return
-    wanted = bulk_reads.statuses(request.action, request.status)
+    wanted = bulk_reads.statuses(request.action, request.statuses())
     if request.queue is not None:
         names = [request.queue] if router.partitioning.of_queue(request.queue) == partition else []
     else:
@@ -124,6 +124,12 @@ class BulkRuns:
 
         task.add_done_callback(ended)
         return task
+
+    async def begin(self, ledger: OpeningLedger, request: BulkRequest) -> tuple[str, asyncio.Task[Progress]]:
+        """Record a new operation's start (with ``ledger``'s actor), then run it in the background:
+        its id, and its run."""
+        operation = await ledger.run(bulk_start(request))
+        return operation, self.start(await ledger.opened(), request, Progress(operation))
 
     async def close(self) -> None:
         """Stop every run between two batches (each job stays in one state)."""

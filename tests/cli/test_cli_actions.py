@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from jobledger.cli.main import build_app
-from jobledger.client import Client, NotFound
+from jobledger.client import Client, NotFound, Submitted
 from tests.support.live_server import live_server
 
 PIPED = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None, "NO_COLOR": None, "JOBLEDGER_URL": None}
@@ -70,6 +70,29 @@ def test_submit_takes_every_job_option(server: str) -> None:
         ["5s", "1m"],
         ["ValueError"],
     )
+
+
+def test_submit_of_a_held_unique_key_says_it_printed_the_existing_job(server: str) -> None:
+    first = CliRunner().invoke(
+        build_app(), ["submit", "emails", "--unique-key", "k1", "--url", server], env=PIPED
+    )
+    assert first.exit_code == 0 and first.stderr == ""  # created: nothing to say
+    again = CliRunner().invoke(
+        build_app(), ["submit", "emails", "--unique-key", "k1", "--url", server], env=PIPED
+    )
+    assert again.exit_code == 0 and again.stdout == first.stdout  # the id alone, for a script
+    assert again.stderr.strip() == (
+        f"no job created: job {first.stdout.strip()} of queue emails already holds unique key 'k1'; "
+        "its id is printed"
+    )
+    as_json = json.loads(run(server, "submit", "emails", "--unique-key", "k1", "--json"))
+    assert as_json == {"id": int(first.stdout), "queue": "emails", "created": False}
+    shown = visible(run(server, "submit", "emails", "--unique-key", "k1", terminal=True))
+    assert shown.strip() == f"job {first.stdout.strip()} on queue emails (existing)"
+    with Client(server) as api:  # the client's richer answer; submit's stays the id
+        made = api.submit_job("emails", unique_key="k2")
+        assert made.created and api.submit("emails", unique_key="k2") == made.id
+        assert api.submit_job("emails", unique_key="k2") == Submitted(made.id, created=False)
 
 
 def test_submit_refuses_bad_options(server: str) -> None:

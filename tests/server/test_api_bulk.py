@@ -94,6 +94,8 @@ def test_a_dry_run_counts_and_changes_nothing(api: TestClient, client: redis.Red
         {"action": "requeue", "error_kind": "x" * 101},
         {"action": "requeue", "dry_run": "yes"},
         {"action": "requeue", "queues": ["q"]},
+        {"action": "requeue", "status": []},
+        {"action": "requeue", "status": ["failed", "lost"]},
     ],
 )
 def test_a_bad_filter_is_400_and_appends_nothing(
@@ -117,6 +119,21 @@ def test_cancel_by_tag_and_time_window_and_delete_by_ids(api: TestClient) -> Non
     deleted = api.post("/bulk", json={"action": "delete", "ids": tagged[:2]})
     assert deleted.json()["done"] == 2
     assert [api.get(f"/job/{i}").status_code for i in tagged] == [404, 404, 200]
+
+
+def test_a_filter_of_several_statuses_takes_a_job_of_any_of_them(api: TestClient) -> None:
+    failed = _failed(api, 2)
+    cancelled = api.post("/queue/q/job", json={}).json()
+    assert api.patch(f"/job/{cancelled}", json={"status": "cancelled"}).status_code == 204
+    waiting = api.post("/queue/q/job", json={}).json()
+    body = {"action": "cancel", "queue": "q", "status": ["failed", "cancelled", "queued"]}
+    assert api.post("/bulk", json={**body, "dry_run": True}).json()["matched"] == 3  # cancelled: not again
+    ids_only = {"action": "requeue", "status": ["failed", "queued"], "ids": [*failed, cancelled, waiting]}
+    answer = api.post("/bulk", json=ids_only).json()
+    assert (answer["matched"], answer["done"]) == (2, 2)  # the cancelled job is of another status
+    assert _statuses(api, [*failed, cancelled, waiting]) == ["queued", "queued", "cancelled", "queued"]
+    record = api.get(f"/bulk/{answer['operation']}").json()
+    assert record["filter"]["status"] == ["failed", "queued"]
 
 
 def test_a_job_the_action_does_not_take_is_skipped_not_forced(api: TestClient) -> None:

@@ -1,12 +1,20 @@
 """The daily operations in a real browser, auth off: pause and resume a queue from the queues page
-and watch its counts move live; narrow the failed page by queue, error kind and time; and every page
+and watch its counts move live; narrow the failed page by queue, error kind and time; requeue all it
+matches, after a preview and a confirmation, and watch the operation's counts move; and every page
 at a phone's size (390x844), screenshot saved for a person to look at."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
 
 from jobledger.ledger.runner import Ledger
+from jobledger.server import bulk_runs
 from tests.ui import story
 from tests.ui.browser import expect
 from tests.ui.conftest import OpenTab, api
@@ -118,3 +126,78 @@ def test_every_page_at_a_phone_s_size(server: str, tab: OpenTab, ledger: Ledger)
         assert width <= PHONE["width"] + 1, (path, width)  # nothing wider than the screen
     page = dash.open("/ui", "phone queues again")
     expect(page.locator('#queues tr[data-queue="emails"] td[data-label="Queue"]')).to_be_visible()
+
+
+def _ended_badly(http: httpx2.Client, queue: str, n: int, status: str) -> list[int]:
+    """``n`` jobs of ``queue`` that ran and ended ``failed`` or ``timed_out``, in one batch each way."""
+    made = http.post(f"/queue/{queue}/jobs", json=[{"input": {"n": i}} for i in range(n)]).json()
+    taken = http.get(f"/queue/{queue}/job", params={"count": n}).json()
+    assert sorted(j["id"] for j in taken) == sorted(made)
+    error = {"kind": "SMTPError", "message": "relay refused"}
+    updates = [{"id": j["id"], "status": status, "error": error} for j in taken]
+    assert http.patch("/jobs", json={"updates": updates}).status_code == 200
+    return list(made)
+
+
+def test_bulk_requeue_asks_with_a_count_then_its_counts_move_live(
+    server: str, tab: OpenTab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_batches(monkeypatch, size=10, pause=0.05)  # 30 batches: the page sees it run
+    with api(server) as http:
+        story.queue(http, "emails")
+        story.queue(http, "reports")
+        mine = _ended_badly(http, "emails", 240, "failed") + _ended_badly(http, "emails", 60, "timed_out")
+        theirs = _ended_badly(http, "reports", 20, "failed")
+    dash = tab(server)
+    page = dash.open("/ui/failed")
+    page.locator("#failed-filters select[name=queue]").select_option("emails")
+    page.locator("#failed-filters button[type=submit]").click()
+    page.wait_for_url(re.compile(r"queue=emails"))
+    page.locator('#bulk-matching button[value="requeue"]').click()
+    expect(page.locator("h1")).to_have_text("Requeue 300 matching jobs?")
+    expect(page.locator("#confirm-says")).to_contain_text("of queue emails")
+    dash.shot("bulk requeue asked")
+    with api(server) as http:  # nothing done before the confirmation
+        assert http.get("/queue/emails/size").json() == 0
+    page.locator("#confirm button[type=submit]").click()
+    page.wait_for_url(re.compile(r"/ui/bulk/"))
+    expect(page.locator("#bulk-state")).to_have_text("running…")
+    expect(page.locator("#bulk-progress")).to_have_attribute("max", "300")
+    dash.shot("bulk requeue running")
+    expect(page.locator("#bulk-counts")).to_have_attribute("data-finished", "true")  # no reload
+    expect(page.locator("#bulk-done")).to_have_text("300")
+    expect(page.locator("#bulk-matched")).to_have_text("300")
+    expect(page.locator('dd[data-filter="status"]')).to_have_text("failed, timed_out")
+    dash.shot("bulk requeue finished")
+    with api(server) as http:
+        assert {story.status(http, j) for j in mine} == {"queued"}
+        assert {story.status(http, j) for j in theirs} == {"failed"}
+    page = dash.open("/ui")
+    row = page.locator('#queues tr[data-queue="emails"]')
+    expect(row.locator('td[data-status="queued"]')).to_have_text(re.compile(r"^\s*300\s*$"))
+    expect(row.locator('td[data-status="failed"]')).to_have_text(re.compile(r"^\s*0\s*$"))
+    page = dash.open("/ui/failed")
+    expect(page.locator("#jobs tr[data-job]")).to_have_count(20)
+    dash.page.set_viewport_size(PHONE)  # type: ignore[arg-type]
+    page.locator('#bulk-matching button[value="cancel"]').click()
+    expect(page.locator("h1")).to_have_text("Cancel 20 matching jobs?")
+    dash.shot("phone bulk cancel asked")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+    page.locator("#confirm button[type=submit]").click()
+    expect(page.locator("#bulk-done")).to_have_text("20")
+    dash.shot("phone bulk cancel finished")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+
+
+def slow_batches(monkeypatch: pytest.MonkeyPatch, size: int, pause: float) -> None:
+    """Bulk operations of the served app (in this process) in batches of ``size``, ``pause`` seconds
+    apart."""
+    monkeypatch.setattr(bulk_runs, "BATCH", size)
+    original = bulk_runs.batches
+
+    async def slowed(*args: Any) -> AsyncIterator[list[int]]:
+        async for ids in original(*args):
+            await asyncio.sleep(pause)
+            yield ids
+
+    monkeypatch.setattr(bulk_runs, "batches", slowed)

@@ -5,15 +5,17 @@ A job action runs the same command as the API's route for it, needs the same sco
 with the signed-in token's name as its actor (``local`` with auth off): requeue and cancel are
 ``PATCH /job/{id}`` to ``queued`` / ``cancelled`` (``work:`` on the job's queue), delete is
 ``DELETE /job/{id}`` (``admin``).  Pause and resume are the API's ``PUT /queue/{q}/pause|resume``
-(``admin``); drain cancels every job waiting in the queue (queued or scheduled; running ones finish),
-a batch per command, each job's event saying it was drained (``admin``).  Delete and drain first
-answer with a page asking to confirm, and act only on the post that confirms.  Every post is refused
-(403, nothing appended) when it comes from another site (:mod:`jobledger.server.front_door`, before
-the post reaches a handler) or lacks the session's csrf value (:mod:`jobledger.server.ui.session`).
+(``admin``); drain is a bulk cancel of every job waiting in the queue (queued or scheduled; running
+ones finish), so the audit shows it as one operation and each job's event names it (``admin``).
+Delete and drain first answer with a page asking to confirm, and act only on the post that confirms.
+Every post is refused (403, nothing appended) when it comes from another site
+(:mod:`jobledger.server.front_door`, before the post reaches a handler) or lacks the session's csrf
+value (:mod:`jobledger.server.ui.session`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from typing import Literal
 from urllib.parse import quote
@@ -22,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from jobledger.ledger import commands
+from jobledger.ledger.bulk import BulkRequest
 from jobledger.ledger.calls import Call
 from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.partitioned import OpeningLedger
@@ -29,6 +32,7 @@ from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.tokens import digest
 from jobledger.projections import readers, tokens
 from jobledger.server.auth import ADMIN, Needs
+from jobledger.server.bulk_runs import BulkRuns
 from jobledger.server.inputs import job_id, queue_name
 from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
@@ -52,8 +56,10 @@ DONE = {"requeue": "requeued", "cancel": "cancelled", "delete": "deleted"}
 #: Where an action may send the browser back to: the page it was taken on.
 BACK = {"failed": "/ui/failed", "job": "/ui/job/{id}"}
 QUEUE_ACTIONS = {"pause": "paused", "resume": "resumed", "drain": "drained"}
-#: How many jobs one drain command cancels: small enough that no call holds Redis long.
-DRAIN_BATCH = 500
+#: The statuses of the jobs a drain cancels: those waiting in the queue.
+DRAINED = ["queued", "scheduled"]
+#: How long (s) a drain's post waits for its operation before it sends the browser to its page.
+DRAIN_WAIT = 5.0
 
 
 def _command(action: str, jid: int) -> Call[int]:
@@ -70,7 +76,7 @@ def _confirm(request: Request, title: str, fields: dict[str, str], says: str, ba
                 back=back, button=button)  # fmt: skip
 
 
-def _refuse_writes(request: Request) -> None:
+def refuse_writes(request: Request) -> None:
     if request.app.state.read_only:
         raise Refused(405, "this server is read-only: it serves a view and accepts no writes")
 
@@ -86,7 +92,7 @@ async def job_action(request: Request) -> Response:
     viewer = await admit(request, NEEDS[action], job=jid)
     request.state.viewer = viewer
     check_csrf(viewer, form)
-    _refuse_writes(request)
+    refuse_writes(request)
     if action == "delete" and form.get("confirm") != "yes":
         return _confirm(
             request, f"Delete job {jid}?", {"action": "delete", "back": form.get("back", "")},
@@ -101,15 +107,28 @@ async def job_action(request: Request) -> Response:
     return response
 
 
-async def _drain(ledger: OpeningLedger, name: str) -> int:
-    """Cancel the queue's waiting jobs a batch at a time, as many as waited when it began (jobs
-    added meanwhile are not chased); how many were cancelled."""
-    cancelled, left = await ledger.run(commands.drain_queue(name, DRAIN_BATCH))
-    total, waiting = cancelled, cancelled + left
-    while left and cancelled and total < waiting:
-        cancelled, left = await ledger.run(commands.drain_queue(name, min(DRAIN_BATCH, waiting - total)))
-        total += cancelled
-    return total
+async def _drain(request: Request, ledger: OpeningLedger, name: str, actor: str, back: str) -> Response:
+    """Cancel the queue's waiting jobs as one bulk operation, as many as waited when it began (jobs
+    added meanwhile are not chased); back to the page with its count once it is done, or, past
+    :data:`DRAIN_WAIT`, to the operation's page, where it goes on."""
+    runs: BulkRuns = request.state.parts.bulk_runs
+    body = BulkRequest.model_validate({"action": "cancel", "queue": name, "status": DRAINED})
+    operation, task = await runs.begin(ledger, body)
+    done, _ = await asyncio.wait({task}, timeout=DRAIN_WAIT)
+    if task not in done:
+        response = RedirectResponse(f"/ui/bulk/{operation}", status_code=303)
+        flash.leave(response, request, f"queue {name} draining (operation {operation}) by {actor}")
+        return response
+    cancelled = task.result().done
+    response = RedirectResponse(_back_to(name, back), status_code=303)
+    flash.leave(response, request, f"queue {name}: {cancelled:,} waiting jobs cancelled by {actor}")
+    return response
+
+
+def _back_to(name: str, back: str) -> str:
+    """Where a queue action sends the browser: the queue's page when it was taken there, else the
+    queues page."""
+    return f"/ui/queue/{quote(name, safe='')}" if back == "queue" else "/ui"
 
 
 @answered
@@ -124,23 +143,21 @@ async def queue_action(request: Request) -> Response:
     viewer = await admit(request, ADMIN, queue=name)
     request.state.viewer = viewer
     check_csrf(viewer, form)
-    _refuse_writes(request)
+    refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
+    if action == "drain":
+        await (await ledger.opened()).for_queue(name).read(readers.queue(name))  # none: 404, nothing asked
     if action == "drain" and form.get("confirm") != "yes":
-        await (await ledger.opened()).for_queue(name).read(readers.queue(name))  # none: 404, no question
         return _confirm(
             request, f"Drain queue {name}?", {"action": "drain", "back": form.get("back", "")},
             "Every job waiting in it (queued or scheduled) is cancelled; running jobs finish. "
             "New jobs can still be added while it drains.", "/ui",
         )  # fmt: skip
     if action == "drain":
-        message = f"queue {name}: {await _drain(ledger, name):,} waiting jobs cancelled by {viewer.name}"
-    else:
-        await ledger.run(commands.pause_queue(name, action == "pause"))
-        message = f"queue {name} {QUEUE_ACTIONS[action]} by {viewer.name}"
-    back = f"/ui/queue/{quote(name, safe='')}" if form.get("back") == "queue" else "/ui"
-    response = RedirectResponse(back, status_code=303)
-    flash.leave(response, request, message)
+        return await _drain(request, ledger, name, viewer.name, form.get("back", ""))
+    await ledger.run(commands.pause_queue(name, action == "pause"))
+    response = RedirectResponse(_back_to(name, form.get("back", "")), status_code=303)
+    flash.leave(response, request, f"queue {name} {QUEUE_ACTIONS[action]} by {viewer.name}")
     return response
 
 
@@ -152,7 +169,7 @@ async def start_verify(request: Request) -> Response:
     viewer = await admit(request, ADMIN)
     request.state.viewer = viewer
     check_csrf(viewer, form)
-    _refuse_writes(request)
+    refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
     router = await ledger.opened()
     sealed: ServedLogs | None = request.state.parts.sealed

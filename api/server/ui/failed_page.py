@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -27,6 +28,8 @@ from jobledger.server.ui.session import admit
 
 PAGE_SIZE = 50
 MAX_PAGE = 1000
+#: The fields of the page's filter, as its query and the forms acting on it carry them.
+FILTER_FIELDS = ("queue", "error_kind", "since", "until")
 #: A time of the form a browser's datetime-local field sends: to the minute (or second), no zone.
 _LOCAL_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d)?$")
 
@@ -42,9 +45,9 @@ class Shown:
     capped: bool = False
 
 
-def _time(request: Request, name: str) -> int | None:
+def _time(values: Mapping[str, str], name: str) -> int | None:
     """``since`` / ``until``: RFC 3339, or a datetime-local value taken as UTC; blank is none."""
-    raw = (request.query_params.get(name) or "").strip()
+    raw = (values.get(name) or "").strip()
     if not raw:
         return None
     try:
@@ -53,15 +56,15 @@ def _time(request: Request, name: str) -> int | None:
         raise BadRequest(f"{name} must be a time such as 2026-05-01T14:00 (UTC), not {raw[:40]!r}") from None
 
 
-def failed_filter(request: Request) -> FailedFilter:
-    """The page's filter from its query (400 when a value is bad); a blank field is no filter."""
-    q = request.query_params
+def failed_filter(q: Mapping[str, str]) -> FailedFilter:
+    """The page's filter from its query, or a form carrying it (400 when a value is bad); a blank
+    field is no filter."""
     queue, kind = q.get("queue") or None, (q.get("error_kind") or "").strip() or None
     if queue is not None and not valid_queue_name(queue):
         raise BadRequest(f"invalid queue name {queue[:300]!r}")
     if kind is not None and len(kind) > MAX_ERROR_KIND:
         raise BadRequest(f"error_kind must be at most {MAX_ERROR_KIND} characters")
-    since, until = _time(request, "since"), _time(request, "until")
+    since, until = _time(q, "since"), _time(q, "until")
     if since is not None and until is not None and since >= until:
         raise BadRequest("since must come before until")
     return FailedFilter(queue, kind, since, until)
@@ -102,14 +105,15 @@ async def _filtered(router: AsyncPartitioned, flt: FailedFilter, number: int) ->
 async def failed(request: Request) -> Response:
     """Failed and timed-out jobs, newest first, filtered, with the actions each allows."""
     request.state.viewer = await admit(request, READ)
-    flt = failed_filter(request)
+    flt = failed_filter(request.query_params)
     number = positive_int(request, "page", 1, MAX_PAGE)
     ledger: OpeningLedger = request.state.ledger
     router = await ledger.opened()
     shown = await (_filtered(router, flt, number) if flt.given() else _unfiltered(router, number))
-    query = {k: v for k in ("queue", "error_kind", "since", "until") if (v := request.query_params.get(k))}
+    query = {k: v for k in FILTER_FIELDS if (v := request.query_params.get(k))}
     queues = await router.read(readers.queue_names())
     return page(
         request, "failed.html", jobs=shown.jobs, more=shown.more, number=number, query=query,
         looked=shown.looked, capped=shown.capped, budget=BUDGET, queues=queues, filter=flt,
+        bulk_route="/ui/bulk",
     )  # fmt: skip

@@ -4,6 +4,7 @@ auth on, only for the admin scope, as the API's pause and resume)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from starlette.testclient import TestClient
 
 from jobledger.ledger import commands
 from jobledger.ledger.runner import Ledger
+from jobledger.server import bulk_runs
 from jobledger.server.ui import actions
 from tests.server.ui.conftest import Secured
 from tests.server.ui.html import parse
@@ -86,10 +88,10 @@ def test_pause_and_resume_append_their_events_with_the_actor(
     assert events(client, namespace)[-1]["type"] == "queue_resumed"
 
 
-def test_drain_asks_then_cancels_every_waiting_job_a_batch_at_a_time(
+def test_drain_asks_then_cancels_every_waiting_job_as_one_bulk_operation(
     ui: TestClient, client: redis.Redis, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(actions, "DRAIN_BATCH", 3)
+    monkeypatch.setattr(bulk_runs, "BATCH", 3)  # several batches
     running = create_job(ui, "q")
     fetch(ui, "q")
     waiting = [create_job(ui, "q") for _ in range(5)]
@@ -99,12 +101,31 @@ def test_drain_asks_then_cancels_every_waiting_job_a_batch_at_a_time(
     assert asked.status_code == 200 and "Drain queue q?" in parse(asked.text).one("h1").text()
     assert post(ui, "q", action="drain", confirm="yes") == 303
     assert page(ui, "/ui").one(id="flash").text() == "queue q: 7 waiting jobs cancelled by local"
+    started = [e for e in events(client, namespace) if e["type"] == "bulk_started"]
+    assert len(started) == 1 and json.loads(started[0]["data"]) == {
+        "action": "cancel", "queue": "q", "status": ["queued", "scheduled"]
+    }  # fmt: skip
+    operation = started[0]["id"]
     for job in waiting:
         last = events(client, namespace, job)[-1]
-        assert (last["type"], last["actor"], last["data"]) == (
-            "job_cancelled", "local", '{"reason":"queue_drained"}'
+        assert (last["type"], last["actor"], json.loads(last["data"])) == (
+            "job_cancelled", "local", {"operation": operation}
         )  # fmt: skip
     assert ui.get(f"/job/{running}/status").json() == "running"
+    assert ui.get(f"/bulk/{operation}").json()["done"] == 7
+
+
+def test_a_long_drain_goes_on_on_its_operation_s_page(
+    ui: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(actions, "DRAIN_WAIT", 0)
+    for _ in range(3):
+        create_job(ui, "q")
+    answer = ui.post("/ui/queue/q/action", data={"action": "drain", "confirm": "yes"}, follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/ui/bulk/")
+    doc = page(ui, answer.headers["location"])
+    assert doc.one(id="flash").text().startswith("queue q draining (operation ")
+    assert doc.one("dd", data_filter="status").text() == "queued, scheduled"
 
 
 @pytest.mark.parametrize(
@@ -152,8 +173,9 @@ def test_an_admin_pauses_and_drains_as_itself(secured: Secured, client: redis.Re
     ui = secured.client
     assert post(ui, "q", action="pause", csrf=csrf) == 303
     assert post(ui, "q", action="drain", confirm="yes", csrf=csrf) == 303
-    assert [(e["type"], e["actor"]) for e in events(client, namespace)[-2:]] == [
-        ("queue_paused", "admin"), ("job_cancelled", "admin")
+    assert [(e["type"], e["actor"]) for e in events(client, namespace)[-4:]] == [
+        ("queue_paused", "admin"), ("bulk_started", "admin"), ("job_cancelled", "admin"),
+        ("bulk_finished", "admin"),
     ]  # fmt: skip
     assert events(client, namespace, job)[-1]["type"] == "job_cancelled"
     with unchanged(client, namespace):
