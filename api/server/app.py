@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jobledger.api")
 
+#: Seconds a start waits for the configured queues and launchers before it serves (they are applied
+#: later, and /ready says so, when Redis does not answer by then).
+DECLARE_WAIT = 5.0
+
 
 def configured_queues(config: Config) -> dict[str, QueueSettings]:
     """``[queue.NAME]`` sections, validated now so a bad config stops the start (their model is
@@ -102,13 +106,15 @@ async def apply_declared(
     ledger: OpeningLedger,
     queues: dict[str, QueueSettings],
     launchers: dict[str, LauncherSpec],
-    warmup: Warmup,
+    applied: asyncio.Event,
 ) -> None:
     """Create or update the configured queues, then declare the configured launchers (a launcher
-    declared as it was appends nothing), retrying while Redis is unreachable, once the warm-up has
-    loaded the commands.  A launcher the ledger refuses (its queue does not exist) is logged, and the
-    others are declared."""
-    await warmup.module("jobledger.ledger.commands")
+    declared as it was appends nothing), retrying while Redis is unreachable.  A launcher the ledger
+    refuses (its queue does not exist) is logged, and the others are declared.  ``applied`` is set
+    then: ``/ready`` waits for it, so that a worker or a producer started on readiness finds the
+    configured queues.  (A configuration with such sections loads the commands at once, before the
+    warm-up: the server's start waits a moment for them, as Ocypod creates its queues before it
+    serves.)"""
     from jobledger.ledger import commands
     from jobledger.ledger.errors import Conflict, NotFound
     from jobledger.ledger.launcher_declarations import put
@@ -123,6 +129,7 @@ async def apply_declared(
                     await ledger.run(put(name, spec, ledger.clock()))
                 except (NotFound, Conflict) as exc:
                     log.error("configured launcher %s not declared: %s", name, exc.message)
+            applied.set()
             return
         except Unavailable as exc:
             log.warning("configured queues and launchers not applied yet: %s", exc)
@@ -222,10 +229,14 @@ def create_app(
         warmup = Warmup(listening, lambda: info.ping(background))
         tasks = [asyncio.create_task(warm_up(warmup, process))]
         checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
+        applied: asyncio.Event | None = None  # set once configured queues and launchers are applied
         parts = DeferredParts(config, store, seals=run_scheduler and not read_only)
         if not read_only:
             if queues or declared:
-                tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared, warmup)))
+                applied = asyncio.Event()
+                tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared, applied)))
+                with contextlib.suppress(TimeoutError):  # Redis down: they are applied once it is up
+                    await asyncio.wait_for(applied.wait(), DECLARE_WAIT)
             if run_scheduler:
                 checks = SchedulerState()
                 task = asyncio.create_task(run_checks(config, background, watch, checks, parts, warmup))
@@ -238,6 +249,7 @@ def create_app(
                 "background": background,
                 "watch": watch,
                 "scheduler": checks,
+                "declared": applied,
                 "blobs": guarded,
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, process.feeds_open),
                 "parts": parts,

@@ -71,12 +71,16 @@ async def health(request: Request) -> Response:
 
 
 async def ready(request: Request) -> Response:
-    """200 when Redis answers a PING and this server's scheduler (if it runs one) runs and its
-    last round succeeded; 503 with the reason otherwise (for load balancers and orchestrators)."""
+    """200 when Redis answers a PING, the configuration's ``[queue.*]`` and ``[launcher.*]`` sections
+    are applied, and this server's scheduler (if it runs one) runs and its last round succeeded; 503
+    with the reason otherwise (for load balancers and orchestrators)."""
     try:
         await _probe(request)
     except (redis.RedisError, OSError, Unavailable):
         return error_response(503, f"not ready: {UNREACHABLE}")
+    declared: asyncio.Event | None = request.state.declared
+    if declared is not None and not declared.is_set():
+        return error_response(503, "not ready: the configured queues and launchers are not applied yet")
     checks: SchedulerState | None = request.state.scheduler
     if checks is not None and checks.stopped is not None:
         return error_response(503, "not ready: the scheduler has stopped")

@@ -175,7 +175,7 @@ def test_submit(world: World) -> None:
     shown = run(world, "submit", "emails", terminal=True)
     assert ANSI in shown and "created job" in shown and "emails" in shown
     data = json.loads(run(world, "submit", "emails", "--input", "[1]", "--json"))
-    assert data == {"id": created + 2, "queue": "emails"}
+    assert data == {"id": created + 2, "queue": "emails", "created": True}
     assert "--input is not valid JSON" in run(world, "submit", "emails", "--input", "{nope", code=2)
     assert run(world, "submit", "no such", code=1).startswith("jobledger: bad request: invalid queue name")
 

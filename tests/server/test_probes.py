@@ -13,6 +13,7 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.runner import Ledger
+from jobledger.server import app as app_module
 from jobledger.server.app import create_app
 from tests.support.deadlines import SCENARIOS, lateness_ms
 from tests.support.http import BASE_URL, error_of, make_config
@@ -76,3 +77,30 @@ def test_ready_without_a_scheduler_asks_only_redis(redis_url: str, namespace: st
         assert api.get("/ready").json() == {"status": "ready"}
     with serving(redis_url, namespace, read_only=True) as api:  # a read-only view runs no scheduler
         assert api.get("/ready").json() == {"status": "ready"}
+
+
+def test_configured_queues_exist_once_serving_and_ready_waits_for_them_while_redis_is_down(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A start with ``[queue.*]`` sections serves with its queues made (as Ocypod's does); when Redis
+    is down it serves anyway, and /ready says why it is not ready until they are made."""
+    monkeypatch.setattr(app_module, "DECLARE_WAIT", 0.2)
+    server = PrivateServer(tmp_path)
+    app = create_app(make_config("declared", queues={"q": {"timeout": "1m"}}), server.url)
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
+        server.start()  # after the start gave up waiting for it
+        try:
+            message = error_of(api.get("/ready"), 503)
+            assert "configured queues" in message or "redis is unreachable" in message
+            wait_until(lambda: ready(api), "the configured queue to be made")
+            assert api.get("/queue/q").json()["timeout"] == "1m"
+        finally:
+            server.kill()
+    server = PrivateServer(tmp_path / "up")
+    server.start()
+    try:
+        app = create_app(make_config("declared", queues={"q": {}}), server.url)
+        with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
+            assert api.get("/queue").json() == ["q"]  # made before the first request is served
+    finally:
+        server.kill()
