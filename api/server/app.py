@@ -235,14 +235,15 @@ def create_app(
             if queues or declared:
                 applied = asyncio.Event()
                 tasks.append(asyncio.create_task(apply_declared(ledger, queues, declared, applied)))
-                with contextlib.suppress(TimeoutError):  # Redis down: they are applied once it is up
-                    await asyncio.wait_for(applied.wait(), DECLARE_WAIT)
             if run_scheduler:
                 checks = SchedulerState()
                 task = asyncio.create_task(run_checks(config, background, watch, checks, parts, warmup))
                 task.add_done_callback(checks.ended)
                 tasks.append(task)
         try:
+            if applied is not None:
+                with contextlib.suppress(TimeoutError):  # Redis down: they are applied once it is up
+                    await asyncio.wait_for(applied.wait(), DECLARE_WAIT)
             guarded = GuardedStore(store, ledger)  # what requests store and look up tells the collector
             yield {
                 "ledger": ledger,
