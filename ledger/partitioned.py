@@ -41,7 +41,7 @@ from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, checked_actor, driving, translate
 from jobledger.ledger.slot_routing import asking_cluster
-from jobledger.ledger.sync_or_async import AtOnce, Work, awaited, done
+from jobledger.ledger.sync_or_async import AtOnce, Finishing, Work, awaited, done
 
 T = TypeVar("T")
 R = TypeVar("R", Ledger, AsyncLedger)
@@ -278,19 +278,24 @@ def _opening(
     finally:
         yield _closing(base)
     router = connecting(partitioning)
-    for partition, runner in enumerate(router.runners):
-        marked = marker_key(partitioning, partition)
-        if marked is not None:
-            yield runner.client.set(*marked, nx=True)
+    try:
+        for partition, runner in enumerate(router.runners):
+            marked = marker_key(partitioning, partition)
+            if marked is not None:
+                yield runner.client.set(*marked, nx=True)
+    except BaseException:  # a cancellation too: the router is nobody's to close
+        for runner in router.runners:
+            yield _closing(runner.client)
+        raise
     return router
 
 
-def _closing(client: redis.Redis | redis.asyncio.Redis) -> Any:
-    """Close ``client``: at once, or what to await."""
+def _closing(client: redis.Redis | redis.asyncio.Redis) -> Finishing:
+    """Close ``client``: at once, or what to await to its end, cancelled or not."""
     if isinstance(client, redis.asyncio.Redis):
-        return client.aclose()
+        return Finishing(client.aclose())
     client.close()
-    return None
+    return Finishing(None)
 
 
 class OpeningLedger:
@@ -298,7 +303,9 @@ class OpeningLedger:
     partition count is read (or stored) by the first command or read that reaches Redis, and until
     then each one fails as Redis being unreachable does (a count other than the stored one keeps
     failing: PartitionCountMismatch, an Unavailable).  The same methods as :class:`AsyncPartitioned`,
-    awaited; :meth:`opened` gives the router itself."""
+    awaited; :meth:`opened` gives the router itself.  Once :meth:`aclose` has begun it opens nothing
+    more (an opening under way ends first, and what it opened is closed with the rest), so that a
+    server's shutdown leaves no connection behind whatever its tasks were doing."""
 
     def __init__(
         self,
@@ -315,13 +322,19 @@ class OpeningLedger:
         self._router: AsyncPartitioned | None = None
         self._acting: AsyncPartitioned | None = None  # the router acting for this view's actor
         self._lock = asyncio.Lock()
+        self._closed = False
 
     async def opened(self) -> AsyncPartitioned:
-        """The router (acting for this view's actor), opening the ledger if nobody has yet."""
+        """The router (acting for this view's actor), opening the ledger if nobody has yet;
+        Unavailable once the ledger is closed."""
+        root = self._root
+        if root._closed:
+            raise errors.Unavailable("the ledger is closed: this process is stopping")
         if self._acting is None:
-            root = self._root
             if root._router is None:
                 async with root._lock:
+                    if root._closed:
+                        raise errors.Unavailable("the ledger is closed: this process is stopping")
                     if root._router is None:
                         root._router = await self._open()
             self._acting = root._router.as_actor(self.actor)
@@ -380,8 +393,12 @@ class OpeningLedger:
         return await (await self.opened()).drive(steps)
 
     async def aclose(self) -> None:
-        """Close every partition's client (if the ledger was opened)."""
-        router = self._root._router
-        if router is not None:
-            for runner in router.runners:
-                await runner.client.aclose()
+        """Close every partition's client (if the ledger was opened, or is being opened: its opening
+        ends first), and open nothing more."""
+        root = self._root
+        root._closed = True
+        async with root._lock:
+            router = root._router
+            if router is not None:
+                for runner in router.runners:
+                    await runner.client.aclose()

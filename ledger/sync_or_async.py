@@ -6,6 +6,9 @@ from a ``redis.Redis``, an awaitable of it from a ``redis.asyncio.Redis`` -- and
 one, awaiting each and throwing what failed back into the work where it yielded, so its ``try`` and
 ``finally`` act as they do on a sync client.  What the work yields as :class:`AtOnce` is several calls'
 replies-to-be: on an async client they are awaited together, on a sync one they were made in turn.
+What it yields as :class:`Finishing` (a client's close) is awaited to its end even when the task
+running the work is cancelled meanwhile: the cancellation is thrown into the work once it has ended,
+so a cancelled work never leaves a connection open.
 """
 
 from __future__ import annotations
@@ -32,18 +35,48 @@ class AtOnce(list[Any]):
     """Several calls' replies-to-be, sent back as the list of their replies."""
 
 
+class Finishing:
+    """A call's reply-to-be that is awaited to its end even when the task awaiting it is cancelled
+    (the cancellation is raised once it has ended): a client's close."""
+
+    def __init__(self, pending: Any) -> None:
+        self.pending = pending
+
+
+async def _finished(pending: Any) -> Any:
+    """``pending`` awaited to its end; a cancellation that came meanwhile raised after it."""
+    task = asyncio.ensure_future(pending)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
+
+
 def done(work: Work[T], mapped: Mapping = _itself) -> T:
     """The result of ``work`` on a sync client; an exception that ends it raised as ``mapped`` makes it."""
     try:
         reply = next(work)
         while True:
-            reply = work.send(reply)  # the sync client replied when the work asked
+            reply = work.send(reply.pending if isinstance(reply, Finishing) else reply)  # replied when asked
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
     except Exception as exc:
         if (instead := mapped(exc)) is exc:
             raise
         raise instead from exc
+
+
+def _awaitable(pending: Any) -> Any:
+    if isinstance(pending, AtOnce):
+        return asyncio.gather(*pending)
+    if isinstance(pending, Finishing):
+        return _finished(pending.pending)
+    return pending
 
 
 async def awaited(work: Work[T], mapped: Mapping = _itself) -> T:
@@ -53,7 +86,7 @@ async def awaited(work: Work[T], mapped: Mapping = _itself) -> T:
         pending = next(work)
         while True:
             try:
-                reply = await (asyncio.gather(*pending) if isinstance(pending, AtOnce) else pending)
+                reply = await _awaitable(pending)
             except BaseException as exc:  # noqa: BLE001 - thrown into the work, which raises it again or not
                 pending = work.throw(exc)
             else:
