@@ -2,8 +2,9 @@
 
 Pages are in id order; ``cursor`` is the last id of the previous page (exclusive) and ``next`` is
 None on the last page.  With a status other than queued, a page reads only its slice of that
-status's set.  Queued jobs (the plain set and every quota lane) and tag sets are read whole and
-sliced here: their order is not the id order, so a page costs in proportion to their size.
+status's set.  Queued jobs (the plain set and every quota lane) and tag sets have their ids read
+whole and sliced here (their order is not the id order, so that read costs in proportion to their
+size); whatever the status, a page reads the fields of at most ``limit + 1`` jobs.
 """
 
 from __future__ import annotations
@@ -78,23 +79,28 @@ def page(
 
     def _with_lanes(lanes: list[str], ids: set[int]) -> Read[dict[str, Any]]:
         def parse(r: list[Any]) -> Read[dict[str, Any]]:
-            found = ids | {i for reply in r for i in _ids(reply)}
-            return _summaries(sorted(i for i in found if i > cursor))
+            found = sorted(i for i in ids | {i for reply in r for i in _ids(reply)} if i > cursor)
+            return _summaries(found[: limit + 1], len(found) > limit + 1)
 
         return Read(
             lambda k: [("ZRANGE", k.build("queue_lane", name=queue, key=key), 0, -1) for key in lanes], parse
         )
 
-    def _summaries(ids: list[int]) -> Read[dict[str, Any]]:
+    def _summaries(ids: list[int], beyond: bool) -> Read[dict[str, Any]]:
+        """The jobs of ``ids`` (the lowest ``limit + 1`` the page can hold; ``beyond``: there are
+        more after them).  A job that left the queue or its status since its id was read is left
+        out, so a page may hold fewer than ``limit`` jobs with a ``next``."""
+
         def parse(r: list[Any]) -> dict[str, Any]:
             jobs = []
             for job_id, raw in zip(ids, r, strict=True):
                 h = decode_hash(raw)
                 if h and h.get("queue") == queue and (status is None or h.get("status") == status):
                     jobs.append(job_view(job_id, h, SUMMARY))
-            more = len(jobs) > limit
+            more = len(jobs) > limit or (beyond and bool(ids))
             jobs = jobs[:limit]
-            return {"jobs": jobs, "next": jobs[-1]["id"] if more else None}
+            last = jobs[-1]["id"] if jobs else (ids[-1] if ids else None)
+            return {"jobs": jobs, "next": last if more else None}
 
         return Read(lambda k: [("HGETALL", k.job(i)) for i in ids], parse)
 

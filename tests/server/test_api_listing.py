@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 from starlette.testclient import TestClient
 
 from tests.support.http import app_client, put_queue
+from tests.support.private_redis import PrivateServer
 
 
 @pytest.fixture
@@ -73,3 +75,28 @@ def test_bad_parameters_are_400(api: TestClient, query: str) -> None:
 
 def test_missing_queue_is_404(api: TestClient) -> None:
     assert api.get("/queue/nope/jobs").status_code == 404
+
+
+def _hgetalls(client: redis.Redis) -> int:
+    stats = client.info("commandstats")
+    return int(stats.get("cmdstat_hgetall", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("status", [None, "queued"])
+def test_a_page_reads_the_fields_of_at_most_one_job_more_than_it_holds(
+    private: PrivateServer, namespace: str, status: str | None
+) -> None:
+    # Queued ids are not in id order, so they are read whole; the jobs' fields, the costly part,
+    # are read only for the page.
+    with app_client(private.url, namespace) as api:
+        put_queue(api)
+        created = api.post("/queue/q/jobs", json=[{} for _ in range(300)]).json()
+        watched = redis.Redis.from_url(private.url)
+        before = _hgetalls(watched)
+        page = api.get("/queue/q/jobs", params={"limit": 10, **({"status": status} if status else {})}).json()
+        read = _hgetalls(watched) - before
+        assert [j["id"] for j in page["jobs"]] == created[:10]
+        assert page["next"] == created[9]
+        assert read <= 11
+        following = api.get("/queue/q/jobs", params={"limit": 10, "cursor": page["next"]}).json()
+        assert [j["id"] for j in following["jobs"]] == created[10:20]
