@@ -38,6 +38,7 @@ from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
 from jobledger.server.ui.render import answered, page
 from jobledger.server.ui.session import (
+    ACTIONS,
     Refused,
     admit,
     auth_on,
@@ -50,8 +51,8 @@ from jobledger.server.ui.session import (
 
 Action = Literal["requeue", "cancel", "delete"]
 
-#: What each action needs, as the API's route for it does.
-NEEDS: dict[str, Needs] = {"requeue": Needs("work", "job"), "cancel": Needs("work", "job"), "delete": ADMIN}
+#: What each job action needs, as the API's route for it does.
+NEEDS: dict[str, Needs] = {action: ACTIONS[action] for action in ("requeue", "cancel", "delete")}
 DONE = {"requeue": "requeued", "cancel": "cancelled", "delete": "deleted"}
 #: Where an action may send the browser back to: the page it was taken on.
 BACK = {"failed": "/ui/failed", "job": "/ui/job/{id}"}

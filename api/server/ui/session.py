@@ -24,8 +24,20 @@ from starlette.responses import RedirectResponse, Response
 
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
-from jobledger.server.auth import Needs, token_and_queue
+from jobledger.server.auth import ADMIN, Needs, token_and_queue
 from jobledger.server.inputs import read_body
+
+#: What each of the dashboard's actions needs, as the API's route for it does: requeue and cancel
+#: are ``PATCH /job/{id}`` (``work:`` on the job's queue; a bulk one on each queue it touches),
+#: delete is ``DELETE /job/{id}`` and pause, resume and drain are the queue's admin routes.
+ACTIONS: dict[str, Needs] = {
+    "requeue": Needs("work", "job"),
+    "cancel": Needs("work", "job"),
+    "delete": ADMIN,
+    "pause": ADMIN,
+    "resume": ADMIN,
+    "drain": ADMIN,
+}
 
 COOKIE = "jobledger_session"
 CSRF_LABEL = b"jobledger dashboard form:"
@@ -44,6 +56,15 @@ class Viewer:
     @property
     def signed_in(self) -> bool:
         return self.token is not None
+
+    def may(self, action: str, queue: str | None = None) -> bool:
+        """Whether the viewer may take ``action`` (a job's, a queue's, or a bulk one's: the names of
+        :data:`ACTIONS`) on ``queue`` (None: on jobs of any queue), so that a page offers only the
+        buttons its viewer may press; the post is checked again whatever the page showed."""
+        if self.token is None:  # auth off
+            return True
+        needs = ACTIONS[action]
+        return needs.allows(self.token, None) or (queue is not None and needs.allows(self.token, queue))
 
 
 class Refused(Exception):

@@ -17,7 +17,7 @@ from typing import Any
 #: names; "ours" and "peers" name each group whole).
 OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
-NAMED_PARTS = ("files", "bulk", "seal", "soak")
+NAMED_PARTS = ("files", "bulk", "seal", "search", "soak")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 

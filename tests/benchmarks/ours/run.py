@@ -8,7 +8,8 @@ large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` b
 Starlette app's).  ``raw``: the raw server's EVALSHA rate
 (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
 down over HTTP), ``bulk`` (a bulk requeue of 100,000 failed jobs, and the latency of other
-requests meanwhile), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`) and
+requests meanwhile), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`),
+``search`` (searching and listing a queue of a million jobs) and
 ``soak`` (Redis memory under a steady load for several archive rounds) run only when named.
 A part that fails is recorded (and makes the run fail).
 
@@ -41,6 +42,7 @@ from . import (
     ours_process,
     ours_scale,
     ours_seal,
+    ours_search,
     ours_soak,
     ours_start,
     worker_latency,
@@ -152,6 +154,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
     steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
     steps.append(("bulk", lambda: ours_bulk.measure(servers, settings, log)))
     steps.append(("seal", lambda: ours_seal.measure(servers, settings, log)))
+    steps.append(("search", lambda: ours_search.measure(servers, settings, log)))
     steps.append(("soak", lambda: ours_soak.measure(servers, settings, log)))
     for name, step in steps:
         if name not in chosen:

@@ -195,3 +195,26 @@ def test_a_post_without_a_session_signs_in_first_then_goes_to_the_dashboard(
                                     headers={"origin": "https://evil.example"})  # fmt: skip
     assert response.status_code == 303 and response.headers["location"] == "/ui/signin?next=%2Fui"
     assert cross.status_code == 403  # refused before anything else is looked at
+
+
+def _buttons(s: Secured, path: str) -> set[str]:
+    doc = parse(s.client.get(path).text)
+    return {b.attrs["value"] for b in doc.all("button", name="action")}
+
+
+def test_a_page_offers_only_the_actions_its_viewer_may_take(secured: Secured) -> None:
+    job_id = failed_job(secured)
+    pages = [f"/ui/job/{job_id}", "/ui/failed", "/ui/queue/q", "/ui"]
+    seen: dict[str, dict[str, set[str]]] = {}
+    for role in ("admin", "worker", "reader"):
+        secured.sign_in(role)
+        seen[role] = {path: _buttons(secured, path) for path in pages}
+    assert seen["admin"][f"/ui/job/{job_id}"] == {"requeue", "cancel", "delete"}
+    assert seen["admin"]["/ui/queue/q"] >= {"pause", "drain"}
+    assert seen["admin"]["/ui"] >= {"pause", "drain"}
+    assert seen["admin"]["/ui/failed"] >= {"requeue", "cancel", "delete"}
+    # work:q requeues and cancels the queue's jobs; deleting, pausing and draining need admin
+    assert seen["worker"][f"/ui/job/{job_id}"] == {"requeue", "cancel"}
+    assert seen["worker"]["/ui/queue/q"] == set()
+    assert seen["worker"]["/ui"] == set()
+    assert seen["reader"] == dict.fromkeys(pages, set())
