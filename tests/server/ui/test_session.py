@@ -217,4 +217,4 @@ def test_a_page_offers_only_the_actions_its_viewer_may_take(secured: Secured) ->
     assert seen["worker"][f"/ui/job/{job_id}"] == {"requeue", "cancel"}
     assert seen["worker"]["/ui/queue/q"] == set()
     assert seen["worker"]["/ui"] == set()
-    assert seen["reader"] == dict.fromkeys(pages, set())
+    assert seen["reader"] == {path: set() for path in pages}
