@@ -25,7 +25,7 @@ from jobledger.ledger.requests import JOB_STATUSES, ErrorKind, QueueName, Status
 #: The most ids one request may name.
 MAX_IDS = 10_000
 #: How many jobs one batch (one script call) looks at: small enough that no call holds Redis long.
-BATCH = 500
+BATCH = 100
 #: What the script checks on each job it is given.
 CRITERIA = ("queue", "status", "tag", "error_kind", "since", "until")
 #: Several statuses at once: any of them (the dashboard's failed page acts on failed and timed_out).
