@@ -2,6 +2,9 @@
 
 - :func:`ours`: jobledger's own app (``jobledger.server.app.create_app``), no scheduler task.
 - :func:`ours_auth`: the same app with ``[server] auth`` on (the load generator sends a token).
+- :func:`ours_scheduled` and :func:`ours_sealed`: the app with its scheduler, as ``jobledger serve``
+  runs it, sealing off and on (the sealing part compares them), over the data directory
+  ``BENCH_DATA_DIR``.
 - :func:`bare`: a bare Starlette app on the same paths, each endpoint reading its body and making
   exactly one Redis call (INCR) before answering what ours answers (201 + id, a fetched job, 204).
 
@@ -41,6 +44,22 @@ def ours(auth: bool = False) -> Starlette:
 def ours_auth() -> Starlette:
     """jobledger's application with auth on: every request's token looked up in the ledger."""
     return ours(auth=True)
+
+
+def ours_scheduled(sealed: bool = False) -> Starlette:
+    """jobledger's application with its scheduler in the same process, as ``jobledger serve`` runs
+    it, sealing ``sealed`` (its key made in ``BENCH_DATA_DIR`` on the first start)."""
+    url, namespace = _env()
+    config = config_from(
+        {"redis": {"key_namespace": namespace}, "server": {"log_level": "warning"},
+         "embedded": {"data_dir": os.environ["BENCH_DATA_DIR"]}, "ledger": {"seal": sealed}}
+    )  # fmt: skip
+    return create_app(config, url)
+
+
+def ours_sealed() -> Starlette:
+    """:func:`ours_scheduled`, sealing: the sealer shares the process with the requests."""
+    return ours_scheduled(sealed=True)
 
 
 def bare() -> Starlette:

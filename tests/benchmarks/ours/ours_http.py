@@ -39,6 +39,10 @@ from .server import Servers
 
 WORKER_COUNTS = (1, 2)
 APPS = {name: f"tests.benchmarks.ours.http_apps:{name}" for name in ("ours", "ours_auth", "bare")}
+#: The app with its scheduler, sealing off and on (the sealing part's served comparison).
+SCHEDULED_APPS = {
+    name: f"tests.benchmarks.ours.http_apps:{name}" for name in ("ours_scheduled", "ours_sealed")
+}
 
 
 def _free_port() -> int:
@@ -67,12 +71,16 @@ class Served:
 
 
 @contextmanager
-def serving(app: str, redis_url: str, namespace: str, workers: int) -> Iterator[Served]:
+def serving(
+    app: str, redis_url: str, namespace: str, workers: int, data_dir: str | None = None
+) -> Iterator[Served]:
     """Run ``app`` under uvicorn with ``workers`` processes; yield where once it answers."""
     port = _free_port()
     env = {**os.environ, "BENCH_REDIS_URL": redis_url, "BENCH_NAMESPACE": namespace}
+    if data_dir is not None:
+        env["BENCH_DATA_DIR"] = data_dir
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", APPS[app], "--factory", "--host", "127.0.0.1",
+        [sys.executable, "-m", "uvicorn", {**APPS, **SCHEDULED_APPS}[app], "--factory", "--host", "127.0.0.1",
          "--port", str(port), "--workers", str(workers), "--loop", LOOP, "--log-level", "warning",
          "--no-access-log"],
         env=env,
@@ -107,12 +115,12 @@ def _wait_answering(port: int, proc: subprocess.Popen[bytes], timeout: float = 3
         time.sleep(0.05)
 
 
-def one(servers: Servers, app: str, workers: int, settings: Settings) -> float:
+def one(servers: Servers, app: str, workers: int, settings: Settings, data_dir: str | None = None) -> float:
     """Jobs per second of the lifecycle through ``app``, on a fresh server."""
     with (
         servers.fresh() as url,
         ledger_on(servers, url) as ledger,
-        serving(app, url, ledger.keys.namespace, workers) as served,
+        serving(app, url, ledger.keys.namespace, workers, data_dir) as served,
     ):
         token = None
         if app == "ours_auth":

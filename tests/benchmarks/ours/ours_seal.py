@@ -4,6 +4,9 @@
   (``create_jobs``, pipelined) then processed by the Worker class over Redis, once with a sealer
   running (a process of its own, as the scheduler's, at the default interval of 1 s) and once
   without; the runs alternate, ``repeats`` each, and the median is reported.
+- **Served, as ``jobledger serve`` runs it**: the HTTP lifecycle (create, fetch, complete: the
+  ``http`` part's load) through the app with its scheduler in the same process, sealing off and on,
+  in turns, ``repeats`` each: the sealer there shares the process with the requests.
 - **Seal lag at that load**: while the sealed runs create and process, the parent reads the seal lag
   (:class:`jobledger.scheduler.sealer.SealState`) every 50 ms: p50 and p99 of those samples; and the
   ledger's peak append rate (events per second of the faster phase).
@@ -39,6 +42,7 @@ from jobledger.scheduler.sealer import Sealer, SealSettings, seal_state
 
 from . import figures as F
 from .figures import Figure, Results, Settings
+from .ours_http import one as http_lifecycle
 from .ours_process import class_worker, completed_probe, enqueue_pipelined, ledger_on
 from .runs import PyWorkers, process
 from .server import Servers
@@ -230,7 +234,15 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
         for sealed in (False, True):
             log(f"seal: {jobs} jobs, sealing {'on' if sealed else 'off'} ({repeat + 1}/{settings.repeats})")
             runs[sealed].append(one_run(servers, jobs, sealed))
+    served: dict[str, list[float]] = {"ours_scheduled": [], "ours_sealed": []}
+    for repeat in range(settings.repeats):
+        for app in served:
+            log(f"seal: served over HTTP, {app} ({repeat + 1}/{settings.repeats})")
+            with tempfile.TemporaryDirectory() as data:
+                served[app].append(http_lifecycle(servers, app, 1, settings, data))
     note = f"{jobs} jobs; Worker class over Redis, {PROCS} x {CONC}; median of {settings.repeats}"
+    http_note = f"HTTP lifecycle, {settings.http_jobs} jobs, the app with its scheduler"
+    http_note += f"; median of {settings.repeats}"
 
     def median(sealed: bool, key: str) -> float:
         return statistics.median(r[key] for r in runs[sealed])
@@ -242,6 +254,12 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
         F.SEAL_CREATE_ON: Figure(median(True, "create"), "jobs/s", note + "; a sealer running"),
         F.SEAL_PROCESS_OFF: Figure(median(False, "process"), "jobs/s", note + "; sealing off"),
         F.SEAL_PROCESS_ON: Figure(median(True, "process"), "jobs/s", note + "; a sealer running"),
+        "seal_http_off": Figure(
+            statistics.median(served["ours_scheduled"]), "jobs/s", http_note + "; sealing off"
+        ),
+        "seal_http_on": Figure(
+            statistics.median(served["ours_sealed"]), "jobs/s", http_note + "; sealing in the process"
+        ),
         F.SEAL_APPEND_PEAK: Figure(median(True, "append_peak"), "events/s", "the faster phase, sealed runs"),
         F.SEAL_SEALER_RATE: Figure(
             last["sealer_cpu_rate"],
