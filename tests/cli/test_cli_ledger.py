@@ -23,6 +23,7 @@ from jobledger.ledger.stream import id_key
 from jobledger.scheduler.sealer import SealSettings, default_key_file
 from tests.cli.process_support import clean_env
 from tests.seal_support import seal, sealed_log, settings
+from tests.support.private_redis import PrivateServer
 from tests.support.replay import stream_entries, workload
 
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
@@ -258,3 +259,35 @@ def test_after_a_key_rotation_old_checkpoints_verify_with_the_old_key(
     assert f"verified {len(ledger_sealed.ids):,} events" in both.stdout
     new_only = ledger_sealed.verify("--key", new.verifier.text)
     assert new_only.returncode == 1 and "bad signature: checkpoint" in new_only.stdout, new_only.stdout
+
+
+def test_an_exported_ledger_imported_into_a_new_redis_keeps_its_checkpoints(
+    ledger_sealed: Sealed, private: PrivateServer, tmp_path: Path
+) -> None:
+    # A leaf is made of the entry as stored, and an import stores every entry as it was exported
+    # (same ids, same fields): the imported ledger's tree is the same tree, so a checkpoint an
+    # auditor kept of the old ledger is proven consistent with the new one's.
+    s = ledger_sealed
+    saved = run(
+        s.data_dir, s.redis_url, s.namespace, "ledger", "checkpoints", "--save", str(tmp_path / "kept")
+    )
+    assert saved.returncode == 0, saved.stderr
+    kept = tmp_path / "kept" / "ledger" / "latest"
+    exported = run(
+        s.data_dir, s.redis_url, s.namespace, "events", "export", "--to", str(tmp_path / "all.jsonl")
+    )
+    assert exported.returncode == 0, exported.stderr
+
+    moved = tmp_path / "moved"  # a new machine: the key file carried over, no log files yet
+    moved.mkdir(mode=0o700)
+    write_key_file(default_key_file(moved, s.namespace), s.key)
+    imported = run(moved, private.url, s.namespace, "events", "import", str(tmp_path / "all.jsonl"))
+    assert imported.returncode == 0, imported.stderr
+    assert seal(private.url, s.namespace, settings(moved / "blobs", s.key)) == len(s.ids)
+
+    old = sealed_log(s.seal, s.namespace).latest()
+    new = sealed_log(settings(moved / "blobs", s.key), s.namespace).latest()
+    assert old is not None and new is not None
+    assert (new.checkpoint.size, new.checkpoint.root) == (old.checkpoint.size, old.checkpoint.root)
+    checked = run(moved, private.url, s.namespace, "ledger", "verify", "--since", str(kept))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
