@@ -6,8 +6,10 @@ written only if absent (:meth:`LogFiles.create`), and if present its bytes must 
 written, or the log changed under something already published (:class:`Conflict`).  The latest
 checkpoint is replaced whole (:meth:`LogFiles.replace`: a reader sees the old one or the new one).
 
-They are kept beside the ledger's blobs on local disk, under ``ledger/`` (``ledger/p<N>/`` for
-partition N of a split ledger), where the blob collector never looks.  The
+They are kept beside the ledger's blobs, under ``ledger/`` (``ledger/p<N>/`` for partition N of a
+split ledger), where the blob collector never looks: on local disk as files (:class:`LocalLogFiles`,
+a write-once file made by a hard link, which never overwrites), in a bucket as the store's named
+objects (:class:`NamedLogFiles`, so that every server reads the proofs any sealer published).  The
 calls are blocking (the sealer runs them in a thread).
 """
 
@@ -20,7 +22,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from urllib.parse import urlparse
 
-from jobledger.blobs import ledger_folder, namespace_part
+from jobledger.blobs import OBJECT_SCHEMES, ledger_folder, namespace_part, open_store
+from jobledger.blobs.named import NamedObjects
 from jobledger.runtime.config import BlobsConfig
 from jobledger.runtime.private import fsync_dir, private_dir, private_opener
 
@@ -124,6 +127,47 @@ class LocalLogFiles(LogFiles):
             return []
 
 
+class NamedLogFiles(LogFiles):
+    """A log's files as named objects of the blob store (a bucket).  A write-once file is read
+    first and written when absent: one sealer at a time writes a partition's log (its lease in
+    Redis), and two sealers of one size write the same bytes unless the ledger changed, which the
+    read catches.  An object is replaced whole, so ``replace`` is one put."""
+
+    def __init__(self, objects: NamedObjects) -> None:
+        self.objects = objects
+        self.description = objects.description
+
+    @staticmethod
+    def _checked(path: str) -> str:
+        if not path or any(p in ("", ".", "..") for p in path.split("/")):
+            raise ValueError(f"not a log file's path: {path!r}")
+        return path
+
+    def read(self, path: str) -> bytes | None:
+        return self.objects.read(self._checked(path))
+
+    def create(self, path: str, data: bytes) -> bool:
+        held = self.read(path)
+        if held is not None:
+            if held != data:
+                raise Conflict(path)
+            return False
+        self.objects.write(path, data)
+        return True
+
+    def replace(self, path: str, data: bytes) -> None:
+        self.objects.write(self._checked(path), data)
+
+    def remove_tree(self, path: str) -> None:
+        for name in self.objects.names(self._checked(path) + "/"):
+            self.objects.delete(name)
+
+    def names(self, path: str) -> list[str]:
+        folder = self._checked(path) + "/"
+        found = (name[len(folder) :] for name in self.objects.names(folder))
+        return sorted(name for name in found if "/" not in name and not name.startswith("."))
+
+
 def log_part(partition: int | None) -> str:
     """The log's directory under the ledger's place: ``ledger``, or ``ledger/p<N>`` for partition N
     (as the archive's, :mod:`jobledger.blobs.archive`)."""
@@ -132,11 +176,12 @@ def log_part(partition: int | None) -> str:
 
 def open_log_files(config: BlobsConfig, data_dir: Path, namespace: str, partition: int | None) -> LogFiles:
     """The files of the log of ``namespace`` (partition ``partition`` of a split ledger, else None),
-    beside the ledger's blobs when they are on local disk (see :func:`jobledger.blobs.open_store`);
-    under ``<data_dir>/blobs`` when the blobs are in a bucket: a log's files are on local disk only,
-    for now."""
+    beside the ledger's blobs (see :func:`jobledger.blobs.open_store`): files on local disk, or
+    named objects of the bucket the blobs are in."""
     url = config.url.strip()
     scheme = urlparse(url).scheme
+    if scheme in OBJECT_SCHEMES:
+        return NamedLogFiles(open_store(config, data_dir, namespace).named(log_part(partition)))
     if scheme == "file":
         base = Path(urlparse(url).path)
     elif not url or scheme:

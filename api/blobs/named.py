@@ -1,5 +1,6 @@
 """Objects under names in a part of the blob store, beside its content-addressed blobs: the archive's
-segments and manifest entries (:mod:`jobledger.blobs.archive`).
+segments and manifest entries (:mod:`jobledger.blobs.archive`), a sealed log's files in a bucket
+(:mod:`jobledger.blobs.log_files`).
 
 The collector never sees them: it lists only the blobs under ``sha256/``.  The calls are synchronous,
 made from a thread (the archive's readers run in threads already), so that replay, verify and export
@@ -35,6 +36,10 @@ class NamedObjects(ABC):
     @abstractmethod
     def names(self, prefix: str, after: str = "") -> list[str]:
         """The names that begin with ``prefix`` and sort after ``after``, in sorted order."""
+
+    @abstractmethod
+    def delete(self, name: str) -> None:
+        """Remove the object (absent: nothing)."""
 
     def local_path(self, name: str) -> Path | None:
         """A file on this machine that holds the object, when the store is a local disk."""
@@ -90,6 +95,9 @@ class LocalNamedObjects(NamedObjects):
             if entry.name.startswith(start) and not entry.name.startswith(".") and entry.is_file()
         )
         return sorted(n for n in found if n > after)
+
+    def delete(self, name: str) -> None:
+        self._path(name).unlink(missing_ok=True)
 
     def local_path(self, name: str) -> Path | None:
         return self._path(name)

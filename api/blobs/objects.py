@@ -284,6 +284,10 @@ class ObjectNamedObjects(NamedObjects):
         except FileNotFoundError:
             return None
 
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            obstore.delete(self._store, self.prefix + name)
+
     def names(self, prefix: str, after: str = "") -> builtins.list[str]:
         start = self.prefix + max(after, prefix)
         found = (

@@ -1,5 +1,5 @@
 """The blob store's contract, held by every store: local disk, and S3 (a real radosgw); its named
-objects too, and the archive over them.
+objects too, the archive over them, and a sealed log's files beside them.
 
 Each test gets an empty store of its own (a tmp dir; a fresh prefix in the bucket) and a
 :class:`Kind` that can look underneath it: its staging, and the raw object behind a blob.
@@ -21,6 +21,8 @@ import pytest
 
 from jobledger.blobs import BlobMissing, BlobStore, DigestMismatch, LocalBlobStore, TooLarge, open_store
 from jobledger.blobs.archive import BlobArchive
+from jobledger.blobs.log_files import Conflict as LogConflict
+from jobledger.blobs.log_files import LocalLogFiles, NamedLogFiles, open_log_files
 from jobledger.blobs.objects import ObjectBlobStore
 from jobledger.projections.archive import ArchiveError, Segment
 from jobledger.runtime.config import BlobsConfig
@@ -37,6 +39,7 @@ class Kind:
     store: BlobStore
     radosgw: RadosGW | None = None
     prefix: str = ""
+    config: BlobsConfig | None = None  # what opened the store, when it is a bucket
 
     def staging(self) -> list[str]:
         """What the store's staging holds, including (S3) multipart uploads not finished."""
@@ -93,7 +96,7 @@ def kind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kind]:
     config = BlobsConfig(url=f"s3://{gateway.bucket}/{prefix}", options=gateway.options())
     store = open_store(config, tmp_path, "ns")
     assert isinstance(store, ObjectBlobStore)
-    yield Kind(store, gateway, prefix + "/ns")
+    yield Kind(store, gateway, prefix + "/ns", config)
 
 
 async def chunks_of(*parts: bytes) -> AsyncIterator[bytes]:
@@ -314,3 +317,30 @@ def test_the_archive_reads_its_segments_and_job_indexes_back_from_the_store(
         with pytest.raises(ArchiveError, match="not what its manifest says"):
             other.segment_file(location, segment)
         assert archive.segment_file(location, segment).read_bytes() == data  # fetched once, kept
+
+
+def test_a_sealed_logs_files_are_written_once_replaced_whole_listed_and_removed(
+    kind: Kind, tmp_path: Path
+) -> None:
+    config = kind.config or BlobsConfig(url=str(tmp_path / "blobs"))
+    files = open_log_files(config, tmp_path, "ns", 2)
+    assert isinstance(files, NamedLogFiles if kind.config else LocalLogFiles)
+    assert files.read("tile/0/000") is None and files.names("tile/0") == []
+    assert files.create("tile/0/000", b"hashes") is True
+    assert files.create("tile/0/000", b"hashes") is False  # the same bytes again: nothing to do
+    with pytest.raises(LogConflict):
+        files.create("tile/0/000", b"other hashes")
+    assert files.read("tile/0/000") == b"hashes"
+    files.create("tile/0/001.p/5", b"partial")
+    files.create("tile/0/002", b"next")
+    assert files.names("tile/0") == ["000", "002"]  # the files directly under it
+    files.remove_tree("tile/0/001.p")
+    assert files.read("tile/0/001.p/5") is None and files.read("tile/0/002") == b"next"
+    files.replace("checkpoint", b"one")
+    files.replace("checkpoint", b"two")
+    assert files.read("checkpoint") == b"two"
+    assert open_log_files(config, tmp_path, "ns", 3).read("checkpoint") is None  # another partition's
+    with pytest.raises(ValueError, match="not a log file's path"):
+        files.read("../escape")
+    run(kind.store.put(chunks_of(b"a blob")))
+    assert len(run(listed(kind.store))) == 1  # the collector sees none of the log's files
