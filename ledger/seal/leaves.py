@@ -60,38 +60,51 @@ def stream_order(event_id: str) -> tuple[int, int]:
 
 
 def leaf_bytes(entry_id: str | bytes, fields: Mapping[Any, Any]) -> bytes:
-    """The leaf bytes of a raw stream entry (XRANGE's id and fields, as bytes or str)."""
+    """The leaf bytes of a raw stream entry (XRANGE's id and fields, as bytes or str).  A sealer
+    makes one of every event, so nothing here is worded unless the entry is refused."""
     event_id = _text(entry_id, "the id")
     if not _ID.fullmatch(event_id):
         raise Malformed(f"{event_id!r:.40} is not a stream id")
     entry = _entry(event_id, fields)
-    data, plain = loads_plain(entry.get("data") or "{}", f"the data of entry {event_id}")
-    if not isinstance(data, dict):
-        raise Malformed(f"the data of entry {event_id} is not a JSON object")
-    job = entry.get("job")
-    leaf = {
-        "id": event_id,
-        "type": entry["type"],
-        "v": _number(entry.get("v", "1"), f"v of entry {event_id}", least=1),
-        "at": _number(entry["at"], f"at of entry {event_id}"),
-        "job": _number(job, f"job of entry {event_id}") if job else None,
-        "queue": entry.get("queue") or None,
-        "actor": entry.get("actor") or LOCAL,
-        "data": data,
-    }
+    try:
+        data, plain = loads_plain(entry.get("data") or "{}", "the data")
+        if not isinstance(data, dict):
+            raise Malformed("the data is not a JSON object")
+        job = entry.get("job")
+        leaf = {
+            "id": event_id,
+            "type": entry["type"],
+            "v": _number(entry.get("v", "1"), "v", least=1),
+            "at": _number(entry["at"], "at"),
+            "job": _number(job, "job") if job else None,
+            "queue": entry.get("queue") or None,
+            "actor": entry.get("actor") or LOCAL,
+            "data": data,
+        }
+    except Malformed as error:
+        raise Malformed(f"entry {event_id}: {error}") from None
     return _plain_leaf(leaf) if plain else dumps(leaf)
 
 
 def _entry(event_id: str, fields: Mapping[Any, Any]) -> dict[str, str]:
     """The entry's fields by name, as text; only the fields an event has, and type and at among them."""
+    try:
+        entry = {_NAMES[key]: value.decode("utf-8") for key, value in fields.items()}  # as XRANGE gives
+    except (KeyError, UnicodeDecodeError, AttributeError):
+        entry = _entry_worded(event_id, fields)
+    if not entry.get("type") or "at" not in entry:
+        raise Malformed(f"entry {event_id} has no type or no at")
+    return entry
+
+
+def _entry_worded(event_id: str, fields: Mapping[Any, Any]) -> dict[str, str]:
+    """:func:`_entry` field by field: text or bytes, and what is wrong with the first that is not."""
     entry: dict[str, str] = {}
     for key, value in fields.items():
         name = _NAMES.get(key)
         if name is None:
             raise Malformed(f"entry {event_id} has a field no event has: {key!r:.40}")
         entry[name] = _text(value, f"the {name} of entry {event_id}")
-    if not entry.get("type") or "at" not in entry:
-        raise Malformed(f"entry {event_id} has no type or no at")
     return entry
 
 
@@ -143,10 +156,11 @@ def _is_int(value: object) -> bool:
 
 
 def _number(text: str, what: str, least: int = 0) -> int:
-    ok = text.isascii() and text.isdigit() and (text[0] != "0" or text == "0")
-    if not ok or not least <= int(text) <= MAX_INT:
-        raise Malformed(f"{what} is not a decimal integer from {least} to 2**53 - 1: {text!r:.40}")
-    return int(text)
+    if text.isascii() and text.isdigit() and (text[0] != "0" or text == "0"):
+        number = int(text)
+        if least <= number <= MAX_INT:
+            return number
+    raise Malformed(f"{what} is not a decimal integer from {least} to 2**53 - 1: {text!r:.40}")
 
 
 def _text(value: object, what: str) -> str:
