@@ -66,3 +66,38 @@ def test_the_alert_rules_pass_promtool(promtool: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
+
+
+def test_a_sealer_that_stopped_pages_someone(promtool: str, tmp_path: Path) -> None:
+    # a stopped sealer (no scheduler, or the ledger changed under what it published) lets the seal
+    # lag grow: the alert fires once it has been over a minute for five
+    description = (
+        "No checkpoint covers them: no scheduler seals, or a sealer stopped because the ledger changed"
+        " under what it had published (its log says which file). Run `jobledger ledger verify`."
+    )
+    tests = tmp_path / "seal_test.yaml"
+    tests.write_text(
+        f"""rule_files: [{ALERTS}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'jobledger_seal_lag_seconds{{partition="0"}}'
+        values: '0 0 0 60+60x10'
+      - series: 'jobledger_seal_lag_seconds{{partition="1"}}'
+        values: '0x13'
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: JobledgerSealLagging
+        exp_alerts: []
+      - eval_time: 10m
+        alertname: JobledgerSealLagging
+        exp_alerts:
+          - exp_labels: {{severity: critical, partition: "0"}}
+            exp_annotations:
+              summary: "Events of partition 0 have waited 8m 0s for a signed checkpoint"
+              description: "{description}"
+"""
+    )
+    done = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
