@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobledger.ledger.errors import NotFound
+from jobledger.ledger.errors import BadRequest, NotFound
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import queue_route
 from jobledger.ledger.reads import Read
@@ -25,6 +25,8 @@ from jobledger.projections.views import decode_hash, job_view
 
 #: The most jobs one search page reads.
 SCAN_BUDGET = 2_000
+#: The longest text searched for.
+MAX_SEARCH = 255
 #: Where the text is looked for, besides the id.
 SEARCHED = ("tags", "input", "output", "errors")
 
@@ -38,6 +40,16 @@ def _matches(job_id: int, h: dict[str, str], text: str, since: int | None, until
     if (since is not None and created < since) or (until is not None and created >= until):
         return False
     return text == str(job_id) or any(text in h.get(name, "") for name in SEARCHED)
+
+
+def checked_text(text: str, tag: str | None) -> str:
+    """``text`` as a search's (the API's ``?search=``, the queue page's): BadRequest unless it is 1
+    to :data:`MAX_SEARCH` characters and comes without a tag filter (a tag is searched as text)."""
+    if not 1 <= len(text) <= MAX_SEARCH:
+        raise BadRequest(f"search must be 1 to {MAX_SEARCH} characters")
+    if tag is not None:
+        raise BadRequest("search and tag do not go together: a tag is searched as text")
+    return text
 
 
 def search(

@@ -38,7 +38,6 @@ MAX_FETCH = 1000
 MAX_PAGE = 1000
 MAX_BATCH = 10_000
 MAX_WAIT_MS = 300_000
-MAX_SEARCH = 255
 
 
 def _ledger(request: Request) -> OpeningLedger:
@@ -195,10 +194,7 @@ def _searched(
     request: Request, text: str, status: str | None, tag: str | None, limit: int, cursor: int
 ) -> Read[dict[str, Any]]:
     """``?search=`` (with ``since`` / ``until``): a bounded scan (:mod:`jobledger.projections.job_search`)."""
-    if not 1 <= len(text) <= MAX_SEARCH:
-        raise BadRequest(f"search must be 1 to {MAX_SEARCH} characters")
-    if tag is not None:
-        raise BadRequest("search and tag do not go together: a tag is searched as text")
+    job_search.checked_text(text, tag)
     window = []
     for name in ("since", "until"):
         raw = request.query_params.get(name)

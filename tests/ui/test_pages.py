@@ -44,6 +44,8 @@ def test_every_page_is_reached_from_the_nav_bar(server: str, tab: OpenTab, ledge
         page.wait_for_url(re.compile(re.escape(path) + r"(\?.*)?$"))
         expect(page.locator(shown).first).to_be_visible()
         dash.shot(f"nav {path}")
+        width, screen = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width <= screen, (path, width, screen)  # a desktop's window shows the whole page
 
 
 def test_the_queues_overview_shows_paused_and_throughput(server: str, tab: OpenTab) -> None:
@@ -65,6 +67,7 @@ def test_a_queue_page_pages_filters_and_searches(server: str, tab: OpenTab) -> N
         story.queue(http, "emails")
         failed = story.failed(http, "emails", message="bounced")
         queued = [story.create(http, "emails", tags=["vip"] if n % 4 == 0 else []) for n in range(120)]
+        grace = story.create(http, "emails", input={"to": "grace@example.org", "plan": "annual"})
     dash = tab(server)
     page = dash.open("/ui/queue/emails")
     rows = page.locator("#jobs tr[data-job]")
@@ -87,6 +90,14 @@ def test_a_queue_page_pages_filters_and_searches(server: str, tab: OpenTab) -> N
     tagged = {str(j) for n, j in enumerate(queued) if n % 4 == 0}
     shown = set(rows.evaluate_all("rows => rows.map(r => r.dataset.job)"))
     assert shown and shown <= tagged, shown - tagged
+
+    page = dash.open("/ui/queue/emails", "before a search")
+    page.locator("form#filters input[name=search]").fill("grace@example")
+    page.locator("form#filters input[name=search]").press("Enter")
+    expect(rows).to_have_count(1)
+    expect(page.locator(f'#jobs tr[data-job="{grace}"]')).to_be_visible()
+    expect(page.locator("#search-pager")).to_contain_text("searched the whole queue")
+    dash.shot("found by an input value")
 
     page.locator("form#search input[name=id]").fill(str(queued[7]))
     page.locator("form#search input[name=id]").press("Enter")

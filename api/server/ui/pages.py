@@ -23,7 +23,7 @@ from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES, QueueSettings
 from jobledger.ledger.stream import EventFilter, Extent, extent, id_key, recent
 from jobledger.ledger.stream_merge import Cursor, concerned, newest_first
-from jobledger.projections import job_pages, readers, throughput
+from jobledger.projections import job_pages, job_search, readers, throughput
 from jobledger.projections.archive import ArchiveRecord, record
 from jobledger.projections.history import job_history
 from jobledger.projections.launchers import launchers as all_launchers
@@ -117,15 +117,29 @@ async def queue(request: Request) -> Response:
     name = queue_name(request)
     request.state.viewer = await admit(request, READ_QUEUE, queue=name)
     status, tag = _status(request), _tag(request)
+    text = (request.query_params.get("search") or "").strip() or None
     number = positive_int(request, "page", 1, MAX_PAGE)
     ledger = (await _ledger(request).opened()).for_queue(name)
     settings = await ledger.read(readers.queue(name))
     counts = (await ledger.read(readers.status_counts([name])))[name]
-    found = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
-    return page(
-        request, "queue.html", queue=name, settings=settings.view(), about=SETTINGS_ABOUT, counts=counts,
-        statuses=JOB_STATUSES, status=status, tag=tag, number=number, jobs=found.jobs, more=found.more,
-    )  # fmt: skip
+    context: dict[str, Any] = {
+        "queue": name, "settings": settings.view(), "about": SETTINGS_ABOUT, "counts": counts,
+        "statuses": JOB_STATUSES, "status": status, "tag": tag, "search": text, "number": number,
+    }  # fmt: skip
+    if text is not None:
+        found = await ledger.read(_searched(name, text, status, tag, request.query_params.get("after")))
+        return page(request, "queue.html", 200, **context, jobs=found["jobs"], more=False, next=found["next"])
+    listed = await ledger.read(job_pages.queue_jobs(name, status, tag, number, PAGE_SIZE))
+    return page(request, "queue.html", 200, **context, jobs=listed.jobs, more=listed.more, next=None)
+
+
+def _searched(queue: str, text: str, status: str | None, tag: str | None, after: str | None) -> Read[Any]:
+    """A page of the queue's jobs holding ``text`` (as ``GET /queue/{q}/jobs?search=``: a bounded
+    scan), from after the job id ``after``."""
+    cursor = 0 if after is None else valid_job_id(after)
+    if cursor is None:
+        raise BadRequest(f"after must be a job id, not {(after or '')[:30]!r}")
+    return job_search.search(queue, job_search.checked_text(text, tag), status, PAGE_SIZE, cursor)
 
 
 async def search(request: Request) -> Response:

@@ -12,7 +12,7 @@ from freezegun.api import FrozenDateTimeFactory
 from starlette.testclient import TestClient
 
 from jobledger.ledger.requests import QueueSettings
-from jobledger.projections import job_pages
+from jobledger.projections import job_pages, job_search
 from tests.server.ui.html import Element, parse
 from tests.support.http import create_job, fetch, put_queue
 
@@ -162,6 +162,34 @@ def test_the_search_form_goes_to_the_job(ui: TestClient) -> None:
     response = ui.get(form.attrs["action"], params={"id": str(job_id)}, follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == f"/ui/job/{job_id}"
     assert "positive integers" in page(ui, "/ui/search?id=abc", 400).one(id="flash").text()
+
+
+def test_the_queue_page_finds_jobs_by_what_is_in_them(
+    ui: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ada = create_job(ui, "q", input={"to": "ada@example.com"})
+    create_job(ui, "q", input={"to": "bob@example.com"})
+    tagged = create_job(ui, "q", tags=["ada-campaign"])
+    doc = page(ui, "/ui/queue/q?search=ada")
+    assert doc.one("form", id="filters").one("input", name="search").attrs["value"] == "ada"
+    assert [int(r.attrs["data-job"]) for r in doc.all("tr", data_job=True)] == [ada, tagged]
+    assert "whole queue" in doc.one(id="search-pager").text()
+    assert not page(ui, "/ui/queue/q?search=nobody").all("tr", data_job=True)
+    assert "do not go together" in page(ui, "/ui/queue/q?search=ada&tag=x", 400).one(id="flash").text()
+    assert "1 to 255" in page(ui, "/ui/queue/q?search=" + "a" * 256, 400).one(id="flash").text()
+
+    monkeypatch.setattr(job_search, "SCAN_BUDGET", 1)  # a page reads one job: the search goes on
+    first = page(ui, "/ui/queue/q?search=ada")
+    assert [int(r.attrs["data-job"]) for r in first.all("tr", data_job=True)] == [ada]
+    further = first.one(id="search-pager").one("a", rel="next").attrs["href"]
+    assert f"after={ada}" in further
+    found: list[int] = []
+    while further:
+        doc = page(ui, "/ui/queue/q" + unescape(further))
+        found += [int(r.attrs["data-job"]) for r in doc.all("tr", data_job=True)]
+        links = doc.one(id="search-pager").all("a", rel="next")
+        further = links[0].attrs["href"] if links else ""
+    assert found == [tagged]
 
 
 def test_the_job_page_shows_fields_json_errors_and_timeline(ui: TestClient) -> None:
