@@ -2,7 +2,7 @@
 with htmx (vendored in ``static/``) for live parts and forms.
 
 ``pages`` reads and shows (``failed_page`` the failed jobs, filtered; ``charts`` draws the queues'
-throughput), ``actions`` takes form posts (job and queue actions, verify, signing in and out),
+throughput), ``actions`` takes form posts (job, queue and launcher actions, verify, signing in and out),
 ``bulk_page`` acts on every job the failed page's filter matches and shows an operation's progress,
 ``live`` follows the ledger as HTML over Server-Sent Events, ``session`` says who is looking and
 whether a post may act, ``render`` turns it all into HTML, ``flash`` carries an action's message
@@ -60,6 +60,7 @@ def routes() -> list[BaseRoute]:
         _page("/ui/bulk/{operation}", "bulk_page:operation_page"),
         _page("/ui/bulk/{operation}/counts", "bulk_page:operation_counts"),
         _page("/ui/launchers", "pages:launchers"),
+        _page("/ui/launcher/{launcher_id}/action", "actions:launcher_action", "POST"),
         _page("/ui/ledger", "pages:ledger"),
         _page("/ui/ledger/verify", "actions:start_verify", "POST"),
         _page("/ui/ledger/verify/{run}", "pages:verify_result"),

@@ -1,5 +1,5 @@
-"""The dashboard's form posts: requeue, cancel or delete a job, pause, resume or drain a queue, start
-a verify run, sign in and out.
+"""The dashboard's form posts: requeue, cancel or delete a job, pause, resume or drain a queue, pause,
+resume or fire a launcher, start a verify run, sign in and out.
 
 A job action runs the same command as the API's route for it, needs the same scope, and is recorded
 with the signed-in token's name as its actor (``local`` with auth off): requeue and cancel are
@@ -7,6 +7,8 @@ with the signed-in token's name as its actor (``local`` with auth off): requeue 
 ``DELETE /job/{id}`` (``admin``).  Pause and resume are the API's ``PUT /queue/{q}/pause|resume``
 (``admin``); drain is a bulk cancel of every job waiting in the queue (queued or scheduled; running
 ones finish), so the audit shows it as one operation and each job's event names it (``admin``).
+A launcher's pause, resume and fire are the API's ``PUT /launcher/{id}/pause|resume`` and
+``POST /launcher/{id}/fire`` (``admin``).
 Delete and drain first answer with a page asking to confirm, and act only on the post that confirms.
 Every post is refused (403, nothing appended) when it comes from another site
 (:mod:`jobledger.server.front_door`, before the post reaches a handler) or lacks the session's csrf
@@ -26,14 +28,16 @@ from starlette.responses import RedirectResponse, Response
 from jobledger.ledger import commands
 from jobledger.ledger.bulk import BulkRequest
 from jobledger.ledger.calls import Call
-from jobledger.ledger.errors import BadRequest
+from jobledger.ledger.errors import BadRequest, NotFound
+from jobledger.ledger.launcher_declarations import resume
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
 from jobledger.ledger.tokens import digest
+from jobledger.projections import launchers as launcher_readers
 from jobledger.projections import readers, tokens
 from jobledger.server.auth import ADMIN, Needs
 from jobledger.server.bulk_runs import BulkRuns
-from jobledger.server.inputs import job_id, queue_name
+from jobledger.server.inputs import job_id, queue_name, valid_job_id
 from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
 from jobledger.server.ui.render import answered, page
@@ -57,6 +61,7 @@ DONE = {"requeue": "requeued", "cancel": "cancelled", "delete": "deleted"}
 #: Where an action may send the browser back to: the page it was taken on.
 BACK = {"failed": "/ui/failed", "job": "/ui/job/{id}"}
 QUEUE_ACTIONS = {"pause": "paused", "resume": "resumed", "drain": "drained"}
+LAUNCHER_ACTIONS = {"pause": "paused", "resume": "resumed", "fire": "fired"}
 #: The statuses of the jobs a drain cancels: those waiting in the queue.
 DRAINED = ["queued", "scheduled"]
 #: How long (s) a drain's post waits for its operation before it sends the browser to its page.
@@ -159,6 +164,36 @@ async def queue_action(request: Request) -> Response:
     await ledger.run(commands.pause_queue(name, action == "pause"))
     response = RedirectResponse(_back_to(name, form.get("back", "")), status_code=303)
     flash.leave(response, request, f"queue {name} {QUEUE_ACTIONS[action]} by {viewer.name}")
+    return response
+
+
+@answered
+async def launcher_action(request: Request) -> Response:
+    """``action`` = pause | resume | fire on the path's launcher; back to the launchers page."""
+    form = await form_of(request)
+    action = form.get("action", "")
+    if action not in LAUNCHER_ACTIONS:
+        raise BadRequest(f"unknown action {action!r}: pause, resume or fire")
+    viewer = await admit(request, ADMIN)
+    request.state.viewer = viewer
+    check_csrf(viewer, form)
+    refuse_writes(request)
+    ledger: OpeningLedger = request.state.ledger
+    raw = request.path_params["launcher_id"]
+    number = valid_job_id(raw, "launcher id")
+    if number is None:
+        raise NotFound(f"launcher {raw[:80]!r} does not exist")
+    found = await ledger.read(launcher_readers.launcher(number))
+    said = f"launcher {found['name'] or found['id']} {LAUNCHER_ACTIONS[action]} by {viewer.name}"
+    if action == "pause":
+        await ledger.run(commands.pause_launcher(found["id"]))
+    elif action == "resume":
+        await ledger.run(resume(found["id"], found["type"], found["arguments"], found["tz"], ledger.clock()))
+    else:
+        fired: int = await ledger.run(commands.fire_launcher_now(found["id"]))
+        said += f": job {fired}"
+    response = RedirectResponse("/ui/launchers", status_code=303)
+    flash.leave(response, request, said)
     return response
 
 

@@ -29,7 +29,7 @@ from jobledger.server.inputs import read_body
 
 #: What each of the dashboard's actions needs, as the API's route for it does: requeue and cancel
 #: are ``PATCH /job/{id}`` (``work:`` on the job's queue; a bulk one on each queue it touches),
-#: delete is ``DELETE /job/{id}`` and pause, resume and drain are the queue's admin routes.
+#: delete is ``DELETE /job/{id}``; pause, resume, drain and fire are a queue's or a launcher's admin routes.
 ACTIONS: dict[str, Needs] = {
     "requeue": Needs("work", "job"),
     "cancel": Needs("work", "job"),
@@ -37,6 +37,7 @@ ACTIONS: dict[str, Needs] = {
     "pause": ADMIN,
     "resume": ADMIN,
     "drain": ADMIN,
+    "fire": ADMIN,
 }
 
 COOKIE = "jobledger_session"

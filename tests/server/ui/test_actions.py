@@ -153,3 +153,39 @@ def test_a_read_only_server_refuses_actions(ui: TestClient, redis_url: str, name
     assert response.status_code == 405
     assert "read-only" in parse(response.text).one(id="flash").text()
     assert ui.get(f"/job/{job_id}/status").json() == "failed"
+
+
+def test_a_launcher_is_paused_resumed_and_fired_from_its_page(
+    ui: TestClient, client: redis.Redis, namespace: str
+) -> None:
+    ui.put("/queue/reports", json={})
+    made = ui.put("/launcher/nightly", json={"type": "@cron", "arguments": "0 2 * * *", "queue": "reports"})
+    assert made.status_code in (200, 201), made.text
+    launcher = ui.get("/launcher/nightly").json()["id"]
+    row = parse(ui.get("/ui/launchers").text).one("tr", data_launcher=str(launcher))
+    assert "nightly" in row.one(data_label="Name").text()
+    assert {b.attrs["value"] for b in row.all("button", name="action")} == {"pause", "fire"}
+
+    def act(action: str) -> str:
+        response = ui.post(f"/ui/launcher/{launcher}/action", data={"action": action}, follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"] == "/ui/launchers", response.text
+        return parse(ui.get("/ui/launchers").text).one(id="flash").text()
+
+    assert act("pause") == "launcher nightly paused by local"
+    row = parse(ui.get("/ui/launchers").text).one("tr", data_launcher=str(launcher))
+    assert "paused" in row.one(data_label="Name").text()
+    assert {b.attrs["value"] for b in row.all("button", name="action")} == {"resume", "fire"}
+    assert ui.get("/launcher/nightly").json()["paused"] is True
+    assert act("resume") == "launcher nightly resumed by local"
+    assert ui.get("/launcher/nightly").json()["paused"] is False
+    said = act("fire")
+    job = int(said.rsplit(" ", 1)[1])
+    assert said == f"launcher nightly fired by local: job {job}"
+    assert ui.get(f"/job/{job}").json()["queue"] == "reports"
+    types = [e["type"] for e in events(client, namespace)][-4:]
+    assert types[:2] == ["launcher_paused", "launcher_resumed"] and "job_created" in types
+
+    with unchanged(client, namespace):
+        bad = ui.post(f"/ui/launcher/{launcher}/action", data={"action": "explode"})
+        assert bad.status_code == 400 and "pause, resume or fire" in bad.text
+        assert ui.post("/ui/launcher/999/action", data={"action": "pause"}).status_code == 404

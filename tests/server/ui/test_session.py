@@ -138,6 +138,15 @@ def test_an_action_out_of_scope_is_refused_and_appends_nothing(
             response = secured.client.post(f"/ui/job/{job_id}/action", data=form)
         assert response.status_code == 403, (role, action)
         assert f"token '{role}' may not do this" in parse(response.text).one(id="flash").text()
+    launcher = {"type": "@interval", "arguments": "1h", "queue": "q"}
+    made = secured.client.post("/launcher", json=launcher, headers=secured.bearer).json()["id"]
+    for action in ("pause", "fire"):
+        secured.sign_in("worker")
+        with unchanged(client, namespace):
+            response = secured.client.post(
+                f"/ui/launcher/{made}/action", data={"action": action, "csrf": csrf(secured, "worker")}
+            )
+        assert response.status_code == 403, action
 
 
 def test_an_action_without_the_csrf_value_is_refused(
@@ -204,7 +213,9 @@ def _buttons(s: Secured, path: str) -> set[str]:
 
 def test_a_page_offers_only_the_actions_its_viewer_may_take(secured: Secured) -> None:
     job_id = failed_job(secured)
-    pages = [f"/ui/job/{job_id}", "/ui/failed", "/ui/queue/q", "/ui"]
+    launcher = {"type": "@interval", "arguments": "1h", "queue": "q"}
+    assert secured.client.post("/launcher", json=launcher, headers=secured.bearer).status_code == 201
+    pages = [f"/ui/job/{job_id}", "/ui/failed", "/ui/queue/q", "/ui", "/ui/launchers"]
     seen: dict[str, dict[str, set[str]]] = {}
     for role in ("admin", "worker", "reader"):
         secured.sign_in(role)
@@ -213,8 +224,10 @@ def test_a_page_offers_only_the_actions_its_viewer_may_take(secured: Secured) ->
     assert seen["admin"]["/ui/queue/q"] >= {"pause", "drain"}
     assert seen["admin"]["/ui"] >= {"pause", "drain"}
     assert seen["admin"]["/ui/failed"] >= {"requeue", "cancel", "delete"}
+    assert seen["admin"]["/ui/launchers"] == {"pause", "fire"}
     # work:q requeues and cancels the queue's jobs; deleting, pausing and draining need admin
     assert seen["worker"][f"/ui/job/{job_id}"] == {"requeue", "cancel"}
     assert seen["worker"]["/ui/queue/q"] == set()
     assert seen["worker"]["/ui"] == set()
+    assert seen["worker"]["/ui/launchers"] == set()
     assert seen["reader"] == {path: set() for path in pages}
