@@ -63,10 +63,16 @@ class DropProxy:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
+        while True:
+            # a connection accepted just before the close gets its handler a moment later: wait for
+            # it, so that every handler runs its own closing, until none is left
+            await asyncio.sleep(0.05)
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if not others:
+                return
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
     @property
     def dropped(self) -> int:
@@ -97,9 +103,11 @@ class DropProxy:
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         try:
             up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
+        except BaseException as exc:  # Valkey away, or the proxy closing meanwhile
             client_w.close()
-            return
+            if isinstance(exc, OSError):
+                return
+            raise
         losing = asyncio.Event()
         lost: list[tuple[float, bytes]] = []  # when the command whose answer is lost went on, and it
 
