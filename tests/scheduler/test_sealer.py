@@ -162,7 +162,9 @@ def test_a_split_ledger_is_sealed_as_one_log_per_partition_by_the_scheduler(
         try:
             for _ in range(200):
                 logs = [sealed_log(config, namespace, p).latest() for p in range(4)]
-                if [c.checkpoint.size if c else 0 for c in logs] == lengths:
+                # a checkpoint is published, then recorded in Redis: wait for both
+                recorded = [int(r.client.hget(r.keys.build("seal"), "size") or 0) for r in router.runners]
+                if [c.checkpoint.size if c else 0 for c in logs] == lengths == recorded:
                     return
                 await asyncio.sleep(0.05)
             raise AssertionError(f"not sealed: {logs} for {lengths}")
