@@ -15,6 +15,7 @@ contract suites so).
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from jobledger.blobs import LocalBlobStore
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.runner import Ledger
+from jobledger.runtime.logs import HANDLER_NAME as LOG_HANDLER
 from tests.support.cluster_redis import LocalCluster
 from tests.support.ledger import TEST_PARTITIONS, frozen_clock
 from tests.support.live_server import live_server
@@ -55,6 +57,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(CONTRACT):
             item.add_marker(pytest.mark.contract)
+
+
+@pytest.fixture(autouse=True)
+def _no_log_handler_left() -> Iterator[None]:
+    """A command run in this process (typer's runner) sets up logging on the stream it captures;
+    removed after the test, so that no later test logs into that stream once it is closed."""
+    yield
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == LOG_HANDLER]:
+        root.removeHandler(handler)
 
 
 #: Clusters started for the session (by ``JOBLEDGER_TEST_CLUSTER=1``), for the cleanup of every node.
