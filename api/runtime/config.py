@@ -393,8 +393,15 @@ def _read_toml(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: not valid TOML (after interpolation): {exc}") from exc
 
 
+#: Each section's fields' types, read once: every configuration read walks them.
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(section: type) -> dict[str, Any]:
-    return typing.get_type_hints(section)
+    hints = _HINTS.get(section)
+    if hints is None:
+        hints = _HINTS[section] = typing.get_type_hints(section)
+    return hints
 
 
 def _known(raw: dict[str, Any], origin: str) -> dict[str, Any]:
