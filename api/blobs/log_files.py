@@ -36,6 +36,14 @@ class Conflict(Exception):
         self.where = where
 
 
+def checked_path(path: str) -> str:
+    """``path`` when it is a log file's relative path (no empty, ``.`` or ``..`` part): ValueError
+    otherwise, so that no path leaves the log's place."""
+    if not path or any(p in ("", ".", "..") for p in path.split("/")):
+        raise ValueError(f"not a log file's path: {path!r}")
+    return path
+
+
 class LogFiles(ABC):
     """Where one log's files are kept."""
 
@@ -72,10 +80,7 @@ class LocalLogFiles(LogFiles):
         self.description = f"local disk at {self.root}"
 
     def _path(self, path: str) -> Path:
-        parts = path.split("/")
-        if not path or any(p in ("", ".", "..") for p in parts):
-            raise ValueError(f"not a log file's path: {path!r}")
-        return self.root.joinpath(*parts)
+        return self.root.joinpath(*checked_path(path).split("/"))
 
     def read(self, path: str) -> bytes | None:
         try:
@@ -137,14 +142,8 @@ class NamedLogFiles(LogFiles):
         self.objects = objects
         self.description = objects.description
 
-    @staticmethod
-    def _checked(path: str) -> str:
-        if not path or any(p in ("", ".", "..") for p in path.split("/")):
-            raise ValueError(f"not a log file's path: {path!r}")
-        return path
-
     def read(self, path: str) -> bytes | None:
-        return self.objects.read(self._checked(path))
+        return self.objects.read(checked_path(path))
 
     def create(self, path: str, data: bytes) -> bool:
         held = self.read(path)
@@ -156,14 +155,14 @@ class NamedLogFiles(LogFiles):
         return True
 
     def replace(self, path: str, data: bytes) -> None:
-        self.objects.write(self._checked(path), data)
+        self.objects.write(checked_path(path), data)
 
     def remove_tree(self, path: str) -> None:
-        for name in self.objects.names(self._checked(path) + "/"):
+        for name in self.objects.names(checked_path(path) + "/"):
             self.objects.delete(name)
 
     def names(self, path: str) -> list[str]:
-        folder = self._checked(path) + "/"
+        folder = checked_path(path) + "/"
         found = (name[len(folder) :] for name in self.objects.names(folder))
         return sorted(name for name in found if "/" not in name and not name.startswith("."))
 
