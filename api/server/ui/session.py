@@ -62,10 +62,12 @@ class Viewer:
         """Whether the viewer may take ``action`` (a job's, a queue's, or a bulk one's: the names of
         :data:`ACTIONS`) on ``queue`` (None: on jobs of any queue), so that a page offers only the
         buttons its viewer may press; the post is checked again whatever the page showed."""
-        if self.token is None:  # auth off
-            return True
-        needs = ACTIONS[action]
-        return needs.allows(self.token, None) or (queue is not None and needs.allows(self.token, queue))
+        return self.token is None or allowed(ACTIONS[action], self.token, queue)  # auth off: all
+
+
+def allowed(needs: Needs, token: Token, queue: str | None) -> bool:
+    """Whether ``token`` may do what ``needs`` says whatever the queue, or on ``queue``."""
+    return needs.allows(token, None) or (queue is not None and needs.allows(token, queue))
 
 
 class Refused(Exception):
@@ -114,7 +116,7 @@ async def admit(
     if token is None:
         raise SignInNeeded
     on = queue if queue is not None else job_queue
-    if not needs.allows(token, None) and not (on is not None and needs.allows(token, on)):
+    if not allowed(needs, token, on):
         # a job's queue is never named: a job elsewhere reads as one that does not exist
         where = (
             f" on queue '{queue}'"
