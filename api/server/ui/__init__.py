@@ -60,7 +60,7 @@ def routes() -> list[BaseRoute]:
         _page("/ui/bulk/{operation}", "bulk_page:operation_page"),
         _page("/ui/bulk/{operation}/counts", "bulk_page:operation_counts"),
         _page("/ui/launchers", "pages:launchers"),
-        _page("/ui/launcher/{launcher_id}/action", "actions:launcher_action", "POST"),
+        _page("/ui/launcher/{launcher}/action", "actions:launcher_action", "POST"),
         _page("/ui/ledger", "pages:ledger"),
         _page("/ui/ledger/verify", "actions:start_verify", "POST"),
         _page("/ui/ledger/verify/{run}", "pages:verify_result"),

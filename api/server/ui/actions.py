@@ -28,7 +28,7 @@ from starlette.responses import RedirectResponse, Response
 from jobledger.ledger import commands
 from jobledger.ledger.bulk import BulkRequest
 from jobledger.ledger.calls import Call
-from jobledger.ledger.errors import BadRequest, NotFound
+from jobledger.ledger.errors import BadRequest
 from jobledger.ledger.launcher_declarations import resume
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate
@@ -37,7 +37,8 @@ from jobledger.projections import launchers as launcher_readers
 from jobledger.projections import readers, tokens
 from jobledger.server.auth import ADMIN, Needs
 from jobledger.server.bulk_runs import BulkRuns
-from jobledger.server.inputs import job_id, queue_name, valid_job_id
+from jobledger.server.inputs import job_id, queue_name
+from jobledger.server.launcher_handlers import launcher_id
 from jobledger.server.sealed_ledger import ServedLogs
 from jobledger.server.ui import flash
 from jobledger.server.ui.render import answered, page
@@ -179,11 +180,7 @@ async def launcher_action(request: Request) -> Response:
     check_csrf(viewer, form)
     refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
-    raw = request.path_params["launcher_id"]
-    number = valid_job_id(raw, "launcher id")
-    if number is None:
-        raise NotFound(f"launcher {raw[:80]!r} does not exist")
-    found = await ledger.read(launcher_readers.launcher(number))
+    found = await ledger.read(launcher_readers.launcher(await launcher_id(request)))
     said = f"launcher {found['name'] or found['id']} {LAUNCHER_ACTIONS[action]} by {viewer.name}"
     if action == "pause":
         await ledger.run(commands.pause_launcher(found["id"]))
