@@ -56,7 +56,7 @@ def others(http: httpx2.Client, stop: threading.Event, times: list[float]) -> No
         turn += 1
 
 
-def _during(http: httpx2.Client, seconds: float | None, work: Callable[[], object] | None) -> list[float]:
+def during(http: httpx2.Client, seconds: float | None, work: Callable[[], object] | None) -> list[float]:
     """Other clients' request times over ``seconds``, or while ``work`` runs."""
     times: list[float] = []
     stop = threading.Event()
@@ -85,7 +85,7 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
                 httpx2.Client(base_url=base, timeout=600) as bulk,
                 httpx2.Client(base_url=base, timeout=60) as http,
             ):
-                idle = _during(http, IDLE, None)
+                idle = during(http, IDLE, None)
                 answer: dict[str, object] = {}
                 started = time.perf_counter()
 
@@ -95,7 +95,7 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
                     response.raise_for_status()
                     answer.update(response.json())
 
-                busy = _during(http, None, requeue)
+                busy = during(http, None, requeue)
                 took = time.perf_counter() - started
     if answer.get("done") != jobs:
         raise RuntimeError(f"the bulk requeue did {answer.get('done')} of {jobs} jobs: {answer}")

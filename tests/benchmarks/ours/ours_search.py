@@ -26,7 +26,7 @@ from jobledger.projections.job_search import SCAN_BUDGET
 
 from . import figures as F
 from .figures import Figure, Results, Settings
-from .ours_bulk import IDLE, OTHER, _during
+from .ours_bulk import IDLE, OTHER, during
 from .ours_http import serving
 from .ours_process import QUEUE, ledger_on
 from .server import Servers
@@ -93,8 +93,8 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
                 raise RuntimeError(f"the search for the last job's word found {len(found)} jobs")
             queued = [_get(http, JOBS, status="queued")[0] for _ in range(5)]
             ended = [_get(http, JOBS, status="completed")[0] for _ in range(5)]
-            idle = _during(others, IDLE, None)
-            busy = _during(others, None, lambda: _search_pages(http, "absent", PAGES))
+            idle = during(others, IDLE, None)
+            busy = during(others, None, lambda: _search_pages(http, "absent", PAGES))
     p99, idle_p99 = F.percentile(busy, 99), F.percentile(idle, 99)
     log(f"  search: page p50 {F.median(pages):.0f} ms, whole search {whole:.1f} s over {len(every)} "
         f"pages; others' p99 {p99:.1f} ms (idle {idle_p99:.1f})")  # fmt: skip
