@@ -8,6 +8,8 @@ unchanged on a split one:
 - a command runs on the partition its :class:`~jobledger.ledger.partitions.Route` names (its queue's,
   its job's, its launcher's, the home partition's); a batch over jobs of several partitions runs as
   one call per partition, at once, its results put back in the batch's order;
+- a queue's partition is looked up first (:mod:`jobledger.ledger.placements`: cached, so a round
+  trip only the first time a process meets the queue), and placed by the command that creates it;
 - a read runs on its partition, or, when it spreads, on every partition at once, its answers made one.
 
 With one partition everything goes straight to the one runner, with no routing at all.  What runs on
@@ -37,6 +39,7 @@ from jobledger.ledger.partitions import (
     marker_key,
     settling,
 )
+from jobledger.ledger.placements import PLACING, locating
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps, checked_actor, driving, translate
@@ -48,31 +51,35 @@ R = TypeVar("R", Ledger, AsyncLedger)
 Router = TypeVar("Router", "Partitioned", "AsyncPartitioned")
 
 
-def _plan(partitioning: Partitioning, call: Call[Any]) -> list[tuple[int, Call[Any], list[int]]]:
+def _plan(
+    partitioning: Partitioning, call: Call[Any], queue_at: int | None
+) -> list[tuple[int, Call[Any], list[int]]]:
     """Where each part of ``call`` runs: (partition, the call for it, the indices of the batch's items
-    it carries)."""
+    it carries); ``queue_at``: its queue's partition, as looked up."""
     route = call.route
-    where = partitioning.of_route(route, f"the command {call.script}")
+    where = partitioning.of_route(route, f"the command {call.script}", queue_at)
     if len(where) == 1:
         return [(where[0], call, list(range(len(route.ids))))]
     if route.part is None or route.join is None:
         raise ValueError(f"the command {call.script} spans partitions {where} and cannot be split")
     by_partition: dict[int, list[int]] = {}
-    if route.queue is not None:
-        by_partition[partitioning.of_queue(route.queue)] = []
+    if queue_at is not None:
+        by_partition[queue_at] = []
     for index, ident in enumerate(route.ids):
         by_partition.setdefault(partitioning.of_id(ident), []).append(index)
-    queue_at = None if route.queue is None else partitioning.of_queue(route.queue)
     return [(p, route.part(indices, p == queue_at), indices) for p, indices in sorted(by_partition.items())]
 
 
-def _grouped(partitioning: Partitioning, calls: list[Call[Any]]) -> tuple[dict[int, list[int]], list[int]]:
+def _grouped(
+    partitioning: Partitioning, calls: list[Call[Any]], queues: dict[str, int]
+) -> tuple[dict[int, list[int]], list[int]]:
     """The indices of the calls that run on one partition, by partition and in order, and of those
-    that span several."""
+    that span several; ``queues``: their queues' partitions, as looked up."""
     groups: dict[int, list[int]] = {}
     alone: list[int] = []
     for i, call in enumerate(calls):
-        where = partitioning.of_route(call.route, f"the command {call.script}")
+        queue_at = None if call.route.queue is None else queues[call.route.queue]
+        where = partitioning.of_route(call.route, f"the command {call.script}", queue_at)
         if len(where) == 1:
             groups.setdefault(where[0], []).append(i)
         else:
@@ -108,7 +115,7 @@ class _Router(Generic[R]):
         return self.home.actor
 
     def for_queue(self, name: str) -> R:
-        """The runner of queue ``name``'s partition."""
+        """The runner of queue ``name``'s partition, looked up already (see ``locate``)."""
         return self.runners[self.partitioning.of_queue(name)]
 
     def for_id(self, ident: int) -> R:
@@ -121,13 +128,24 @@ class _Router(Generic[R]):
             return self
         return type(self)(self.partitioning, [r.as_actor(actor) for r in self.runners])
 
-    def _read_where(self, read: Read[Any]) -> list[int] | None:
+    def _locating(self, names: Iterable[str], create: bool = False) -> Work[dict[str, int]]:
+        return locating(self.partitioning, self.runners, names, create)
+
+    def _queue_at(self, route: Route, create: bool = False) -> Work[int | None]:
+        """The partition of ``route``'s queue (None: it names none), looked up."""
+        if route.queue is None:
+            return None
+        if (cached := self.partitioning.placed.get(route.queue)) is not None:
+            return cached  # the common case: no round trip
+        return (yield from self._locating([route.queue], create))[route.queue]
+
+    def _read_where(self, read: Read[Any], queue_at: int | None) -> list[int] | None:
         """The partition a read runs on, or None when it spreads over all."""
         if self.partitioning.count == 1:
             return [0]
         if read.route.spread is not None:
             return None
-        where = self.partitioning.of_route(read.route, "a read")
+        where = self.partitioning.of_route(read.route, "a read", queue_at)
         if len(where) > 1:
             raise ValueError(f"a read spans partitions {where}: read each partition's part on its own")
         return where
@@ -136,14 +154,19 @@ class _Router(Generic[R]):
     # replies-to-be are yielded, a batch's parts and a spread read's as AtOnce.
 
     def _running(self, call: Call[T]) -> Work[T]:
-        plan = _plan(self.partitioning, call)
+        queue_at = yield from self._queue_at(call.route, call.script == PLACING)
+        plan = _plan(self.partitioning, call, queue_at)
         if len(plan) == 1:
             return (yield self.runners[plan[0][0]].run(call))  # type: ignore[no-any-return]
         results = yield AtOnce(self.runners[p].run(c) for p, c, _ in plan)
         return _joined(call.route, [(indices, r) for (_, _, indices), r in zip(plan, results, strict=True)])  # type: ignore[no-any-return]
 
     def _running_many(self, calls: list[Call[Any]]) -> Work[list[Any]]:
-        groups, alone = _grouped(self.partitioning, calls)
+        placing = {c.route.queue for c in calls if c.route.queue is not None and c.script == PLACING}
+        named = {c.route.queue for c in calls if c.route.queue is not None} - placing
+        queues = (yield from self._locating(placing, create=True)) if placing else {}
+        queues.update((yield from self._locating(named)) if named else {})
+        groups, alone = _grouped(self.partitioning, calls, queues)
         piped = yield AtOnce(
             self.runners[p].run_many(calls[i] for i in indices) for p, indices in groups.items()
         )
@@ -152,13 +175,13 @@ class _Router(Generic[R]):
             results.update(zip(indices, outcomes, strict=True))
         for i in alone:  # a call that spans partitions: alone, after, in order
             try:
-                results[i] = yield from self._running(calls[i])
+                results[i] = yield from self._running(calls[i])  # its queue looked up above
             except errors.JobLedgerError as exc:
                 results[i] = exc
         return [results[i] for i in range(len(calls))]
 
     def _reading(self, read: Read[T]) -> Work[T]:
-        where = self._read_where(read)
+        where = self._read_where(read, (yield from self._queue_at(read.route)))
         if where is None:
             assert read.route.spread is not None
             return read.route.spread(list((yield AtOnce(r.read(read) for r in self.runners))))  # type: ignore[no-any-return]
@@ -196,6 +219,11 @@ class Partitioned(_Router[Ledger]):
             return self.home.drive(steps)
         return done(self._driving(steps))
 
+    def locate(self, names: Iterable[str]) -> dict[str, int]:
+        """The partition of each queue of ``names``, looked up (cached for :meth:`for_queue` and
+        ``partitioning.of_queue``); a name placed nowhere: where a command on it would run."""
+        return done(self._locating(names))
+
 
 class AsyncPartitioned(_Router[AsyncLedger]):
     """Asynchronous router over one :class:`~jobledger.ledger.runner.AsyncLedger` per partition:
@@ -223,6 +251,14 @@ class AsyncPartitioned(_Router[AsyncLedger]):
         if self.partitioning.count == 1:
             return await self.home.drive(steps)
         return await awaited(self._driving(steps))
+
+    async def locate(self, names: Iterable[str]) -> dict[str, int]:
+        """As :meth:`Partitioned.locate`, awaited."""
+        return await awaited(self._locating(names))
+
+    async def queue_runner(self, name: str) -> AsyncLedger:
+        """The runner of queue ``name``'s partition, looked up."""
+        return self.runners[(await self.locate([name]))[name]]
 
 
 def runners_of(ledger: Ledger | Partitioned) -> list[Ledger]:

@@ -6,7 +6,10 @@ under ``{NAMESPACE-p}`` (or ``{NAMESPACE-p.k}``: see :attr:`Partitioning.namespa
 stream, its projections, its scripts: every command still checks,
 appends and applies in one script on one slot -- and what lives where follows from names alone:
 
-- a queue lives in partition ``crc32(name) % n``, with its settings, its jobs and its launchers;
+- a queue lives in the partition it was placed in when first created, with its settings, its jobs
+  and its launchers (see :mod:`jobledger.ledger.placements`: placements are stored, and cached in
+  :attr:`Partitioning.placed`); a ledger made before placements existed put it at
+  ``crc32(name) % n``, where it is found;
 - a job's id names its partition: partition ``p`` hands out ``p + n``, ``p + 2n``, ... (the
   ``partition`` key of each partition holds ``"n:p"``, which the scripts that hand out ids read), so
   ``id % n`` finds it; a launcher's id likewise;
@@ -27,7 +30,7 @@ import functools
 import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -103,6 +106,9 @@ class Partitioning:
 
     namespace: str
     count: int = 1
+    #: The placements this process has looked up, queue name -> partition: a queue never moves, so
+    #: an entry never goes stale (see :mod:`jobledger.ledger.placements`).
+    placed: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.count <= MAX_PARTITIONS:
@@ -137,22 +143,38 @@ class Partitioning:
         return int(match.group(1))
 
     def of_queue(self, name: str) -> int:
-        """The partition of queue ``name`` (and of its jobs and launchers): a hash that never
-        changes, whatever process or version asks."""
-        return zlib.crc32(name.encode()) % self.count if self.count > 1 else 0
+        """The partition of queue ``name`` (and of its jobs and launchers), as looked up already
+        (:func:`jobledger.ledger.placements.locating`, which every router command does first);
+        LookupError when this process has not looked it up."""
+        if self.count == 1:
+            return 0
+        if (partition := self.placed.get(name)) is None:
+            raise LookupError(f"the partition of queue {name!r} has not been looked up")
+        return partition
+
+    def placed_or_every(self, name: str) -> list[int]:
+        """The partition of queue ``name`` when looked up already, else every partition (for what
+        only narrows a read to it, such as the event feed's)."""
+        partition = 0 if self.count == 1 else self.placed.get(name)
+        return list(range(self.count)) if partition is None else [partition]
+
+    def hashed(self, name: str) -> int:
+        """Where a ledger made before placements put queue ``name``, and where a name placed nowhere
+        is routed: a hash of the name."""
+        return zlib.crc32(name.encode()) % self.count
 
     def of_id(self, ident: int) -> int:
         """The partition that handed out a job's or a launcher's id."""
         return ident % self.count
 
-    def of_route(self, route: Route, what: str) -> list[int]:
-        """The partitions ``route`` touches, in order; ``what`` names the command or read for the
-        error when it names none."""
+    def of_route(self, route: Route, what: str, queue_at: int | None = None) -> list[int]:
+        """The partitions ``route`` touches, in order (its queue's: ``queue_at``, else as looked up);
+        ``what`` names the command or read for the error when it names none."""
         if self.count == 1:
             return [0]
         found = {self.of_id(i) for i in route.ids}
         if route.queue is not None:
-            found.add(self.of_queue(route.queue))
+            found.add(self.of_queue(route.queue) if queue_at is None else queue_at)
         if route.home:
             found.add(0)
         if not found:
@@ -162,6 +184,21 @@ class Partitioning:
     def marker(self, partition: int) -> str | None:
         """What the ``partition`` key of partition ``partition`` holds (None: no key, one partition)."""
         return None if self.count == 1 else f"{self.count}:{partition}"
+
+
+def node_groups(partitioning: Partitioning, slots: Any) -> list[str]:
+    """Each partition's node ("host:port"), in partition order, read from a ``CLUSTER SLOTS``
+    reply."""
+    ranges = [(int(e[0]), int(e[1]), f"{_text(e[2][0])}:{_text(e[2][1])}") for e in slots or []]
+    out = []
+    for namespace in partitioning.namespaces:
+        slot = slot_of(namespace)
+        out.append(next((node for low, high, node in ranges if low <= slot <= high), "?"))
+    return out
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _stored_count(reply: Any) -> int | None:

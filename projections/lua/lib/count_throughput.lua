@@ -5,6 +5,7 @@
 -- key, minute and counts), which saves a read per run when a batch ends runs of one queue in one
 -- minute (a fold of the stream, a batch of completions).
 -- (made with its four fields, so that setting them never grows it)
+--- @each_call "THROUGHPUT"
 local THROUGHPUT = {key = false, minute = false, completed = 0, failed = 0}
 local function count_throughput(queue, at, status)
   local minute = math.floor(at / 60000)
