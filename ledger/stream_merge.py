@@ -199,9 +199,9 @@ def newest_first(found: Mapping[int, list[Event]], limit: int) -> list[tuple[int
 
 def concerned(partitioning: Partitioning, flt: EventFilter) -> list[int]:
     """The partitions that can hold events matching ``flt``: the job's (filtered by job), the
-    queue's (by queue), else every one."""
+    queue's (by queue; every one while this process has not looked the queue up), else every one."""
     if flt.job is not None:
         return [partitioning.of_id(flt.job)]
     if flt.queue is not None:
-        return [partitioning.of_queue(flt.queue)]
+        return partitioning.placed_or_every(flt.queue)
     return list(range(partitioning.count))

@@ -184,7 +184,7 @@ class LedgerWatch:
         partitioning, found = router.partitioning, set()
         for kind, value in topics:
             if kind == "queue":
-                found.add(partitioning.of_queue(str(value)))
+                found.update(partitioning.placed_or_every(str(value)))
             elif kind == "job":
                 found.add(partitioning.of_id(int(value)))  # type: ignore[call-overload]
             elif kind == "token":

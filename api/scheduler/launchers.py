@@ -67,7 +67,7 @@ class Where:
         if self.partitioning is None:
             return set()
         queue = launcher.filter.get("queue")
-        every = {self.partitioning.of_queue(queue)} if queue else set(range(self.count))
+        every = set(self.partitioning.placed_or_every(queue)) if queue else set(range(self.count))
         return every - {self.partition}
 
 

@@ -69,7 +69,7 @@ async def batches(router: AsyncPartitioned, partition: int, request: BulkRequest
         return
     wanted = bulk_reads.statuses(request.action, request.statuses())
     if request.queue is not None:
-        names = [request.queue] if router.partitioning.of_queue(request.queue) == partition else []
+        names = [request.queue] if (await router.locate([request.queue]))[request.queue] == partition else []
     else:
         names = await router.read(bulk_reads.queues(partition))
     for name in names:

@@ -54,7 +54,7 @@ async def _partition_kept(ledger: OpeningLedger, name: str, spec: LauncherSpec) 
     if partitioning.count == 1:
         return
     found = await ledger.read(readers.launcher_named(name))
-    if found is not None and partitioning.of_id(found) != partitioning.of_queue(spec.queue):
+    if found is not None and partitioning.of_id(found) != (await router.locate([spec.queue]))[spec.queue]:
         raise Conflict(
             f"launcher {name!r} lives with its queue's partition; queue {spec.queue!r} is in another: "
             "delete the launcher, then declare it again"

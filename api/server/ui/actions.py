@@ -153,7 +153,8 @@ async def queue_action(request: Request) -> Response:
     refuse_writes(request)
     ledger: OpeningLedger = request.state.ledger
     if action == "drain":
-        await (await ledger.opened()).for_queue(name).read(readers.queue(name))  # none: 404, nothing asked
+        runner = await (await ledger.opened()).queue_runner(name)
+        await runner.read(readers.queue(name))  # none: 404, nothing asked
     if action == "drain" and form.get("confirm") != "yes":
         return _confirm(
             request, f"Drain queue {name}?", {"action": "drain", "back": form.get("back", "")},

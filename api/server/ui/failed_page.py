@@ -87,8 +87,8 @@ async def _filtered(router: AsyncPartitioned, flt: FailedFilter, number: int) ->
     """The filtered page: each partition's newest matches up to the page's end, merged."""
     names = [flt.queue] if flt.queue else await router.read(readers.queue_names())
     groups: dict[int, list[str]] = {}
-    for name in names:
-        groups.setdefault(router.partitioning.of_queue(name), []).append(name)
+    for name, partition in (await router.locate(names)).items():
+        groups.setdefault(partition, []).append(name)
     if not groups:
         return Shown([], False, 0)
     count = number * PAGE_SIZE + 1

@@ -68,8 +68,8 @@ async def _by_partition(
 ) -> dict[str, T]:
     """``read`` of the queues ``names``, each group of them in its partition, at once, as one answer."""
     groups: dict[int, list[str]] = {}
-    for name in names:
-        groups.setdefault(router.partitioning.of_queue(name), []).append(name)
+    for name, partition in (await router.locate(names)).items():
+        groups.setdefault(partition, []).append(name)
     parts = await asyncio.gather(*(router.runners[p].read(read(group)) for p, group in groups.items()))
     return {name: value for part in parts for name, value in part.items()}
 
@@ -119,7 +119,7 @@ async def queue(request: Request) -> Response:
     status, tag = _status(request), _tag(request)
     text = (request.query_params.get("search") or "").strip() or None
     number = positive_int(request, "page", 1, MAX_PAGE)
-    ledger = (await _ledger(request).opened()).for_queue(name)
+    ledger = await (await _ledger(request).opened()).queue_runner(name)
     settings = await ledger.read(readers.queue(name))
     counts = (await ledger.read(readers.status_counts([name])))[name]
     context: dict[str, Any] = {
