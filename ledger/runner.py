@@ -4,10 +4,16 @@ The runner owns the four things every command needs: the client, the namespace's
 (``KEYS[1]``), the clock that gives ``now`` (``ARGV[1]``) and the actor, who the events it appends
 are recorded as caused by (``ARGV[2]``, which the scripts' prelude takes off: see
 :mod:`jobledger.ledger.scripts`).  :meth:`_Base.as_actor` is the same runner acting for another
-actor: a server runs each request's commands as the name of the request's token.  Scripts are
-registered once per runner and called with EVALSHA (redis-py loads a script again after a server
-restart, on NOSCRIPT).  Error replies from scripts become the :mod:`jobledger.ledger.errors` tree;
-a lost connection, Unavailable.
+actor: a server runs each request's commands as the name of the request's token.
+
+Each command is a Redis Functions library of its own (:func:`jobledger.ledger.scripts.function`),
+called with ``FCALL``: its pieces are built once when it is loaded, not at every call as a script's
+are.  A server holds the libraries until it is restarted with nothing kept or its functions are
+flushed, so they are loaded on demand: a call answered "Function not found" (it did not run) loads
+its library and is sent again.  :meth:`Ledger.load_functions` loads every missing one at once, as a
+server does when it starts.  A server without Functions (Redis older than 7.0) refuses every
+command with :class:`FunctionsMissing`, which says so.  Error replies from the commands become the
+:mod:`jobledger.ledger.errors` tree; a lost connection, Unavailable.
 """
 
 from __future__ import annotations
@@ -28,12 +34,28 @@ from jobledger.ledger.clock import Clock, now_ms, wall_ms
 from jobledger.ledger.keys import DEFAULT_NAMESPACE, Keys
 from jobledger.ledger.reads import Read
 from jobledger.ledger.redis_clients import async_client, sync_client
-from jobledger.ledger.scripts import source
+from jobledger.ledger.scripts import FUNCTION_PREFIX, Function, commands, function
 from jobledger.ledger.sync_or_async import Work, awaited, done
 
 T = TypeVar("T")
 
-_SCRIPT_SUFFIX = re.compile(r"\s*script: \w+, on @user_script:\d+\.?\s*$")
+_SCRIPT_SUFFIX = re.compile(r"\s*script: \w+, on @user_(?:script|function):\d+\.?\s*$")
+#: What Redis answers an FCALL of a function it does not hold (restarted with nothing kept, flushed).
+_NOT_LOADED = "Function not found"
+#: What a server without Functions (older than Redis 7.0) answers an FCALL or a FUNCTION command.
+_NO_FUNCTIONS = re.compile(r"unknown command .?(fcall|function)", re.IGNORECASE)
+
+
+class FunctionsMissing(errors.Unavailable):
+    """The server has no Functions: jobledger's commands need Redis 7.0 or later, or Valkey."""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _not_loaded(reply: Any) -> bool:
+    return isinstance(reply, redis.ResponseError) and str(reply).startswith(_NOT_LOADED)
 
 
 def translate(exc: redis.RedisError) -> Exception:
@@ -41,6 +63,10 @@ def translate(exc: redis.RedisError) -> Exception:
     if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
         return errors.Unavailable(f"Redis is unreachable: {exc}")
     if isinstance(exc, redis.ResponseError):
+        if _NO_FUNCTIONS.search(str(exc)):
+            return FunctionsMissing(
+                "this Redis server has no Functions (FCALL): jobledger needs Redis 7.0 or later, or Valkey"
+            )
         mapped = errors.from_reply(_SCRIPT_SUFFIX.sub("", str(exc)))
         if mapped is not None:
             return mapped
@@ -142,11 +168,10 @@ class _Base:
         self.keys = Keys(namespace)
         self.clock = clock
         self.actor = checked_actor(actor)
-        self._scripts: dict[str, Any] = {}  # registered on first use, shared with as_actor's views
 
     def as_actor(self, actor: str) -> Self:
         """This runner acting for ``actor``: the commands run through it record ``actor`` in every
-        event they append.  A view, cheap to make (it shares the client and the registered scripts,
+        event they append.  A view, cheap to make (it shares the client,
         and changes nothing of this runner); ValueError for a name that is no actor."""
         if actor == self.actor:
             return self
@@ -154,33 +179,57 @@ class _Base:
         view.actor = checked_actor(actor)
         return view
 
-    def _script(self, name: str) -> Any:
-        """The registered script ``name``, composed and registered the first time it is run."""
-        script = self._scripts.get(name)
-        if script is None:
-            script = self._scripts[name] = self.client.register_script(source(name))
-        return script
+    def _fcall(self, pipe: Any, function: Function, now: int, sent: int, args: tuple[Any, ...]) -> Any:
+        return pipe.fcall(function.name, 1, self.keys.ledger_prefix, now, self.actor, sent, *args)
 
     def _running(self, call: Call[T]) -> Work[T]:
         started = time.perf_counter()
         try:
-            script = self._script(call.script)
-            args = [self.clock(), self.actor, wall_ms(), *call.args]
-            return call.parse((yield script(keys=[self.keys.ledger_prefix], args=args)))
+            fn = function(call.script)
+            now, sent = self.clock(), wall_ms()
+            try:
+                reply = yield self._fcall(self.client, fn, now, sent, call.args)
+            except redis.ResponseError as exc:
+                if not _not_loaded(exc):
+                    raise
+                yield self.client.function_load(fn.code, replace=True)
+                reply = yield self._fcall(self.client, fn, now, sent, call.args)
+            return call.parse(reply)
         finally:
             if self.observe is not None:
                 self.observe(call.script, time.perf_counter() - started)
 
     def _running_many(self, calls: Iterable[Call[Any]]) -> Work[list[Any]]:
         calls = list(calls)
-        pipe = self.client.pipeline(transaction=False)
         now, sent = self.clock(), wall_ms()
-        for call in calls:  # queued by hand: the async Script's call is a coroutine even on a pipeline
-            script = self._script(call.script)
-            pipe.scripts.add(script)  # the pipeline loads the scripts Redis lacks before it runs
-            pipe.evalsha(script.sha, 1, self.keys.ledger_prefix, now, self.actor, sent, *call.args)
+        pipe = self.client.pipeline(transaction=False)
+        for call in calls:
+            self._fcall(pipe, function(call.script), now, sent, call.args)
         replies = yield pipe.execute(raise_on_error=False)
+        missing = [i for i, reply in enumerate(replies) if _not_loaded(reply)]
+        if missing:  # none of those ran: loaded, then run (alone, after the rest)
+            pipe = self.client.pipeline(transaction=False)
+            for name in dict.fromkeys(calls[i].script for i in missing):
+                pipe.function_load(function(name).code, replace=True)
+            for i in missing:
+                self._fcall(pipe, function(calls[i].script), now, sent, calls[i].args)
+            again = (yield pipe.execute(raise_on_error=False))[-len(missing) :]
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
         return [_outcome(c, r) for c, r in zip(calls, replies, strict=True)]
+
+    def _loading_functions(self) -> Work[int]:
+        """Load every command's library the server lacks (one round trip when it has them all: a
+        server restarted with nothing kept has none); how many were loaded."""
+        held = yield self.client.function_list(library=FUNCTION_PREFIX + "*")
+        names = {_text(entry[1]) for entry in held}
+        lacking = [fn for fn in map(function, commands()) if fn.name not in names]
+        if lacking:
+            pipe = self.client.pipeline(transaction=False)
+            for fn in lacking:
+                pipe.function_load(fn.code, replace=True)
+            yield pipe.execute()
+        return len(lacking)
 
     def _reading(self, read: Read[T]) -> Work[T]:
         first = read
@@ -222,6 +271,10 @@ class Ledger(_Base):
     def read(self, read: Read[T]) -> T:
         return self._complete(self._reading(read))
 
+    def load_functions(self) -> int:
+        """Load the commands' libraries the server lacks (see :meth:`_Base._loading_functions`)."""
+        return self._complete(self._loading_functions())
+
     def drive(self, steps: Steps[T]) -> T:
         """Run ``steps`` to its end; what it returns.  A Read or a Call it yields runs alone and a
         refusal raises at once.  A list of Calls runs in one pipeline and every command of it runs,
@@ -247,6 +300,9 @@ class AsyncLedger(_Base):
 
     async def read(self, read: Read[T]) -> T:
         return await self._complete(self._reading(read))
+
+    async def load_functions(self) -> int:
+        return await self._complete(self._loading_functions())
 
     async def drive(self, steps: Steps[T]) -> T:
         """As :meth:`Ledger.drive`."""

@@ -54,6 +54,7 @@ Scripts are composed once per process, each when it is first asked for (:func:`s
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ ENTRY_DIRS = ("ledger/lua", "replay/lua")
 APPLY = "projections/lua/apply.lua"
 APPLIER_DIR = "projections/lua/apply"
 COMMANDS = "ledger/lua/"
+#: What the name of every Functions library of jobledger starts with (see :func:`function`).
+FUNCTION_PREFIX = "jobledger_"
 #: The start of every command's body: the actor and the time it was sent taken off ``ARGV[2]`` and
 #: ``ARGV[3]``, and ``now`` (``ARGV[1]``)
 #: raised to the ledger's clock, once (the clock's own text then, as no number is made text again).
@@ -88,6 +91,8 @@ _EMITS = re.compile(r"\bemit\(\s*[^,()]+,\s*'(\w+)'")
 _APPLY_CALL = re.compile(r"(?<!function )\bapply\(")
 _KEY_USE = re.compile(r"\bK\.(\w+)")
 _NAMES = re.compile(r'--\[\[ @names "(\w*)" \]\] \{\}')
+_EACH_CALL = re.compile(r'^--- @each_call "(\w+)"', re.MULTILINE)
+_TOP_LOCAL = re.compile(r"^local ((?!function\b)[\w, ]+?) =", re.MULTILINE)
 
 
 class CompositionError(ValueError):
@@ -104,6 +109,21 @@ class Piece:
     def code(self) -> str:
         """The text without its comments."""
         return _COMMENT.sub("", self.text)
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A script in its parts: ``keys``, the code that finds the call's keys and, for a command, its
+    now, actor and sent time (run at every call); ``versions``, the table of event versions;
+    ``helpers``, the shared pieces it reaches; ``body``, its entry file's text; ``fresh``, the
+    statements that make again, at every call, what a piece keeps for one call only (declared in
+    its header as ``--- @each_call "NAME"``: the piece's own ``local NAME = ...`` line, run again)."""
+
+    keys: str
+    versions: str
+    helpers: str
+    body: str
+    fresh: tuple[str, ...]
 
 
 class Library:
@@ -184,8 +204,8 @@ class Library:
             raise CompositionError(f"{reached[-1].path} reaches emit() of no event type: {sorted(unknown)}")
         return [t for t in self.event_types if t in found]
 
-    def compose(self, entry: str) -> str:
-        """The complete script of an entry file."""
+    def composed(self, entry: str) -> Composed:
+        """The parts of an entry file's script (see :class:`Composed`)."""
         from jobledger.ledger.events import lua_versions  # the models: loaded by the first script composed
 
         reached = self.closure(entry)
@@ -199,20 +219,28 @@ class Library:
             extra[APPLY] = list(dict.fromkeys(appliers[t][0] for t in types))
             table = ",\n".join(f"  {t} = {appliers[t][1]}" for t in types)
         parts = []
-        for piece in self.closure(entry, extra):
+        fresh: list[str] = []
+        pieces = self.closure(entry, extra)
+        for piece in pieces[:-1]:
             if piece.path == APPLY:
                 parts.append("local APPLY = {\n" + table + "\n}\n")
             parts.append(piece.text)
-        code = "\n".join(parts)
+            fresh += [_fresh(piece, name) for name in _EACH_CALL.findall(piece.text)]
+        helpers, body = "\n".join(parts), pieces[-1].text
         command = entry.startswith(COMMANDS)
-        if command:
-            code = PRELUDE + code
         # a command's emit() reads a version as V[kind] or 1: its table holds only the others
+        code = helpers + body
         versions = lua_versions(types, ones=not command) if "V[" in code else ""
-        code = lua_inline_keys(code)  # the prelude then defines only the fixed keys K uses
-        # the keys the code uses, not those its comments name: each one defined costs every call
-        used = set(_KEY_USE.findall(_COMMENT.sub("", code)))
-        return lua_prelude(used, clock=command) + versions + code
+        helpers, body = lua_inline_keys(helpers), lua_inline_keys(body)  # the prelude then defines
+        # only the fixed keys K uses: those the code uses, not those its comments name (each costs every call)
+        used = set(_KEY_USE.findall(_COMMENT.sub("", helpers + body)))
+        keys = lua_prelude(used, clock=command) + (PRELUDE if command else "")
+        return Composed(keys, versions, helpers, body, tuple(fresh))
+
+    def compose(self, entry: str) -> str:
+        """The complete script of an entry file."""
+        c = self.composed(entry)
+        return c.keys + c.versions + c.helpers + "\n" + c.body
 
     def entries(self) -> dict[str, str]:
         """script name -> its entry file, for every command and replay step."""
@@ -221,6 +249,15 @@ class Library:
             for folder in ENTRY_DIRS
             for file in sorted((self.root / folder).glob("*.lua"))
         }
+
+
+def _fresh(piece: Piece, name: str) -> str:
+    found = re.search(rf"^local {name} = (.*)$", piece.text, re.MULTILINE)
+    if found is None:
+        raise CompositionError(
+            f'{piece.path} declares @each_call "{name}" but has no line "local {name} = ..."'
+        )
+    return f"{name} = {_COMMENT.sub('', found.group(1)).strip()}"
 
 
 def _names(path: str, name: str) -> str:
@@ -243,9 +280,57 @@ def entries() -> dict[str, str]:
 
 
 @cache
+def commands() -> tuple[str, ...]:
+    """The names of the commands: the entries of ``ledger/lua``."""
+    return tuple(name for name, entry in entries().items() if entry.startswith(COMMANDS))
+
+
+@cache
 def source(name: str) -> str:
     """The complete script text of ``name`` (KeyError for a name no entry file has)."""
     return library().compose(entries()[name])
+
+
+@dataclass(frozen=True)
+class Function:
+    """A command as a Redis Functions library of one function, both named ``name``."""
+
+    name: str
+    code: str  # the library's text, for FUNCTION LOAD
+
+
+def library_code(composed: Composed, name: str) -> str:
+    """The text of a library whose one function, ``name``, runs the script ``composed``.
+
+    What the script builds before its body (its pieces' local functions and tables, the versions)
+    is built once, when the library is loaded; what changes from call to call (the keys of the
+    call's ledger and generation, now, the actor, ``KEYS`` and ``ARGV`` themselves, and what a
+    piece keeps for one call) is a local of the library, which every call sets first."""
+    per_call = composed.keys
+    names = [n.strip() for found in _TOP_LOCAL.findall(per_call) for n in found.split(",")]
+    per_call = re.sub(r"^local ", "", per_call, flags=re.MULTILINE)
+    fresh = "".join(f"{line}\n" for line in composed.fresh)
+    return (
+        f"#!lua name={name}\n"
+        f"local KEYS, ARGV, {', '.join(dict.fromkeys(names))}\n"
+        f"{composed.versions}{composed.helpers}\n"
+        f"redis.register_function('{name}', function(keys, args)\n"
+        f"KEYS, ARGV = keys, args\n{per_call}{fresh}{composed.body}\nend)\n"
+    )
+
+
+@cache
+def function(name: str) -> Function:
+    """The command ``name`` as a Functions library (KeyError for a name no entry file has, ValueError
+    for a replay step: those run as scripts).  Its name ends with a digest of its text, so a library
+    changed by an upgrade is another library and a server running the older code keeps its own."""
+    entry = entries()[name]
+    if not entry.startswith(COMMANDS):
+        raise ValueError(f"{name} is a replay step, run as a script, not a command")
+    composed = library().composed(entry)
+    digest = hashlib.sha1(library_code(composed, "").encode()).hexdigest()[:16]
+    full = f"{FUNCTION_PREFIX}{name}_{digest}"
+    return Function(full, library_code(composed, full))
 
 
 @cache

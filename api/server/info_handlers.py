@@ -8,6 +8,7 @@ probe fail for want of a connection."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import redis
@@ -16,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 
 from jobledger.ledger.errors import Unavailable
 from jobledger.ledger.partitioned import OpeningLedger
+from jobledger.ledger.runner import FunctionsMissing
 from jobledger.runtime.version import version as installed_version
 from jobledger.scheduler.state import SchedulerState
 from jobledger.server.errors import error_response
@@ -26,6 +28,8 @@ UNREACHABLE = "Redis is unreachable"
 
 #: Probes of a process that ask Redis at once (the rest wait their turn).
 PROBES = 4
+
+log = logging.getLogger(__name__)
 
 
 async def info(request: Request) -> Response:
@@ -52,6 +56,21 @@ async def ping(ledger: OpeningLedger) -> None:
             await client.ping()
 
     await asyncio.gather(*(ping(runner.client) for runner in router.runners))
+
+
+async def prepare(ledger: OpeningLedger) -> None:
+    """What a server does once it listens: PING Redis, then load every command's library a node of
+    the ledger lacks (the libraries are named by their code's digest: a node holding them all,
+    whatever else it holds, loads nothing).  A server without Functions is logged as such."""
+    await ping(ledger)
+    router = await ledger.opened()
+    try:
+        loaded = await asyncio.gather(*(runner.load_functions() for runner in router.runners))
+    except FunctionsMissing as exc:
+        log.error("%s", exc)
+        raise
+    if any(loaded):
+        log.info("loaded %d command libraries into Redis", sum(loaded))
 
 
 async def _probe(request: Request) -> None:

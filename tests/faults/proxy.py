@@ -1,5 +1,5 @@
 """A TCP proxy between Redis clients and Valkey that can lose answers: armed with :meth:`drop`, it
-forwards the next scripted commands (EVALSHA / EVAL) to Valkey as usual, and when Valkey answers,
+forwards the next scripted commands (FCALL / EVALSHA / EVAL) to Valkey as usual, and when Valkey answers,
 closes the client's connection instead of passing the answer on.  The command took effect; its
 client only knows that the connection broke.  Each answer lost is recorded (:attr:`DropProxy.drops`):
 when, and the command it answered.  Runs an asyncio loop in a thread of its own."""
@@ -15,8 +15,9 @@ from tests.faults.checks import Drop
 from tests.support.private_redis import free_port
 
 CHUNK = 65536
-#: What a request carrying a script starts with, as redis-py writes it (RESP bulk strings).
-SCRIPTED = (b"$7\r\nEVALSHA\r\n", b"$4\r\nEVAL\r\n")
+#: What a request carrying a command (a function) or a script starts with, as redis-py writes it
+#: (RESP bulk strings).
+SCRIPTED = (b"$5\r\nFCALL\r\n", b"$7\r\nEVALSHA\r\n", b"$4\r\nEVAL\r\n")
 #: How many of a dropped command's arguments are recorded, and how much of each.
 ARGS, ARG_CHARS = 16, 60
 
@@ -25,7 +26,9 @@ def arguments(request: bytes) -> tuple[str, ...]:
     """The first arguments of the scripted command in ``request`` (RESP: ``*n``, then ``$len`` and
     the bytes of each argument), each cut short; JSON arguments carry no bare CR LF."""
     lines = request.split(b"\r\n")
-    start = next((i for i, line in enumerate(lines) if line.upper() in (b"EVALSHA", b"EVAL")), len(lines))
+    start = next(
+        (i for i, line in enumerate(lines) if line.upper() in (b"FCALL", b"EVALSHA", b"EVAL")), len(lines)
+    )
     out = []
     for line in lines[start:]:
         if not line.startswith(b"$") and not line.startswith(b"*"):

@@ -48,7 +48,7 @@ def test_a_runner_acts_as_local_unless_told(ledger: Ledger) -> None:
 def test_as_actor_is_a_view_of_the_same_runner(ledger: Ledger) -> None:
     bot = ledger.as_actor("ci-bot")
     assert bot.actor == "ci-bot" and ledger.actor == LOCAL  # the runner itself is unchanged
-    assert bot.client is ledger.client and bot._scripts is ledger._scripts
+    assert bot.client is ledger.client
     assert ledger.as_actor(LOCAL) is ledger and bot.as_actor("ci-bot") is bot
     put_queue(bot)
     job_id = create(ledger)

@@ -9,11 +9,25 @@ from pathlib import Path
 import pytest
 import redis
 
+from jobledger.ledger import commands, errors
 from jobledger.ledger.events import EVENT_TYPES
 from jobledger.ledger.keys import TEMPLATES, Keys, lua_inline_keys, lua_prelude
-from jobledger.ledger.runner import Ledger
-from jobledger.ledger.scripts import APPLIER_DIR, CompositionError, Library, library, source, sources
-from tests.support.ledger import put_queue
+from jobledger.ledger.requests import JobOptions
+from jobledger.ledger.runner import FunctionsMissing, Ledger, translate
+from jobledger.ledger.scripts import (
+    APPLIER_DIR,
+    CompositionError,
+    Library,
+    function,
+    library,
+    source,
+    sources,
+)
+from jobledger.ledger.scripts import (
+    commands as command_names,
+)
+from jobledger.projections import readers
+from tests.support.ledger import create, fetch_one, put_queue, update
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -86,15 +100,56 @@ def test_every_script_loads_on_the_server(client: redis.Redis) -> None:
         assert client.script_exists(sha) == [True], name
 
 
-def test_a_runner_composes_a_script_when_it_first_runs_it(client: redis.Redis, namespace: str) -> None:
-    runner = Ledger(client, namespace)
-    assert runner._scripts == {}  # a start composes none of the scripts its first requests do not run
-    put_queue(runner)
-    put_queue(runner.as_actor("ci-bot"), "r")
-    assert set(runner._scripts) == {"put_queue"}
-    assert runner._scripts["put_queue"].script == source("put_queue") == sources()["put_queue"]
+def test_every_command_loads_as_a_functions_library(client: redis.Redis) -> None:
+    for name in command_names():
+        fn = function(name)
+        assert fn.code.startswith(f"#!lua name={fn.name}\n") and fn.name.startswith(f"jobledger_{name}_")
+        client.function_load(fn.code, replace=True)
+        assert [entry[1] for entry in client.function_list(library=fn.name)] == [fn.name.encode()]
+    with pytest.raises(ValueError, match="replay step"):
+        function("apply_events")
     with pytest.raises(KeyError):
         source("no_such_script")
+
+
+def test_a_command_loads_its_library_when_the_server_lacks_it(client: redis.Redis, namespace: str) -> None:
+    runner = Ledger(client, namespace)
+    client.function_flush()  # a server restarted with nothing kept holds no function
+    assert put_queue(runner) is True
+    assert client.function_list(library=function("put_queue").name)
+    client.function_flush()
+    outcomes = runner.run_many(
+        [commands.create_job("q", JobOptions()), commands.create_job("nope", JobOptions())]
+    )
+    assert outcomes[0].id == 1 and isinstance(outcomes[1], errors.NotFound)  # each ran, once
+    assert runner.read(readers.queue_size("q")) == 1
+
+
+def test_load_functions_loads_only_what_the_server_lacks(client: redis.Redis, namespace: str) -> None:
+    runner = Ledger(client, namespace)
+    client.function_flush()
+    assert runner.load_functions() == len(command_names())
+    assert runner.load_functions() == 0
+    client.function_delete(function("fetch_jobs").name)
+    assert runner.load_functions() == 1
+
+
+def test_a_call_keeps_nothing_a_piece_keeps_for_one_call(client: redis.Redis, namespace: str) -> None:
+    """A library's locals outlive a call: what a piece keeps for one call (the jobs it read) is made
+    again at the next, which may be of another ledger holding a job of the same id."""
+    first, second = Ledger(client, namespace), Ledger(client, namespace + "-2")
+    for runner in (first, second):
+        put_queue(runner)
+        create(runner)
+    fetch_one(second)
+    with pytest.raises(errors.Conflict):  # reads job 1 of the first ledger (queued), and refuses
+        update(first, 1, status="completed")
+    assert update(second, 1, status="completed") == 1  # job 1 of the second ledger is running
+
+
+def test_a_server_without_functions_is_named_as_such() -> None:
+    refused = translate(redis.ResponseError("unknown command 'FCALL', with args beginning with: "))
+    assert isinstance(refused, FunctionsMissing) and "Redis 7.0" in str(refused)
 
 
 def test_a_script_carries_the_appliers_of_the_events_it_emits() -> None:

@@ -281,6 +281,6 @@ def test_an_idle_worker_does_not_poll_and_takes_a_new_job_at_once(transport: str
         int(t or 0) for t in client.hmget(ledger.keys.job(job_id), "created_at", "started_at")
     )
     client.close()
-    assert ran.get("evalsha", 0) == 0, ran  # not one fetch
+    assert ran.get("fcall", 0) == 0, ran  # not one fetch
     assert sum(ran.values()) <= IDLE, ran  # at most one command a second
     assert started - created < 250, f"started {started - created} ms after it was created"

@@ -3,6 +3,7 @@
 -- job_started reads it again): LOADED keeps the tables read since the last event was applied, and
 -- apply() empties it after every event, since applying one may change any job.  Nothing else
 -- writes projections, so a table in LOADED is always what HGETALL would answer.
+--- @each_call "LOADED"
 local LOADED = {}
 local function load_job(id)
   local job = LOADED[id]

@@ -102,7 +102,7 @@ def _check_time(servers: Servers, running: int, runs: int) -> tuple[float, float
         with Meter(ledger.client) as meter:
             for _ in range(runs):
                 ledger.run(script)
-        script_server = meter.usage.usec.get("evalsha", 0) / runs
+        script_server = meter.usage.usec.get("fcall", 0) / runs
     return wall, server, script_server
 
 
