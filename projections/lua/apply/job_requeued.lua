@@ -6,6 +6,7 @@
 -- operation's requeue counts in its record.
 --- @include "projections/lua/lib/count_bulk.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
+--- @include "projections/lua/lib/held_hincrby.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/track_pending.lua"
@@ -15,7 +16,7 @@ local function apply_job_requeued(e)
   leave_place(id, job)
   local key = K.job(id)
   if e.data.retry then redis.call('HINCRBY', key, 'retries_attempted', 1) end
-  if e.data.retry or not e.data.keep_run then redis.call('HINCRBY', K.stats, 'total_jobs_retried', 1) end
+  if e.data.retry or not e.data.keep_run then held_hincrby(K.stats, 'total_jobs_retried', 1) end
   if job.ended == '1' and job.unique_key then
     redis.call('HSETNX', K.queue_unique(job.queue), job.unique_key, id)
   end

@@ -4,6 +4,7 @@
 -- or created_at when it joined as it was created), in the queue's wait time histogram.
 --- @include "projections/lua/lib/count_outcome.lua"
 --- @include "projections/lua/lib/count_running_key.lua"
+--- @include "projections/lua/lib/held_zadd.lua"
 --- @include "projections/lua/lib/history_field.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
@@ -34,11 +35,11 @@ local function apply_job_started(e)
     if job.worker and not worker then stale[#stale + 1] = 'worker' end
     redis.call('HDEL', key, unpack(stale))
   end
-  redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
+  held_zadd(K.queue_status(job.queue, 'running'), id, id)
   count_running_key(job, 1)
   count_outcome(job.queue, 'started')
   observe_duration(job.queue, 'wait', e.at - (job.queued_at or job.created_at))
   local deadline = run_deadline(job, e.at, e.at)
-  if deadline then redis.call('ZADD', K.due_run, deadline, id) end
+  if deadline then held_zadd(K.due_run, deadline, id) end
   return recorded
 end

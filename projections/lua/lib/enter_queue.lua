@@ -4,19 +4,21 @@
 -- waiting set holds it by `at`, the age of the oldest queued job.  Its status becomes queued, with
 -- `at` as its queued_at (unless status_written: job_created wrote the status with its other fields,
 -- and its created_at says when it joined)
+--- @include "projections/lua/lib/held_incr.lua"
+--- @include "projections/lua/lib/held_zadd.lua"
 --- @include "projections/lua/lib/refresh_head.lua"
 local function enter_queue(id, job, at, status_written)
-  local seq = redis.call('INCR', K.seq)
+  local seq = held_incr(K.seq)
   local score = (100 - (job.priority or 0)) * 1099511627776 + seq  -- (text converted once)
   if not status_written then redis.call('HSET', K.job(id), 'status', 'queued', 'queued_at', at) end
-  redis.call('ZADD', K.queue_waiting(job.queue), at, id)
+  held_zadd(K.queue_waiting(job.queue), at, id)
   if job.quota_key then
     redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
     redis.call('SADD', K.queue_lanes(job.queue), job.quota_key)
     redis.call('INCR', K.queue_laned(job.queue))
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZADD', K.queued_ids(job.queue), score, id)
+    held_zadd(K.queued_ids(job.queue), score, id)
   end
-  if job.max_queued_time then redis.call('ZADD', K.due_queued, at + job.max_queued_time, id) end
+  if job.max_queued_time then held_zadd(K.due_queued, at + job.max_queued_time, id) end
 end

@@ -1,23 +1,24 @@
 -- leave_place(id, job): take the job out of the one place its current status puts it, and out of
 -- the deadline set that status schedules it in
 --- @include "projections/lua/lib/count_running_key.lua"
+--- @include "projections/lua/lib/held_zrem.lua"
 --- @include "projections/lua/lib/leave_queue.lua"
 local function leave_place(id, job)
   local status = job.status
   if status == 'queued' then
     leave_queue(id, job)
   else
-    redis.call('ZREM', K.queue_status(job.queue, status), id)
+    held_zrem(K.queue_status(job.queue, status), id)
   end
   if status == 'running' then
-    redis.call('ZREM', K.due_run, id)
+    held_zrem(K.due_run, id)
     count_running_key(job, -1)
   elseif status == 'scheduled' then
-    redis.call('ZREM', K.due_release, id)
+    held_zrem(K.due_release, id)
   elseif job.ended == '1' then
-    redis.call('ZREM', K.due_expire, id)
+    held_zrem(K.due_expire, id)
   elseif status == 'failed' or status == 'timed_out' then
-    redis.call('ZREM', K.due_retry, id)
+    held_zrem(K.due_retry, id)
     redis.call('HDEL', K.job(id), 'retry_at')
   end
 end

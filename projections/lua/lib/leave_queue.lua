@@ -1,5 +1,6 @@
 -- leave_queue(id, job): take a queued job out of its queue (or its quota key's lane), and out of its
 -- queue's waiting set
+--- @include "projections/lua/lib/held_zrem.lua"
 --- @include "projections/lua/lib/refresh_head.lua"
 local function leave_queue(id, job)
   if job.quota_key then
@@ -9,8 +10,8 @@ local function leave_queue(id, job)
     if redis.call('EXISTS', lane) == 0 then redis.call('SREM', K.queue_lanes(job.queue), job.quota_key) end
     refresh_head(job.queue, job.quota_key)
   else
-    redis.call('ZREM', K.queued_ids(job.queue), id)
+    held_zrem(K.queued_ids(job.queue), id)
   end
-  redis.call('ZREM', K.queue_waiting(job.queue), id)
-  if job.max_queued_time then redis.call('ZREM', K.due_queued, id) end
+  held_zrem(K.queue_waiting(job.queue), id)
+  if job.max_queued_time then held_zrem(K.due_queued, id) end
 end
