@@ -46,6 +46,13 @@ class Mismatch(JobLedgerError):
     status = 422
 
 
+class Unauthorized(JobLedgerError):
+    """The request's token is unknown to the ledger or was revoked; nothing changed."""
+
+    code = "UNAUTHORIZED"
+    status = 401
+
+
 class Unavailable(JobLedgerError):
     """Redis cannot be reached."""
 
@@ -68,7 +75,7 @@ class Refused(JobLedgerError):
         self.result = result
 
 
-_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict, Mismatch)}
+_BY_CODE = {cls.code: cls for cls in (BadRequest, NotFound, Conflict, Mismatch, Unauthorized)}
 
 
 def from_reply(text: str) -> JobLedgerError | None:

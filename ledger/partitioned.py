@@ -122,11 +122,14 @@ class _Router(Generic[R]):
         """The runner of the partition that handed out this job's or launcher's id."""
         return self.runners[self.partitioning.of_id(ident)]
 
-    def as_actor(self, actor: str) -> Self:
-        """This router acting for ``actor`` (as the runner's ``as_actor``)."""
-        if actor == self.actor:
+    def as_actor(self, actor: str, token: str = "") -> Self:
+        """This router acting for ``actor`` (as the runner's ``as_actor``).  A ``token`` is checked
+        by the partition that holds the tokens: only a ledger of one partition takes one."""
+        if token and self.partitioning.count != 1:
+            raise ValueError("a token is checked in its commands only on a ledger of one partition")
+        if actor == self.actor and token == self.runners[0].token:
             return self
-        return type(self)(self.partitioning, [r.as_actor(actor) for r in self.runners])
+        return type(self)(self.partitioning, [r.as_actor(actor, token) for r in self.runners])
 
     def _locating(self, names: Iterable[str], create: bool = False) -> Work[dict[str, int]]:
         return locating(self.partitioning, self.runners, names, create)
@@ -353,7 +356,7 @@ class OpeningLedger:
     ) -> None:
         self.url, self.namespace, self.partitions, self.clock = url, namespace, partitions, clock
         self.observe = observe
-        self.actor = LOCAL
+        self.actor, self.token = LOCAL, ""
         self._root = self
         self._router: AsyncPartitioned | None = None
         self._acting: AsyncPartitioned | None = None  # the router acting for this view's actor
@@ -373,7 +376,7 @@ class OpeningLedger:
                         raise errors.Unavailable("the ledger is closed: this process is stopping")
                     if root._router is None:
                         root._router = await self._open()
-            self._acting = root._router.as_actor(self.actor)
+            self._acting = root._router.as_actor(self.actor, self.token)
         return self._acting
 
     async def _open(self) -> AsyncPartitioned:
@@ -392,12 +395,13 @@ class OpeningLedger:
         """The router, once the ledger is open (None before)."""
         return self._root._router
 
-    def as_actor(self, actor: str) -> OpeningLedger:
-        """This ledger acting for ``actor`` (see the runner's ``as_actor``); a view sharing it."""
-        if actor == self.actor:
+    def as_actor(self, actor: str, token: str = "") -> OpeningLedger:
+        """This ledger acting for ``actor``, checking ``token`` in its commands and reads (see the
+        runner's ``as_actor``); a view sharing it."""
+        if actor == self.actor and token == self.token:
             return self
         view = copy.copy(self)
-        view.actor, view._acting = checked_actor(actor), None
+        view.actor, view.token, view._acting = checked_actor(actor), token, None
         return view
 
     async def _opened_for(self, scripts: Iterable[str]) -> AsyncPartitioned:

@@ -168,19 +168,24 @@ class _Base:
         self.keys = Keys(namespace)
         self.clock = clock
         self.actor = checked_actor(actor)
+        #: the digest of the token the commands and reads run for ('' none): each command refuses
+        #: (Unauthorized) unless the ledger still knows it, and each read checks it in its MULTI
+        self.token = ""
 
-    def as_actor(self, actor: str) -> Self:
+    def as_actor(self, actor: str, token: str = "") -> Self:
         """This runner acting for ``actor``: the commands run through it record ``actor`` in every
-        event they append.  A view, cheap to make (it shares the client,
-        and changes nothing of this runner); ValueError for a name that is no actor."""
-        if actor == self.actor:
+        event they append.  With ``token`` (a token's digest), each command and read through it first
+        checks that the ledger still knows that token, in the same script or MULTI: Unauthorized
+        once it is revoked.  A view, cheap to make (it shares the client, and changes nothing of
+        this runner); ValueError for a name that is no actor."""
+        if actor == self.actor and token == self.token:
             return self
         view = copy.copy(self)
-        view.actor = checked_actor(actor)
+        view.actor, view.token = checked_actor(actor), token
         return view
 
     def _fcall(self, pipe: Any, function: Function, now: int, sent: int, args: tuple[Any, ...]) -> Any:
-        return pipe.fcall(function.name, 1, self.keys.ledger_prefix, now, self.actor, sent, *args)
+        return pipe.fcall(function.name, 1, self.keys.ledger_prefix, now, self.actor, sent, self.token, *args)
 
     def _running(self, call: Call[T]) -> Work[T]:
         started = time.perf_counter()
@@ -237,10 +242,15 @@ class _Base:
             keys = self.keys
             pipe = self.client.pipeline(transaction=True)
             pipe.get(keys.build("generation"))
+            if self.token:
+                pipe.exists(keys.build("token", digest=self.token))
             for command in read.commands(keys):
                 pipe.execute_command(*command)
             replies = yield pipe.execute()
             generation = generation_of(replies[0])
+            known = replies.pop(1) if self.token else True
+            if generation == keys.generation and not known:
+                raise errors.Unauthorized("unknown or revoked token")
             if generation != keys.generation:
                 self.keys = keys.with_generation(generation)
                 read = first  # the projections moved to another generation: start again

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from jobledger.ledger.keys import lua_inline_keys, lua_prelude
+from jobledger.ledger.keys import TEMPLATES, lua_inline_keys, lua_prelude
 
 #: The folder that holds ledger/, projections/ and replay/: the repository, or the installed package.
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +79,10 @@ FUNCTION_PREFIX = "jobledger_"
 PRELUDE = (
     "local ACTOR = table.remove(ARGV, 2)\n"
     "local SENT = table.remove(ARGV, 2) + 0\n"
+    "local TOKEN = table.remove(ARGV, 2)\n"
+    f"if TOKEN ~= '' and redis.call('EXISTS', P .. {TEMPLATES['token'].split('{')[0]!r} .. TOKEN) == 0 then\n"
+    "  return redis.error_reply('UNAUTHORIZED unknown or revoked token')\n"
+    "end\n"
     "local NOW, CLOCK_AT = ARGV[1] + 0, (CLOCK or 0) + 0\n"
     "if CLOCK_AT > NOW then NOW = CLOCK_AT; ARGV[1] = CLOCK end\n"
 )

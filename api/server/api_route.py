@@ -46,7 +46,10 @@ class ApiRoute:
     ``needs``, described by ``operation`` (a name in :mod:`jobledger.server.openapi_paths`).
     ``writes``: the route changes the ledger, so a read-only server refuses it (by default every
     method but GET writes).  ``idempotent``: the route takes an Idempotency-Key
-    (:func:`jobledger.server.inputs.idempotency` reads it on no other)."""
+    (:func:`jobledger.server.inputs.idempotency` reads it on no other).  ``checks_token``: the
+    endpoint's first effect is a ledger command or read (a JSON body; a multipart one stores its files
+    first), which checks the request's token again, so a token the server knows needs no lookup
+    (:class:`jobledger.server.auth.KnownTokens`)."""
 
     method: str
     path: str
@@ -55,6 +58,7 @@ class ApiRoute:
     operation: str = _REQUIRED
     writes: bool | None = None
     idempotent: bool = False
+    checks_token: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -130,7 +134,8 @@ class ApiPath(Route):
             if record.method in endpoints:
                 raise RouteError(f"route {record.name} is in the table twice")
             endpoint = refuse_write(reads) if read_only and record.writes else record
-            endpoints[record.method] = guarded(record.needs, endpoint) if auth else endpoint
+            checks = record.checks_token and endpoint is record
+            endpoints[record.method] = guarded(record.needs, endpoint, checks) if auth else endpoint
 
         async def by_method(request: Request) -> Response:
             return await endpoints["GET" if request.method == "HEAD" else request.method](request)

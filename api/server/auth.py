@@ -2,9 +2,12 @@
 
 With ``[server] auth`` on, every route but ``GET /health`` and ``GET /ready`` wants
 ``Authorization: Bearer SECRET``.  The secret's SHA-256 is looked up in the token projection
-(``token:{digest}``, see :mod:`jobledger.ledger.tokens`) at every request, so a revoked token stops
-working at once on every server of the ledger (nothing is cached); a route on a job reads the job's
-queue with it (at once, in its partition).  No token, or one the ledger does not know: 401 with
+(``token:{digest}``, see :mod:`jobledger.ledger.tokens`); a route on a job reads the job's queue
+with it (at once, in its partition).  A token's name and scopes never change, so a server keeps the
+tokens it has looked up (:class:`KnownTokens`) and, on a route whose first effect is a command or a
+read, takes a known one without a lookup: that command or read checks, in its own script or MULTI,
+that the ledger still knows the token (no round trip more).  Either way a revoked token stops
+working at once on every server of the ledger.  No token, or one the ledger does not know: 401 with
 ``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
 token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
@@ -35,13 +38,11 @@ from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.tokens import Token, digest
 from jobledger.ledger.watch import LedgerWatch, Subscription, token_topic
 from jobledger.projections import tokens
-from jobledger.server.errors import error_response
+from jobledger.server.errors import REALM, error_response
 from jobledger.server.inputs import valid_job_id
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Kind = Literal["open", "read", "produce", "work", "admin"]
-
-REALM = 'Bearer realm="jobledger"'
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,40 @@ async def token_and_queue(
     return token, queue
 
 
-def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
-    """``endpoint`` behind the token check (see the module); itself for an open route."""
+#: How many tokens a server keeps known (their digests, names and scopes, which never change).
+TOKENS_KEPT = 1024
+
+
+class KnownTokens:
+    """The tokens this server has looked up, by digest: a token's name and scopes never change, so
+    a route whose first effect is a ledger command or read (``ApiRoute.checks_token``) takes a known
+    token from here and leaves its revocation to that command or read, which checks in the same
+    script or MULTI that the ledger still knows it (the runner's ``as_actor`` with a token).  So a
+    revoked token still stops at once, and the lookup costs no round trip.  Only on a ledger of one
+    partition: elsewhere the tokens live in another partition than the jobs."""
+
+    def __init__(self, size: int = TOKENS_KEPT) -> None:
+        self.size = size
+        self._known: dict[str, Token] = {}
+
+    def get(self, presented: str) -> Token | None:
+        return self._known.get(presented)
+
+    def keep(self, presented: str, token: Token) -> None:
+        if len(self._known) >= self.size:
+            self._known.clear()
+        self._known[presented] = token
+
+
+def _multipart(request: Request) -> bool:
+    """A multipart body: its files are stored before any command runs."""
+    return request.headers.get("content-type", "").lower().startswith("multipart/")
+
+
+def guarded(needs: Needs, endpoint: Endpoint, checks_token: bool = False) -> Endpoint:
+    """``endpoint`` behind the token check (see the module); itself for an open route.
+    ``checks_token``: the endpoint's first effect is a ledger command or read, so a known token
+    (:class:`KnownTokens`) needs no lookup of its own."""
     if needs.kind == "open":
         return endpoint
 
@@ -184,9 +217,20 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
         except BadRequest as exc:  # said only to a known token: a stranger learns nothing more
             job, bad_id = None, exc
         ledger: OpeningLedger = request.state.ledger
-        token, job_queue = await token_and_queue(ledger, presented, job)
-        if token is None or not hmac.compare_digest(token.digest, presented):
-            return unauthorized("unknown or revoked token", invalid=True)
+        known: KnownTokens = request.state.tokens
+        single = (await ledger.opened()).partitioning.count == 1
+        token = known.get(presented) if checks_token and single and not _multipart(request) else None
+        checked = presented if single else ""  # what the commands and reads check again
+        if token is None:
+            token, job_queue = await token_and_queue(ledger, presented, job)
+            if token is None or not hmac.compare_digest(token.digest, presented):
+                return unauthorized("unknown or revoked token", invalid=True)
+            if single:
+                known.keep(presented, token)
+        elif job is not None and not needs.allows(token, None):  # the job's queue, read checking the token
+            job_queue = await ledger.as_actor(token.name, checked).read(tokens.job_queue(job))
+        else:
+            job_queue = None
         if bad_id is not None:
             raise bad_id
         if needs.on in ("form", "body"):  # the queues are in the body: a token on no queue stops here
@@ -196,7 +240,7 @@ def guarded(needs: Needs, endpoint: Endpoint) -> Endpoint:
             refusal = _refused(request, token, needs, job, job_queue)
             if refusal is not None:
                 return error_response(403, refusal)
-        request.state.ledger = ledger.as_actor(token.name)
+        request.state.ledger = ledger.as_actor(token.name, checked)
         request.state.token = token.name
         request.state.token_digest = presented
         request.state.token_grants = token
@@ -276,7 +320,8 @@ def revocation(request: Request) -> Iterator[Revocation | None]:
         yield None
         return
     with watch.subscribe([token_topic(request.state.token)]) as sub:
-        yield Revocation(request.state.ledger, token_digest, sub)
+        # its reads find the token gone rather than refuse for it (the request's ledger checks it)
+        yield Revocation(request.state.ledger.as_actor(request.state.token), token_digest, sub)
 
 
 def revoked_response() -> JSONResponse:

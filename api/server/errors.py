@@ -35,9 +35,16 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: What a 401 answers in ``WWW-Authenticate``.
+REALM = 'Bearer realm="jobledger"'
+
+
 async def on_ledger_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, JobLedgerError)
-    return error_response(exc.status, exc.message)
+    response = error_response(exc.status, exc.message)
+    if exc.status == 401:  # a token the ledger no longer knows, found so by a command or a read
+        response.headers["WWW-Authenticate"] = REALM + ', error="invalid_token"'
+    return response
 
 
 async def on_value_error(request: Request, exc: Exception) -> Response:

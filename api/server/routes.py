@@ -43,8 +43,18 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("PUT", "/queue/{queue}/pause", Q + "pause_queue", ADMIN, "PAUSE_QUEUE"),
     ApiRoute("PUT", "/queue/{queue}/resume", Q + "resume_queue", ADMIN, "RESUME_QUEUE"),
     # a queue's jobs: create, fetch (a GET that starts jobs), list
-    ApiRoute("POST", "/queue/{queue}/job", Q + "create_job", PRODUCE_QUEUE, "CREATE_JOB", idempotent=True),
-    ApiRoute("GET", "/queue/{queue}/job", Q + "fetch_job", WORK_QUEUE, "FETCH_JOB", writes=True),
+    ApiRoute(
+        "POST",
+        "/queue/{queue}/job",
+        Q + "create_job",
+        PRODUCE_QUEUE,
+        "CREATE_JOB",
+        idempotent=True,
+        checks_token=True,
+    ),
+    ApiRoute(
+        "GET", "/queue/{queue}/job", Q + "fetch_job", WORK_QUEUE, "FETCH_JOB", writes=True, checks_token=True
+    ),
     ApiRoute("POST", "/queue/{queue}/jobs", Q + "create_jobs", PRODUCE_QUEUE, "CREATE_JOBS", idempotent=True),
     ApiRoute("GET", "/queue/{queue}/jobs", Q + "list_jobs", READ_QUEUE, "LIST_JOBS"),
     # blobs, and the job-orchestrator's upload and download
@@ -52,17 +62,24 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("POST", "/upload", ORCHESTRATOR + "upload", PRODUCE_FORM, "UPLOAD", idempotent=True),
     ApiRoute("GET", "/download/{job_id}", ORCHESTRATOR + "download", READ_JOB, "DOWNLOAD"),
     # one job
-    ApiRoute("GET", "/job/{job_id}", JOB + "get_job", READ_JOB, "GET_JOB"),
-    ApiRoute("GET", "/job/{job_id}/status", JOB + "get_status", READ_JOB, "GET_STATUS"),
-    ApiRoute("PATCH", "/job/{job_id}", JOB + "update_job", WORK_JOB, "UPDATE_JOB"),
+    ApiRoute("GET", "/job/{job_id}", JOB + "get_job", READ_JOB, "GET_JOB", checks_token=True),
+    ApiRoute("GET", "/job/{job_id}/status", JOB + "get_status", READ_JOB, "GET_STATUS", checks_token=True),
+    ApiRoute("PATCH", "/job/{job_id}", JOB + "update_job", WORK_JOB, "UPDATE_JOB", checks_token=True),
     ApiRoute("DELETE", "/job/{job_id}", JOB + "delete_job", ADMIN, "DELETE_JOB"),
-    ApiRoute("PUT", "/job/{job_id}/heartbeat", JOB + "heartbeat", WORK_JOB, "HEARTBEAT"),
+    ApiRoute("PUT", "/job/{job_id}/heartbeat", JOB + "heartbeat", WORK_JOB, "HEARTBEAT", checks_token=True),
     ApiRoute("GET", "/job/{job_id}/output", JOB + "get_output", READ_JOB, "GET_OUTPUT"),
     ApiRoute("PUT", "/job/{job_id}/output", JOB + "put_output", WORK_JOB, "PUT_OUTPUT"),
     ApiRoute("GET", "/job/{job_id}/history", JOB + "history", READ_JOB, "HISTORY"),
     ApiRoute("GET", "/job/{job_id}/receipt", SEALED + "receipt", READ_JOB, "RECEIPT"),
     # many jobs' updates, and a fetch, in one request
-    ApiRoute("PATCH", "/jobs", "jobledger.server.batch_handlers:update_jobs", WORK_BODY, "UPDATE_JOBS"),
+    ApiRoute(
+        "PATCH",
+        "/jobs",
+        "jobledger.server.batch_handlers:update_jobs",
+        WORK_BODY,
+        "UPDATE_JOBS",
+        checks_token=True,
+    ),
     # many jobs at once, chosen by a filter: requeue, cancel, delete
     ApiRoute("POST", "/bulk", BULK + "bulk", WORK_BULK, "BULK"),
     ApiRoute("GET", "/bulk/{operation}", BULK + "get_bulk", READ, "GET_BULK"),

@@ -292,3 +292,36 @@ def test_each_event_names_the_token_that_caused_it(setup: Setup) -> None:
     assert [(e["type"], e["actor"]) for e in created] == [("job_created", "producer")]
     by_producer = api.get("/events", params={"actor": "producer"}, headers=bearer(secrets["reader"]))
     assert [e["job"] for e in by_producer.json()["events"]] == [job]
+
+
+KNOWN = sorted((r.method, r.path) for r in ROUTES if r.checks_token)
+
+
+@pytest.mark.parametrize("route", KNOWN, ids=" ".join)
+def test_a_token_the_server_knows_is_refused_at_once_once_revoked(
+    setup: Setup, route: tuple[str, str]
+) -> None:
+    """A route whose first effect is a command or a read takes a token it has seen from memory, and
+    its command or read checks the token again: revoked, it is a 401 that appends nothing."""
+    secret = setup.add("soon-gone", "admin")
+    assert setup.call(route, bearer(secret)).status_code != 401  # now known to this server
+    setup.ledger.run(revoke_token("soon-gone"))
+    before = setup.length()
+    answer = setup.call(route, bearer(secret))
+    assert answer.status_code == 401, answer.text
+    assert answer.headers["www-authenticate"] == 'Bearer realm="jobledger", error="invalid_token"'
+    assert answer.json() == {"error": "unknown or revoked token"}
+    assert setup.length() == before
+
+
+def test_a_known_token_costs_no_lookup(setup: Setup) -> None:
+    worker = bearer(setup.secrets["worker"])
+    assert (
+        setup.api.post("/queue/q-1/job", json={}, headers=bearer(setup.secrets["admin"])).status_code == 201
+    )
+    assert setup.api.get("/queue/q-1/job", headers=worker).status_code == 200  # the token now known
+    setup.client.config_resetstat()
+    fetched = setup.api.get("/queue/q-1/job", headers=worker)
+    assert fetched.status_code in (200, 204)
+    ran = {k.removeprefix("cmdstat_"): v["calls"] for k, v in setup.client.info("commandstats").items()}
+    assert ran.get("fcall") == 1 and "exec" not in ran, ran  # the fetch's command, and no read
