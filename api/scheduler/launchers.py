@@ -28,7 +28,7 @@ from jobledger.ledger.clock import Clock
 from jobledger.ledger.events import SCHEDULER
 from jobledger.ledger.launchers import catch_up, first_at
 from jobledger.ledger.partitioned import AsyncPartitioned, Partitioned
-from jobledger.ledger.partitions import Partitioning, partition_route
+from jobledger.ledger.partitions import Partitioning, partition_route, queue_route
 from jobledger.ledger.reads import Read
 from jobledger.ledger.runner import AsyncLedger, Ledger, Steps
 from jobledger.ledger.stream import id_key, newest
@@ -62,13 +62,27 @@ class Where:
             return read
         return replace(read, route=partition_route(self.partition if partition is None else partition))
 
+    def unplaced(self, launchers: list[EventLauncher]) -> list[Read[None]]:
+        """A read of each queue the launchers' filters name whose partition this process has not
+        looked up: the router looks it up to route it (and caches it, for :meth:`sources`)."""
+        if self.partitioning is None:
+            return []
+        named = {str(q) for lr in launchers if (q := lr.filter.get("queue"))}
+        missing = sorted(q for q in named if q not in self.partitioning.placed)
+        return [Read(lambda k, q=q: [("EXISTS", k.queue(q))], _nothing, queue_route(q)) for q in missing]
+
     def sources(self, launcher: EventLauncher) -> set[int]:
-        """The other partitions whose events ``launcher`` may match: its filter's queue's, or all."""
+        """The other partitions whose events ``launcher`` may match: its filter's queue's (every one
+        while its queue is placed nowhere), or all."""
         if self.partitioning is None:
             return set()
         queue = launcher.filter.get("queue")
         every = set(self.partitioning.placed_or_every(queue)) if queue else set(range(self.count))
         return every - {self.partition}
+
+
+def _nothing(_: list[object]) -> None:
+    return None
 
 
 #: A ledger of one partition.
@@ -205,6 +219,8 @@ def _follow_steps(
         read.clear()
         return []
     triggered = yield from _own_steps(launchers, positions, batch, where)
+    for lookup in where.unplaced(launchers):
+        _ = yield lookup  # each is sent its answer: a list's iterator could not take it
     sources = {source for lr in launchers for source in where.sources(lr)}
     for source in sorted(sources):
         concerned = [lr for lr in launchers if source in where.sources(lr)]
