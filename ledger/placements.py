@@ -36,7 +36,7 @@ import redis
 
 from jobledger.ledger.partitions import Partitioning, node_groups
 from jobledger.ledger.reads import Read
-from jobledger.ledger.sync_or_async import AtOnce, Work
+from jobledger.ledger.sync_or_async import AtOnce, Work, done
 
 #: The command that creates a queue: the only one that places a name not yet placed.
 PLACING = "put_queue"
@@ -112,6 +112,15 @@ def _assigning(
 ) -> Work[int]:
     args = [name, "" if at is None else at, *nodes]
     return int((yield home.eval(ASSIGN, 2, *placement_keys(partitioning), *args)))
+
+
+def pin(client: redis.Redis, partitioning: Partitioning, name: str, partition: int) -> int:
+    """Place queue ``name`` in ``partition`` before it is created (to keep a busy queue apart, say);
+    ``client`` reaches the home partition.  The partition it is placed in: one placed already stays."""
+    if not 0 <= partition < partitioning.count:
+        raise ValueError(f"partition {partition} is not one of the {partitioning.count}")
+    placed = partitioning.placed[name] = done(_assigning(client, partitioning, name, partition, []))
+    return placed
 
 
 def locating(

@@ -32,7 +32,7 @@ from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.runner import Ledger
 from jobledger.runtime.logs import HANDLER_NAME as LOG_HANDLER
 from tests.support.cluster_redis import LocalCluster
-from tests.support.ledger import TEST_PARTITIONS, frozen_clock
+from tests.support.ledger import SESSION, TEST_PARTITIONS, frozen_clock
 from tests.support.live_server import live_server
 from tests.support.private_redis import PrivateServer
 
@@ -77,6 +77,7 @@ _CLUSTERS: list[LocalCluster] = []
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     external = os.environ.get("JOBLEDGER_TEST_REDIS_URL")
     if external:
+        SESSION["url"] = external
         yield external
         return
     if os.environ.get("JOBLEDGER_TEST_CLUSTER") == "1":
@@ -84,6 +85,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         cluster.start()
         _CLUSTERS.append(cluster)
         try:
+            SESSION["url"] = cluster.url
             yield cluster.url
         finally:
             cluster.kill()
@@ -91,6 +93,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = PrivateServer(tmp_path_factory.mktemp("valkey"))
     server.start()
     try:
+        SESSION["url"] = server.url
         yield server.url
     finally:
         server.kill()

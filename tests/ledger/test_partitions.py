@@ -148,11 +148,12 @@ def watch_wakes_each_partition(url: str, namespace: str, count: int, queues: lis
         router: AsyncPartitioned = await open_ledger_async(url, namespace, count)
         watch = LedgerWatch(router, block=200)
         try:
-            one_each = {router.partitioning.of_queue(name): name for name in queues}
+            for name in queues[:count]:  # a new queue goes where the fewest are: one in each
+                await router.run(commands.put_queue(name, QueueSettings()))
+            one_each = {router.partitioning.of_queue(name): name for name in queues[:count]}
             assert len(one_each) == count
             woken = []
             for name in one_each.values():
-                await router.run(commands.put_queue(name, QueueSettings()))
                 with watch.subscribe([queue_topic(name)]) as sub:
                     await asyncio.sleep(0.05)  # the follower of its partition reads from now on
                     await router.run(commands.create_job(name, JobOptions()))

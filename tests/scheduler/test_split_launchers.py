@@ -18,7 +18,7 @@ import redis
 from freezegun.api import FrozenDateTimeFactory
 
 from jobledger.ledger.partitioned import Partitioned, open_ledger, open_ledger_async
-from jobledger.ledger.partitions import Partitioning
+from jobledger.ledger.placements import pin
 from jobledger.ledger.runner import Ledger
 from jobledger.projections.launchers import before_time, event_launchers
 from jobledger.replay.placement import misplaced
@@ -42,9 +42,11 @@ def router(redis_url: str, namespace: str) -> Iterator[Partitioned]:
         runner.client.close()
 
 
-def queue_in(partitioning: Partitioning, partition: int) -> str:
-    """A queue name that lives in ``partition``."""
-    return next(n for i in itertools.count() if partitioning.of_queue(n := f"q{i}") == partition)
+def queue_in(router: Partitioned, partition: int) -> str:
+    """A queue name placed in ``partition``."""
+    name = next(n for i in itertools.count() if router.partitioning.hashed(n := f"q{i}") == partition)
+    pin(router.runners[0].client, router.partitioning, name, partition)
+    return name
 
 
 class Scheduler:
@@ -75,7 +77,7 @@ def three_queues(router: Partitioned) -> list[tuple[str, Ledger]]:
     """Queues of partitions 0, 2 and 1, made, each with its partition's runner."""
     made = []
     for partition in (0, 2, 1):
-        name = queue_in(router.partitioning, partition)
+        name = queue_in(router, partition)
         put_queue(router.for_queue(name), name)
         made.append((name, router.for_queue(name)))
     return made
@@ -90,7 +92,7 @@ def assert_every_partition_replays(client: redis.Redis, router: Partitioned) -> 
 def test_timed_launchers_fire_on_time_in_the_partition_of_their_queue(
     router: Partitioned, client: redis.Redis, redis_url: str, namespace: str, frozen: FrozenDateTimeFactory
 ) -> None:
-    queues = [queue_in(router.partitioning, p) for p in range(COUNT)]
+    queues = [queue_in(router, p) for p in range(COUNT)]
     every, cron = {}, {}
     for name in queues:
         runner = router.for_queue(name)
@@ -181,7 +183,7 @@ def test_debounce_gives_one_job_per_burst_of_events_of_other_partitions(
 def test_the_scheduler_is_woken_by_events_of_the_partitions_its_launchers_follow(
     router: Partitioned, redis_url: str, namespace: str
 ) -> None:
-    a, b = (queue_in(router.partitioning, p) for p in (0, 2))
+    a, b = (queue_in(router, p) for p in (0, 2))
     ra, rb = router.for_queue(a), router.for_queue(b)
     put_queue(ra, a)
     put_queue(rb, b)

@@ -21,6 +21,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.events import Event, decode_entry
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import Partitioned, open_ledger, open_ledger_async
+from jobledger.ledger.placements import pin
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.stream import EventFilter, id_key
 from jobledger.ledger.stream_merge import START, Cursor, parse_cursor
@@ -60,9 +61,11 @@ def split(redis_url: str, namespace: str, clock: Clock) -> Iterator[Partitioned]
 
 
 def queue_of(router: Partitioned, partition: int, n: int = 0) -> str:
-    """The ``n``-th queue name (q0, q1, ...) that lives in ``partition``."""
+    """The ``n``-th queue name (q0, q1, ...) whose hash is ``partition``, placed there."""
     names = (f"q{i}" for i in range(1000))
-    return [name for name in names if router.partitioning.of_queue(name) == partition][n]
+    name = [name for name in names if router.partitioning.hashed(name) == partition][n]
+    pin(router.runners[0].client, router.partitioning, name, partition)
+    return name
 
 
 def workload(router: Partitioned, clock: Clock, rounds: int = 6) -> dict[int, list[int]]:

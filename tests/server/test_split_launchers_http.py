@@ -4,7 +4,6 @@ a launcher is read and deleted in its own partition, and the page shows them all
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 import pytest
@@ -12,9 +11,9 @@ import redis
 from starlette.testclient import TestClient
 
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.partitions import Partitioning
 from tests.server.ui.html import parse
 from tests.support.http import app_client, error_of, no_content, put_queue
+from tests.support.ledger import one_queue_per_partition
 
 COUNT = 3
 INTERVAL = {"type": "@interval", "arguments": "1h"}
@@ -28,13 +27,7 @@ def api(redis_url: str, namespace: str) -> Iterator[TestClient]:
 
 
 def queues_of_each_partition(namespace: str) -> list[str]:
-    partitioning = Partitioning(namespace, COUNT)
-    names = (f"q{i}" for i in itertools.count())
-    found: dict[int, str] = {}
-    while len(found) < COUNT:
-        name = next(names)
-        found.setdefault(partitioning.of_queue(name), name)
-    return [found[p] for p in range(COUNT)]
+    return one_queue_per_partition(namespace, COUNT)
 
 
 def test_launchers_are_made_listed_read_and_deleted_in_their_queue_s_partition(

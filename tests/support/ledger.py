@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -21,6 +21,8 @@ from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import Partitioned
 from jobledger.ledger.partitions import Partitioning
+from jobledger.ledger.placements import pin, placement_keys
+from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.ledger.runner import Ledger
 from jobledger.projections import readers
@@ -47,12 +49,51 @@ START_MS = int(START.timestamp() * 1000)
 ID_STEP = TEST_PARTITIONS or 1
 
 
+#: The session's Redis (set by the ``redis_url`` fixture): where the helpers below read and pin the
+#: placements of the queues of a split ledger.
+SESSION: dict[str, str] = {}
+
+
+@contextmanager
+def _home(namespace: str, count: int) -> Iterator[tuple[redis.Redis, Partitioning]]:
+    where = Partitioning(namespace, count)
+    client = sync_client(SESSION["url"], where.namespaces[0])
+    try:
+        yield client, where
+    finally:
+        client.close()
+
+
+def placed(namespace: str, queue: str, count: int = ID_STEP) -> int:
+    """The partition ``queue`` of ``namespace`` (split into ``count``) is placed in, as stored."""
+    with _home(namespace, count) as (client, where):
+        found = client.hget(placement_keys(where)[0], queue)
+    if found is None:
+        raise LookupError(f"queue {queue!r} of {namespace!r} is placed nowhere yet")
+    return int(found)
+
+
+def pinned(namespace: str, count: int, names: dict[str, int]) -> None:
+    """Place each queue of ``names`` in its partition, before it is created, in ``namespace`` split
+    into ``count``: where a test needs a queue in a given partition."""
+    with _home(namespace, count) as (client, where):
+        for name, partition in names.items():
+            pin(client, where, name, partition)
+
+
+def as_hashed(namespace: str, count: int, names: Iterable[str]) -> None:
+    """Place each of ``names`` where a hash of its name put a queue before placements existed (where
+    the test expects it), before it is created, in ``namespace`` split into ``count``."""
+    where = Partitioning(namespace, count)
+    pinned(namespace, count, {name: where.hashed(name) for name in names})
+
+
 def nth_id(namespace: str, n: int, queue: str = "q") -> int:
     """The id of the ``n``-th job (or launcher) made in ``queue``'s partition of a fresh
-    ``namespace``: ``n``, unless the session splits its ledgers."""
+    ``namespace``, the queue created: ``n``, unless the session splits its ledgers."""
     if ID_STEP == 1:
         return n
-    return n * ID_STEP + Partitioning(namespace, ID_STEP).of_queue(queue)
+    return n * ID_STEP + placed(namespace, queue)
 
 
 def queue_ledger(ledger: Ledger | Partitioned, queue: str = "q") -> Ledger:
@@ -61,24 +102,24 @@ def queue_ledger(ledger: Ledger | Partitioned, queue: str = "q") -> Ledger:
 
 
 def in_partition_of(namespace: str, queue: str, stem: str) -> str:
-    """A queue name starting with ``stem`` that lives in ``queue``'s partition (``stem`` itself when
-    the session does not split its ledgers)."""
+    """A queue name starting with ``stem`` placed in ``queue``'s partition (``queue`` created
+    already; ``stem`` itself when the session does not split its ledgers)."""
     if ID_STEP == 1:
         return stem
-    where = Partitioning(namespace, ID_STEP)
-    return next(
-        f"{stem}{n}" for n in itertools.count() if where.of_queue(f"{stem}{n}") == where.of_queue(queue)
-    )
+    pinned(namespace, ID_STEP, {stem: placed(namespace, queue)})
+    return stem
 
 
 def one_queue_per_partition(namespace: str, count: int) -> list[str]:
-    """A queue name (``q<n>``) in each partition of ``namespace`` split into ``count``, in partition
-    order."""
+    """A queue name (``q<n>``) placed in each partition of ``namespace`` split into ``count``, in
+    partition order (each the name a hash of it put there before placements existed)."""
     where, names = Partitioning(namespace, count), dict[int, str]()
     for n in itertools.count():
-        names.setdefault(where.of_queue(f"q{n}"), f"q{n}")
+        names.setdefault(where.hashed(f"q{n}"), f"q{n}")
         if len(names) == count:
             break
+    if count > 1:
+        pinned(namespace, count, {name: p for p, name in names.items()})
     return [names[p] for p in range(count)]
 
 

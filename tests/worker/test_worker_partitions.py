@@ -12,6 +12,7 @@ import pytest
 
 from jobledger.ledger import commands
 from jobledger.ledger.partitioned import Partitioned, open_ledger
+from jobledger.ledger.placements import pin
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers
 from jobledger.worker.worker import JobContext, Worker
@@ -33,8 +34,10 @@ def split(redis_url: str, namespace: str) -> Iterator[Partitioned]:
 
 def queues_in_two_partitions(router: Partitioned) -> tuple[str, str]:
     names = [f"q{n}" for n in range(20)]
-    first = names[0]
-    other = next(n for n in names if router.partitioning.of_queue(n) != router.partitioning.of_queue(first))
+    first, where = names[0], router.partitioning.hashed
+    other = next(n for n in names if where(n) != where(first))
+    for name in (first, other):
+        pin(router.runners[0].client, router.partitioning, name, where(name))
     return first, other
 
 
