@@ -11,8 +11,17 @@ root (the folder that holds ledger/, projections/ and replay/)::
     --- @include "projections/lua/lib/load_job.lua"
 
 A script carries what its entry file reaches through these declarations: depth first, each file once,
-dependencies before their dependents.  Lua builds every local function of a script again on each
-EVALSHA, so a script carries nothing it does not reach.
+dependencies before their dependents.  A script carries nothing it does not reach.
+
+Commands run as Redis Functions (:func:`function`): each command's script becomes a library of one
+function, whose pieces (local functions, tables, the versions) are built once when the library is
+loaded, where a script run with EVALSHA builds them again at every call.  What changes from call
+to call -- the prelude's keys, now, actor, sent time and token, ``KEYS`` and ``ARGV`` -- are locals
+of the library that each call sets first.  So is what a piece keeps for one call only, which it
+declares just above its line as ``--- @each_call "NAME"`` (the jobs a command has read, the bucket
+it last wrote): each call runs that ``local NAME = ...`` again.  A piece that keeps anything else
+from call to call would carry it into the next call, of any ledger: a piece's other top-level
+locals are constants.  Replay's steps (``replay/lua``) stay scripts: each runs over a batch.
 
 The appliers are the one thing no file names: ``projections/lua/apply.lua`` dispatches on a generated
 ``local APPLY = {...}`` table (event type -> applier), and the composer puts before it that table and
@@ -48,6 +57,11 @@ The actor.  A command gets who it runs for as ``ARGV[2]`` (the runner's actor, s
 the command's own arguments keep their indices from ``ARGV[2]`` on, and ``emit`` records it in
 each event's ``actor`` field (a launcher's firing records ``launcher:ID`` instead).  Replay steps
 have no actor: import carries each event's own.
+
+The token.  ``ARGV[4]`` is the digest of the token the command runs for, or ``''`` (see
+:meth:`jobledger.ledger.runner.Ledger.as_actor`); the prelude takes it off as ``TOKEN`` and refuses
+the command (``UNAUTHORIZED``, nothing appended) when the ledger no longer knows that token, so a
+server that remembers tokens still stops a revoked one at once.
 
 Scripts are composed once per process, each when it is first asked for (:func:`source`).
 """

@@ -4,7 +4,7 @@ How a request becomes an event: a handler (``jobledger.server.*_handlers``) vali
 ``jobledger.ledger.requests`` model, builds a command (``jobledger.ledger.commands``) and runs it through
 the ledger (``jobledger.ledger.partitioned``), which picks the partition the command's queue or job
 lives in (the one partition, unless the ledger is split over a Cluster) and its ``OpeningLedger``
-(``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with EVALSHA; the
+(``jobledger.ledger.runner``), which calls the command's Lua script (``ledger/lua``) with FCALL; the
 script checks state, XADDs the event and applies it (``projections/lua/apply.lua``).
 
 Building the app and starting its lifespan load only what ``/ready`` needs (the router with its
