@@ -1,8 +1,8 @@
 """The commands of the ledger, as descriptions: which script, which arguments, how to read the reply.
 
-Each command is one Lua script, run as a Redis function with FCALL: it checks state, appends its event(s) and applies
-them, atomically, in one round trip.  A :class:`Call` is pure data, so the same command runs through
-the sync :class:`jobledger.ledger.runner.Ledger` or the async
+Each command is one Lua script, run as a Redis function with FCALL: it checks state, appends its
+event(s) and applies them, atomically, in one round trip.  A :class:`Call` is pure data, so the
+same command runs through the sync :class:`jobledger.ledger.runner.Ledger` or the async
 :class:`jobledger.ledger.runner.AsyncLedger`, one at a time
 or many in a pipeline.  ``now`` is not an argument here: the runner adds it from its clock.
 """
