@@ -69,7 +69,7 @@ class Where:
             return []
         named = {str(q) for lr in launchers if (q := lr.filter.get("queue"))}
         missing = sorted(q for q in named if q not in self.partitioning.placed)
-        return [Read(lambda k, q=q: [("EXISTS", k.queue(q))], _nothing, queue_route(q)) for q in missing]
+        return [_probe(q) for q in missing]
 
     def sources(self, launcher: EventLauncher) -> set[int]:
         """The other partitions whose events ``launcher`` may match: its filter's queue's (every one
@@ -81,8 +81,9 @@ class Where:
         return every - {self.partition}
 
 
-def _nothing(_: list[object]) -> None:
-    return None
+def _probe(queue: str) -> Read[None]:
+    """A read routed to ``queue``'s partition, made for the lookup that routes it."""
+    return Read(lambda k: [("EXISTS", k.queue(queue))], lambda _: None, queue_route(queue))
 
 
 #: A ledger of one partition.

@@ -40,7 +40,8 @@ def counting(router: Partitioned, command: str) -> list[Any]:
 
 
 def stored(client: redis.Redis, router: Partitioned) -> dict[str, int]:
-    return {k.decode(): int(v) for k, v in client.hgetall(placement_keys(router.partitioning)[0]).items()}
+    found = client.hgetall(placement_keys(router.partitioning)[0])
+    return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in found.items()}
 
 
 def test_thirty_queues_over_sixteen_partitions_differ_by_one_at_most(redis_url: str, namespace: str) -> None:
