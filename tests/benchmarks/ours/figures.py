@@ -15,9 +15,20 @@ from typing import Any
 
 #: The parts of ours a run can measure, the raw-server calibration, and the peers (``--only``
 #: names; "ours" and "peers" name each group whole).
-OURS_PARTS = ("process", "enqueue", "http", "memory", "scheduler", "quotas", "replay", "dashboard", "start")
+OURS_PARTS = (
+    "process",
+    "enqueue",
+    "http",
+    "memory",
+    "scheduler",
+    "quotas",
+    "replay",
+    "dashboard",
+    "start",
+    "seal",
+)
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
-NAMED_PARTS = ("files", "bulk", "seal", "search", "soak")
+NAMED_PARTS = ("files", "bulk", "search", "soak")
 CALIBRATION = "raw"
 PEER_NAMES = ("dramatiq", "saq", "bullmq")
 

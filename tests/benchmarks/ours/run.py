@@ -5,11 +5,10 @@ Parts of ours: ``process`` (lifecycle throughput with the Worker class, server C
 job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost), ``http``,
 ``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
 large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
-Starlette app's).  ``raw``: the raw server's EVALSHA rate
-(:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.  ``files`` (a 1 GiB file up and
-down over HTTP), ``bulk`` (a bulk requeue of 100,000 failed jobs, and the latency of other
-requests meanwhile), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`),
-``search`` (searching and listing a queue of a million jobs) and
+Starlette app's), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`).  ``raw``: the
+raw server's EVALSHA rate (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.
+``files`` (a 1 GiB file up and down over HTTP), ``bulk`` (a bulk requeue of 100,000 failed jobs, and
+the latency of other requests meanwhile), ``search`` (searching and listing a queue of a million jobs) and
 ``soak`` (Redis memory under a steady load for several archive rounds) run only when named.
 A part that fails is recorded (and makes the run fail).
 
