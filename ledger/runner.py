@@ -225,15 +225,25 @@ class _Base:
 
     def _loading_functions(self) -> Work[int]:
         """Load every command's library the server lacks (one round trip when it has them all: a
-        server restarted with nothing kept has none); how many were loaded."""
+        server restarted with nothing kept has none), and delete the libraries of other versions of
+        jobledger's commands, so that upgrades do not pile them up; how many were loaded.  A server
+        still running another version loads its own again when it next calls one ("Function not
+        found": the call did not run), once."""
         held = yield self.client.function_list(library=FUNCTION_PREFIX + "*")
         names = {_text(entry[1]) for entry in held}
-        lacking = [fn for fn in map(function, commands()) if fn.name not in names]
-        if lacking:
+        current = [function(name) for name in commands()]
+        lacking = [fn for fn in current if fn.name not in names]
+        stale = names - {fn.name for fn in current}
+        if lacking or stale:
             pipe = self.client.pipeline(transaction=False)
+            for name in sorted(stale):
+                pipe.function_delete(name)
             for fn in lacking:
                 pipe.function_load(fn.code, replace=True)
-            yield pipe.execute()
+            replies = yield pipe.execute(raise_on_error=False)
+            for reply in replies[len(stale) :]:  # (a deletion refused: another server deleted it first)
+                if isinstance(reply, Exception):
+                    raise reply
         return len(lacking)
 
     def _reading(self, read: Read[T]) -> Work[T]:

@@ -132,6 +132,13 @@ def test_load_functions_loads_only_what_the_server_lacks(client: redis.Redis, na
     assert runner.load_functions() == 0
     client.function_delete(function("fetch_jobs").name)
     assert runner.load_functions() == 1
+    older = function("fetch_jobs").code.replace(
+        function("fetch_jobs").name, "jobledger_fetch_jobs_0123456789abcdef"
+    )
+    client.function_load(older)  # another version's, from before an upgrade
+    assert runner.load_functions() == 0
+    held = {entry[1].decode() for entry in client.function_list(library="jobledger_*")}
+    assert held == {function(name).name for name in command_names()}
 
 
 def test_a_call_keeps_nothing_a_piece_keeps_for_one_call(client: redis.Redis, namespace: str) -> None:
