@@ -21,6 +21,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import open_ledger
 from jobledger.ledger.partitions import CLUSTER_PARTITIONS
+from jobledger.ledger.placements import pin
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import connect
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
@@ -103,15 +104,14 @@ def test_a_node_killed_and_started_again_loses_no_acknowledged_job(cluster: Loca
     namespace = namespace_on(cluster, 1, "restart")
     node = cluster.nodes[1]
     router = open_ledger(cluster.url, namespace)
-    try:  # a queue whose partition the node serves
+    try:  # a queue placed in a partition the node serves
+        where = router.partitioning
         queue = next(
             name
             for name in (f"q{n}" for n in range(100))
-            if cluster.node_of(
-                Keys(router.partitioning.namespaces[router.partitioning.of_queue(name)]).ledger_prefix
-            )
-            is node
+            if cluster.node_of(Keys(where.namespaces[where.hashed(name)]).ledger_prefix) is node
         )
+        pin(router.runners[0].client, where, queue, where.hashed(queue))
     finally:
         for runner in router.runners:
             runner.client.close()

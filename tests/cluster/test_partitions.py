@@ -14,6 +14,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.partitions import CLUSTER_PARTITIONS
+from jobledger.ledger.placements import pin
 from jobledger.ledger.redis_clients import sync_client
 from jobledger.ledger.requests import JobOptions, JobUpdate, QueueSettings
 from jobledger.projections import readers
@@ -61,7 +62,7 @@ def test_a_ledger_on_a_cluster_is_split_into_partitions_on_every_node(cluster: L
             finally:
                 owner.close()
         queues_per_node = Counter(where[router.partitioning.of_queue(name)] for name in QUEUES)
-        assert len(queues_per_node) == 3  # thirty queues reach every node
+        assert sorted(queues_per_node.values()) == [10, 10, 10]  # placed where the fewest were
 
         assert router.read(readers.tagged("all")) == sorted(ids.values())
         assert router.read(readers.queue_names()) == sorted(QUEUES)
@@ -113,10 +114,12 @@ def test_a_single_slot_ledger_is_unchanged_on_a_cluster(cluster: LocalCluster) -
 def test_an_event_launcher_fires_on_events_of_a_queue_on_another_node(cluster: LocalCluster) -> None:
     router = open_ledger(cluster.url, "chained")
     try:
-        where = nodes_of(cluster, router)
-        node = {name: where[router.partitioning.of_queue(name)] for name in QUEUES}
+        where, hashed = nodes_of(cluster, router), router.partitioning.hashed
+        node = {name: where[hashed(name)] for name in QUEUES}
         source = QUEUES[0]
         target = next(name for name in QUEUES if node[name] != node[source])
+        for name in (source, target):  # placed on two nodes
+            pin(router.runners[0].client, router.partitioning, name, hashed(name))
         ra, rb = router.for_queue(source), router.for_queue(target)
         put_queue(ra, source)
         put_queue(rb, target)

@@ -98,16 +98,19 @@ def nth_id(namespace: str, n: int, queue: str = "q") -> int:
 
 def queue_ledger(ledger: Ledger | Partitioned, queue: str = "q") -> Ledger:
     """The runner of ``queue``'s partition (the ledger itself when it is one), for reading its keys."""
-    return ledger.for_queue(queue) if isinstance(ledger, Partitioned) else ledger
+    return ledger.runners[ledger.locate([queue])[queue]] if isinstance(ledger, Partitioned) else ledger
 
 
 def in_partition_of(namespace: str, queue: str, stem: str) -> str:
     """A queue name starting with ``stem`` placed in ``queue``'s partition (``queue`` created
-    already; ``stem`` itself when the session does not split its ledgers)."""
+    already; ``stem`` itself when the session does not split its ledgers): the first ``stem<n>`` not
+    placed elsewhere already."""
     if ID_STEP == 1:
         return stem
-    pinned(namespace, ID_STEP, {stem: placed(namespace, queue)})
-    return stem
+    wanted = placed(namespace, queue)
+    with _home(namespace, ID_STEP) as (client, where):
+        names = (f"{stem}{n}" for n in itertools.count())
+        return next(name for name in names if pin(client, where, name, wanted) == wanted)
 
 
 def one_queue_per_partition(namespace: str, count: int) -> list[str]:
