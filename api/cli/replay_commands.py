@@ -19,7 +19,6 @@ not be done (e.g. the target namespace is not empty, the archive cannot be read)
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,9 +47,9 @@ from jobledger.ledger.redis_clients import masked_url, sync_client
 from jobledger.ledger.slot_routing import in_slot_of, on_cluster, slot_of
 from jobledger.projections.archive import ArchiveError, ArchiveSource
 from jobledger.replay.blob_audit import BlobAudit, audit_blobs
-from jobledger.replay.parts import Part, mark, parts_of, stored_count
+from jobledger.replay.parts import Part, PartRebuild, mark, parts_of, rebuild_parts, stored_count
 from jobledger.replay.progress import Meter
-from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty, rebuild
+from jobledger.replay.rebuild import NamespaceNotEmpty, UnknownEventType, ensure_empty
 from jobledger.replay.source import UntilError, ledger_length, resolve_until, xrange
 from jobledger.replay.swap import SwapConflict, swap
 from jobledger.replay.verify import Verification, drop_namespace, verify
@@ -227,16 +226,16 @@ def rebuild_command(
                     fail(str(exc), code=3)
             total = sum(ledger_length(part.client, Keys(part.namespace)) for part in found.parts)
             with removed_unless_done(found.base, target, targets), Meter("rebuild", total) as meter:
-                done = 0
-                for part, made, last in zip(found.parts, targets, untils, strict=True):
-                    if last is None and until is not None:
-                        continue  # a partition with no event that old: nothing to fold
-                    progress = functools.partial(_advanced, meter, done)
-                    try:
-                        done += rebuild(part.client, part.namespace, made.namespace, last, batch, progress,
-                                        into=made.client, archive=found.archive)  # fmt: skip
-                    except FAILURES as exc:
-                        fail(f"rebuild failed: {exc}", code=3)
+                # (a partition with no event as old as --until has nothing to fold)
+                work = [
+                    PartRebuild(part, made, last)
+                    for part, made, last in zip(found.parts, targets, untils, strict=True)
+                    if last is not None or until is None
+                ]
+                try:
+                    rebuild_parts(work, batch, meter.update, found.archive)
+                except FAILURES as exc:
+                    fail(f"rebuild failed: {exc}", code=3)
                 mark(found.url, targets, into_split)
         typer.echo(f"rebuilt {meter.summary()} from ledger '{source}' into namespace '{target}'")
         if found.split:
@@ -272,11 +271,6 @@ def _swap(config: Config, batch: int) -> None:
             )
     if stop.fired:
         fail("interrupted; the live projections are unchanged", code=130)
-
-
-def _advanced(meter: Meter, before: int, done: int) -> None:
-    """A partition's progress, after the ``before`` events of the partitions before it."""
-    meter.update(before + done)
 
 
 def _span(first: str | None, last: str | None) -> str:
