@@ -4,12 +4,21 @@
 -- only; the reader makes them cumulative, as Prometheus shows them.
 --- @include "projections/lua/lib/duration_buckets.lua"
 --- @include "projections/lua/lib/held_hincrby.lua"
+-- DURATION_FIELDS: histogram -> its fields' names ('wait:5', ... by bucket, then inf and sum), made at
+-- the first observation: not a bound made text again at each one
+local DURATION_FIELDS = {}
 local function observe_duration(queue, histogram, ms)
-  local bucket = 'inf'
+  local fields = DURATION_FIELDS[histogram]
+  if not fields then
+    fields = {inf = histogram .. ':inf', sum = histogram .. ':sum'}
+    for i = 1, #DURATION_BUCKETS do fields[i] = histogram .. ':' .. DURATION_BUCKETS[i] end
+    DURATION_FIELDS[histogram] = fields
+  end
+  local field = fields.inf
   for i = 1, #DURATION_BUCKETS do
-    if ms <= DURATION_BUCKETS[i] then bucket = DURATION_BUCKETS[i]; break end
+    if ms <= DURATION_BUCKETS[i] then field = fields[i]; break end
   end
   local key = K.queue_totals(queue)
-  held_hincrby(key, histogram .. ':' .. bucket, 1)
-  held_hincrby(key, histogram .. ':sum', ms)
+  held_hincrby(key, field, 1)
+  held_hincrby(key, fields.sum, ms)
 end
