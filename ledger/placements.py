@@ -116,9 +116,12 @@ def _assigning(
 
 def pin(client: redis.Redis, partitioning: Partitioning, name: str, partition: int) -> int:
     """Place queue ``name`` in ``partition`` before it is created (to keep a busy queue apart, say);
-    ``client`` reaches the home partition.  The partition it is placed in: one placed already stays."""
+    ``client`` reaches the home partition.  The partition it is placed in: one placed already stays
+    (on a ledger of one partition: 0, nothing stored)."""
     if not 0 <= partition < partitioning.count:
         raise ValueError(f"partition {partition} is not one of the {partitioning.count}")
+    if partitioning.count == 1:
+        return 0
     placed = partitioning.placed[name] = done(_assigning(client, partitioning, name, partition, []))
     return placed
 
@@ -131,29 +134,37 @@ def locating(
     cached.  A name placed nowhere and not created: its hash's partition, not cached."""
     if partitioning.count == 1:
         return dict.fromkeys(names, 0)
-    cache, out = partitioning.placed, {}
-    for name in names:
-        if (p := cache.get(name)) is None:
-            out[name] = -1
-        else:
-            out[name] = p
+    cache = partitioning.placed
+    out = {name: cache.get(name, -1) for name in names}
     missing = [name for name, p in out.items() if p < 0]
-    if not missing:
-        return out
-    home = runners[0].client
-    stored = yield home.hmget(placement_keys(partitioning)[0], missing)
-    for name, value in zip(missing, stored, strict=True):
-        if value is not None:
-            out[name] = cache[name] = int(value)
-    missing = [name for name in missing if out[name] < 0]
     if missing:
-        where = yield from _searching(runners, missing)
-        nodes = (yield from _nodes(home, partitioning)) if create and len(where) < len(missing) else []
-        for name in missing:
-            if name in where or create:
-                out[name] = cache[name] = yield from _assigning(
-                    home, partitioning, name, where.get(name), nodes
-                )
-            else:
-                out[name] = partitioning.hashed(name)
+        out.update((yield from _stored(partitioning, runners[0].client, missing)))
+        missing = [name for name in missing if out[name] < 0]
+    if missing:
+        out.update((yield from _placing(partitioning, runners, missing, create)))
+    return out
+
+
+def _stored(partitioning: Partitioning, home: Any, names: list[str]) -> Work[dict[str, int]]:
+    """The stored placement of each of ``names`` that has one, cached."""
+    stored = yield home.hmget(placement_keys(partitioning)[0], names)
+    found = {name: int(value) for name, value in zip(names, stored, strict=True) if value is not None}
+    partitioning.placed.update(found)
+    return found
+
+
+def _placing(
+    partitioning: Partitioning, runners: Sequence[Any], names: list[str], create: bool
+) -> Work[dict[str, int]]:
+    """Each of ``names`` (none stored): recorded where it is found, else (``create``) assigned where
+    the fewest are, else its hash's partition (not cached)."""
+    home, out = runners[0].client, {}
+    where = yield from _searching(runners, names)
+    nodes = (yield from _nodes(home, partitioning)) if create and len(where) < len(names) else []
+    for name in names:
+        if name in where or create:
+            at = where.get(name)
+            out[name] = partitioning.placed[name] = yield from _assigning(home, partitioning, name, at, nodes)
+        else:
+            out[name] = partitioning.hashed(name)
     return out
