@@ -46,6 +46,10 @@ TEMPLATES: dict[str, str] = {
     # "count:index" (string), from which its ids are handed out (see jobledger.ledger.partitions)
     "partitions": "partitions",
     "partition": "partition",
+    # in the home partition's namespace of a split ledger: where each queue was placed, name ->
+    # partition, and how many queues each partition holds (hashes; see jobledger.ledger.placements)
+    "placements": "placements",
+    "placement_load": "placements:load",
     "clock": "clock",  # the latest `at` in the stream: no command stamps an event earlier (string, ms)
     "job_id": "job_id",  # last job id handed out
     "seq": "seq",  # enqueue sequence: FIFO order within a priority
@@ -110,6 +114,7 @@ TEMPLATES: dict[str, str] = {
 LEDGER = frozenset(
     {"events", "generation", "clock", "archive", "archive_lock", "seal", "seal_lock"}
 ) | frozenset({"blob_unmarked", "blob_sweep", "blob_sweep_lock", "blob_uploads", "partitions", "partition"})
+LEDGER |= frozenset({"placements", "placement_load"})
 _LEDGER_RELATIVE = frozenset(TEMPLATES[name] for name in LEDGER if "{" not in TEMPLATES[name])
 _GENERATION_KEY = re.compile(r"^g\d+:")
 

@@ -11,8 +11,9 @@ lowest partition), and every process after finds it there.  Decided:
   reads nor writes it, and the queue's own ``queue_created`` event, in its partition's stream, is
   what witnesses it.  Two hashes hold it, both under the home partition's hash tag, so that one
   script on one slot assigns atomically: ``name -> partition`` and ``partition -> names placed``.
-  They sit just outside the home partition's key prefix (``{NAMESPACE-0}#...``), where the
-  projections' tools (verify, compare, a generation's swap) do not look.
+  They are keys of the home partition's ledger itself (:data:`jobledger.ledger.keys.LEDGER`), as its
+  stream is, which the projections' tools (verify, compare, a generation's swap) leave alone, and
+  which go with the namespace when it is dropped.
 - **Race-free.**  The assignment is one script that stores a partition only when none is stored
   and returns the stored one: two servers creating the same queue at once both get the first's.
 - **Never moved, never forgotten.**  Deleting a queue leaves its placement: re-created, it goes back
@@ -34,14 +35,13 @@ from typing import Any
 
 import redis
 
+from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitions import Partitioning, node_groups
 from jobledger.ledger.reads import Read
 from jobledger.ledger.sync_or_async import AtOnce, Work, done
 
 #: The command that creates a queue: the only one that places a name not yet placed.
 PLACING = "put_queue"
-#: The two hashes' names after the home partition's hash tag (see the module).
-PLACED, LOAD = "#partitions:queues", "#partitions:load"
 
 #: KEYS[1] placed (name -> partition), KEYS[2] load (partition -> names placed there)
 #: ARGV[1] name   ARGV[2] the partition it was found in, or '' to choose one
@@ -75,8 +75,8 @@ return chosen
 
 def placement_keys(partitioning: Partitioning) -> list[str]:
     """The two hashes of ``partitioning``'s placements: placed, load."""
-    tag = "{" + partitioning.namespaces[0] + "}"
-    return [tag + PLACED, tag + LOAD]
+    keys = Keys(partitioning.namespaces[0])
+    return [keys.build("placements"), keys.build("placement_load")]
 
 
 def _existing(names: Sequence[str]) -> Read[set[str]]:

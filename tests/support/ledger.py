@@ -19,7 +19,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.commands import Call, Fetched
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.keys import Keys
-from jobledger.ledger.partitioned import Partitioned
+from jobledger.ledger.partitioned import Partitioned, open_ledger
 from jobledger.ledger.partitions import Partitioning
 from jobledger.ledger.placements import pin, placement_keys
 from jobledger.ledger.redis_clients import sync_client
@@ -65,9 +65,19 @@ def _home(namespace: str, count: int) -> Iterator[tuple[redis.Redis, Partitionin
 
 
 def placed(namespace: str, queue: str, count: int = ID_STEP) -> int:
-    """The partition ``queue`` of ``namespace`` (split into ``count``) is placed in, as stored."""
+    """The partition ``queue`` of ``namespace`` (split into ``count``) is placed in, as stored; a
+    queue whose placement was wiped with the keys of its ledger (a server keeps its placements in
+    memory and recreates the queue where it was) is looked for, and recorded, as a new process would."""
     with _home(namespace, count) as (client, where):
         found = client.hget(placement_keys(where)[0], queue)
+        if found is None:
+            router = open_ledger(SESSION["url"], namespace, count)
+            try:
+                router.locate([queue])
+            finally:
+                for runner in router.runners:
+                    runner.client.close()
+            found = client.hget(placement_keys(where)[0], queue)
     if found is None:
         raise LookupError(f"queue {queue!r} of {namespace!r} is placed nowhere yet")
     return int(found)
