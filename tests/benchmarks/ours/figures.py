@@ -26,6 +26,7 @@ OURS_PARTS = (
     "dashboard",
     "start",
     "seal",
+    "cluster",
 )
 #: Parts of ours run only when ``--only`` names them ("ours" leaves them out: they write gigabytes).
 NAMED_PARTS = ("files", "bulk", "search", "soak")
@@ -98,6 +99,10 @@ SEAL_LAG_P50 = "seal_lag_p50_s"
 SEAL_LAG_P99 = "seal_lag_p99_s"
 SEAL_INCLUSION_READS = "seal_inclusion_reads"
 SEAL_RECEIPT_READS = "seal_receipt_reads"
+CLUSTER_CPU_SINGLE = "cluster_cpu_single_us"
+CLUSTER_CPU = "cluster_cpu_us"
+CLUSTER_CPU_RATIO = "cluster_cpu_ratio"
+CLUSTER_SPREAD = "cluster_spread"
 SOAK_MEMORY = "soak_used_memory_mib"
 SOAK_GROWTH = "soak_growth_kib_s"
 SOAK_WHOLE = "soak_histories_whole"

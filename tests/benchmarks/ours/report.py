@@ -61,6 +61,10 @@ ROWS: list[tuple[str, str, str]] = [
     (F.START_BARE, "start: bare Starlette under uvicorn, spawn to 200 (ms)", ""),
     (F.START_RATIO, "start: ratio, serve (Redis running) / bare", "lower"),
     (F.START_EMBEDDED_RATIO, "start: ratio, serve (embedded Redis) / bare", "lower"),
+    (F.CLUSTER_CPU_SINGLE, "cluster: server CPU per job, one node (us)", ""),
+    (F.CLUSTER_CPU, "cluster: server CPU per job, 3-node Cluster, summed (us)", "lower"),
+    (F.CLUSTER_CPU_RATIO, "cluster: CPU per job, Cluster / one node", "lower"),
+    (F.CLUSTER_SPREAD, "cluster: 30 queues' commands, a node's largest distance from the mean", "lower"),
 ]
 #: Rows of the parts only ``--only`` names; shown when measured.
 NAMED_ROWS: list[tuple[str, str, str]] = [
@@ -176,6 +180,10 @@ def targets(systems: dict[str, Results]) -> list[Target]:
                _ratio(ours(F.SEAL_PROCESS_ON), ours(F.SEAL_PROCESS_OFF)), 0.9, True, "on / off, medians"),
         Target("sealing: seal lag p99 <= 2 s at the peak append rate", ours(F.SEAL_LAG_P99), 2, False,
                "seconds, read every 50 ms while jobs are created and worked"),
+        Target("Cluster: server CPU per job within 1.2x one node's", ours(F.CLUSTER_CPU_RATIO), 1.2, False,
+               "summed over three nodes / one node, the same work"),
+        Target("Cluster: 30 queues within 20% of the mean per node", ours(F.CLUSTER_SPREAD), 0.2, False,
+               "largest distance of a node's commands from the mean"),
         Target("replay >= 100,000 events/s", _ratio(ours(F.REPLAY), 100_000), 1, True, "ours / 100,000"),
         Target("scheduler check, 100k running within 2x of 10", ours(F.SCHED_RATIO), 2, False, "100k / 10"),
         Target("memory per ended job <= 1.5x BullMQ's", vs(F.MEMORY, "bullmq"), 1.5, False,

@@ -5,8 +5,9 @@ Parts of ours: ``process`` (lifecycle throughput with the Worker class, server C
 job), ``enqueue`` (bulk, one by one, the Worker's latency, an idle Worker's cost), ``http``,
 ``memory``, ``scheduler``, ``quotas``, ``replay``, ``dashboard`` (the dashboard's page times on a
 large ledger and a small one), ``start`` (``serve``'s cold start to ``/ready`` beside a bare
-Starlette app's), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`).  ``raw``: the
-raw server's EVALSHA rate (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.
+Starlette app's), ``seal`` (what sealing costs: :mod:`tests.benchmarks.ours.ours_seal`), ``cluster``
+(a ledger split over a Cluster of three against one node: :mod:`tests.benchmarks.ours.ours_cluster`).
+``raw``: the raw server's EVALSHA rate (:mod:`tests.benchmarks.ours.calibration`).  ``ours`` names them whole.
 ``files`` (a 1 GiB file up and down over HTTP), ``bulk`` (a bulk requeue of 100,000 failed jobs, and
 the latency of other requests meanwhile), ``search`` (searching and listing a queue of a million jobs) and
 ``soak`` (Redis memory under a steady load for several archive rounds) run only when named.
@@ -35,6 +36,7 @@ from . import (
     calibration,
     ours_bulk,
     ours_client,
+    ours_cluster,
     ours_dashboard,
     ours_files,
     ours_http,
@@ -150,6 +152,7 @@ def _ours(servers: Servers, settings: Settings, chosen: set[str], log: Log) -> t
               for name in ("memory", "scheduler", "quotas", "replay")]  # fmt: skip
     steps.append(("dashboard", lambda: ours_dashboard.measure(servers, settings, log)))
     steps.append(("start", lambda: ours_start.measure(servers, settings, log)))
+    steps.append(("cluster", lambda: ours_cluster.measure(servers, settings, log)))
     steps.append(("files", lambda: ours_files.measure(servers, settings, log)))
     steps.append(("bulk", lambda: ours_bulk.measure(servers, settings, log)))
     steps.append(("seal", lambda: ours_seal.measure(servers, settings, log)))
