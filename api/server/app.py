@@ -39,7 +39,7 @@ from jobledger.runtime.config import Config, ConfigError
 from jobledger.scheduler.state import SchedulerState
 from jobledger.server import info_handlers as info
 from jobledger.server.api_route import api_paths
-from jobledger.server.auth import KnownTokens
+from jobledger.server.auth import KnownJobs, KnownTokens
 from jobledger.server.deferred_parts import DeferredParts
 from jobledger.server.errors import HANDLERS
 from jobledger.server.feeds import FeedSlots
@@ -256,6 +256,7 @@ def create_app(
                 "feeds": FeedSlots(server.max_feeds_per_token, server.max_feeds, process.feeds_open),
                 "parts": parts,
                 "tokens": KnownTokens(),
+                "job_queues": KnownJobs(),
                 "probes": asyncio.Semaphore(info.PROBES),  # /health and /ready asking Redis at once
             }
         finally:

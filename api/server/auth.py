@@ -7,7 +7,9 @@ with it (at once, in its partition).  A token's name and scopes never change, so
 tokens it has looked up (:class:`KnownTokens`) and, on a route whose first effect is a command or a
 read, takes a known one without a lookup: that command or read checks, in its own script or MULTI,
 that the ledger still knows the token (no round trip more).  Either way a revoked token stops
-working at once on every server of the ledger.  No token, or one the ledger does not know: 401 with
+working at once on every server of the ledger.  Likewise a job's queue never changes: the queues of
+the jobs a server creates, hands out or looks up are kept (:class:`KnownJobs`), so a worker's
+completion of a job its fetch brought checks the scope without reading the job.  No token, or one the ledger does not know: 401 with
 ``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
 nothing is appended, and neither names the secret.  A request that passes runs its commands as the
 token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -195,6 +197,36 @@ class KnownTokens:
         self._known[presented] = token
 
 
+#: How many jobs' queues a server keeps known.
+JOBS_KEPT = 65_536
+
+
+class KnownJobs:
+    """The queue of each job this server has handed out, created or looked up: a job's queue never
+    changes and its id is never given to another, so a route on a job checks a known token's scope
+    against it without reading it (the command or read that follows checks the token itself)."""
+
+    def __init__(self, size: int = JOBS_KEPT) -> None:
+        self.size = size
+        self._queues: dict[int, str] = {}
+
+    def get(self, job: int) -> str | None:
+        return self._queues.get(job)
+
+    def keep(self, queue: str, jobs: Iterable[int]) -> None:
+        for job in jobs:
+            if len(self._queues) >= self.size:
+                self._queues.clear()
+            self._queues[job] = queue
+
+
+def remember_jobs(request: Request, queue: str, jobs: Iterable[int]) -> None:
+    """Keep the queue of ``jobs`` (created on or handed out from ``queue``), when auth is on."""
+    known: KnownJobs | None = getattr(request.state, "job_queues", None)
+    if known is not None and getattr(request.state, "token_grants", None) is not None:
+        known.keep(queue, jobs)
+
+
 def _multipart(request: Request) -> bool:
     """A multipart body: its files are stored before any command runs."""
     return request.headers.get("content-type", "").lower().startswith("multipart/")
@@ -218,6 +250,7 @@ def guarded(needs: Needs, endpoint: Endpoint, checks_token: bool = False) -> End
             job, bad_id = None, exc
         ledger: OpeningLedger = request.state.ledger
         known: KnownTokens = request.state.tokens
+        jobs: KnownJobs = request.state.job_queues
         single = (await ledger.opened()).partitioning.count == 1
         token = known.get(presented) if checks_token and single and not _multipart(request) else None
         checked = presented if single else ""  # what the commands and reads check again
@@ -228,9 +261,13 @@ def guarded(needs: Needs, endpoint: Endpoint, checks_token: bool = False) -> End
             if single:
                 known.keep(presented, token)
         elif job is not None and not needs.allows(token, None):  # the job's queue, read checking the token
-            job_queue = await ledger.as_actor(token.name, checked).read(tokens.job_queue(job))
+            job_queue = jobs.get(job)
+            if job_queue is None:
+                job_queue = await ledger.as_actor(token.name, checked).read(tokens.job_queue(job))
         else:
             job_queue = None
+        if job is not None and job_queue is not None:
+            jobs.keep(job_queue, [job])
         if bad_id is not None:
             raise bad_id
         if needs.on in ("form", "body"):  # the queues are in the body: a token on no queue stops here
@@ -278,16 +315,25 @@ async def check_jobs_scope(request: Request, jobs: Sequence[int]) -> None:
     needs: Needs = request.state.needs
     if needs.allows(token, None):
         return
+    known: KnownJobs = request.state.job_queues
+    named = list(dict.fromkeys(jobs))
+    if any(q is not None and not needs.allows(token, q) for q in map(known.get, named)):
+        raise Forbidden(_refusal(token, needs, [], jobs=True))
+    unknown = [job for job in named if known.get(job) is None]
+    if not unknown:
+        return
     ledger: OpeningLedger = request.state.ledger
     router = await ledger.opened()
     by_partition: dict[int, list[int]] = {}
-    for job in dict.fromkeys(jobs):
+    for job in unknown:
         by_partition.setdefault(router.partitioning.of_id(job), []).append(job)
-    found = await asyncio.gather(
-        *(router.read(tokens.job_queues(tuple(ids))) for ids in by_partition.values())
-    )
+    parts = list(by_partition.values())
+    found = await asyncio.gather(*(router.read(tokens.job_queues(tuple(ids))) for ids in parts))
     if any(q is None or not needs.allows(token, q) for queues in found for q in queues):
         raise Forbidden(_refusal(token, needs, [], jobs=True))
+    for ids, queues in zip(parts, found, strict=True):
+        for job, queue in zip(ids, queues, strict=True):
+            known.keep(str(queue), [job])
 
 
 class Revocation:

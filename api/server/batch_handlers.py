@@ -30,7 +30,7 @@ from jobledger.ledger import commands
 from jobledger.ledger.errors import JobLedgerError
 from jobledger.ledger.partitioned import OpeningLedger
 from jobledger.ledger.requests import JobUpdate, QueueName, WorkerId
-from jobledger.server.auth import check_form_scope, check_jobs_scope
+from jobledger.server.auth import check_form_scope, check_jobs_scope, remember_jobs
 from jobledger.server.inputs import read_model
 from jobledger.server.queue_handlers import MAX_FETCH, FetchField, fetched_json
 
@@ -86,6 +86,8 @@ async def update_jobs(request: Request) -> Response:
     check_form_scope(request, fetch.queue)
     call = commands.update_and_fetch(updates, fetch.queue, fetch.count, fetch.worker)
     both = await _ledger(request).run(call)  # the fetch's refusal comes back as a value
+    if isinstance(both.fetched, list):
+        remember_jobs(request, fetch.queue, (job.id for job in both.fetched))
     return _answer(updates, both.outcomes, both.fetched, "heartbeat_timeout" in fetch.fields)
 
 

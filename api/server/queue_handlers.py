@@ -16,7 +16,7 @@ from jobledger.ledger.reads import Read
 from jobledger.ledger.requests import JOB_STATUSES, JobOptions, QueueSettings
 from jobledger.ledger.watch import queue_topic
 from jobledger.projections import job_search, listing, readers
-from jobledger.server.auth import revocation, revoked_response
+from jobledger.server.auth import remember_jobs, revocation, revoked_response
 from jobledger.server.inputs import (
     checked_tag,
     field_names,
@@ -87,6 +87,7 @@ async def create_job(request: Request) -> Response:
     key = idempotency(request, name, body)
     call = commands.create_job(name, options, idempotency=key, traceparent=traceparent(request))
     made = await _ledger(request).run(call)
+    remember_jobs(request, name, [made.id])
     # 200 with the existing job's id when a live job of the queue already holds the unique_key
     headers = {"location": f"/job/{made.id}", **replayed(made.again)}
     return JSONResponse(made.id, status_code=201 if made.created else 200, headers=headers)
@@ -128,6 +129,7 @@ async def fetch_job(request: Request) -> Response:
         if not wait:  # Ocypod's next_job_delay: slow down workers polling an empty queue
             await asyncio.sleep(request.app.state.next_job_delay / 1000)
         return Response(status_code=204)
+    remember_jobs(request, name, (j.id for j in jobs))
     items = [fetched_json(j, beat) for j in jobs]
     body = f"[{','.join(items)}]" if count else items[0]
     return Response(body, media_type="application/json")

@@ -12,7 +12,9 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
+from jobledger.ledger.requests import JobOptions
 from jobledger.ledger.runner import Ledger
 from jobledger.ledger.tokens import create_token, digest, new_secret, revoke_token
 from jobledger.server.routes import ROUTES
@@ -325,3 +327,34 @@ def test_a_known_token_costs_no_lookup(setup: Setup) -> None:
     assert fetched.status_code in (200, 204)
     ran = {k.removeprefix("cmdstat_"): v["calls"] for k, v in setup.client.info("commandstats").items()}
     assert ran.get("fcall") == 1 and "exec" not in ran, ran  # the fetch's command, and no read
+
+
+def test_a_job_handed_out_to_a_known_token_costs_no_lookup_of_its_queue(setup: Setup) -> None:
+    worker = bearer(setup.secrets["worker"])
+    admin = bearer(setup.secrets["admin"])
+    assert setup.api.get("/queue/q-1/job", headers=worker).status_code == 200  # the token now known
+    setup.api.post("/queue/q-1/job", json={}, headers=admin)
+    fetched = setup.api.get("/queue/q-1/job", headers=worker).json()
+    unseen = setup.ledger.run(commands.create_job("q-1", JobOptions())).id  # not through this server
+    setup.client.config_resetstat()
+    done = {"status": "completed", "attempt": fetched["attempt"]}
+    assert setup.api.patch(f"/job/{fetched['id']}", json=done, headers=worker).status_code == 204
+    body = {"updates": [{"id": unseen, "progress": 5}]}
+    assert setup.api.patch("/jobs", json=body, headers=worker).status_code == 200
+    ran = {k.removeprefix("cmdstat_"): v["calls"] for k, v in setup.client.info("commandstats").items()}
+    assert ran.get("fcall") == 2 and ran.get("exec") == 1, ran  # the job's queue read once, for the other
+
+
+def test_a_known_token_is_refused_a_job_on_a_queue_it_does_not_cover(setup: Setup) -> None:
+    admin, elsewhere = bearer(setup.secrets["admin"]), bearer(setup.secrets["elsewhere"])
+    other = setup.api.post("/queue/zz/job", json={}, headers=admin).json()  # known to this server now
+    assert setup.api.get("/queue/other/job", headers=elsewhere).status_code == 404  # the token now known
+    before = setup.length()
+    for path, body in (
+        (f"/job/{other}", {"progress": 5}),
+        ("/jobs", {"updates": [{"id": other, "progress": 5}]}),
+    ):
+        answer = setup.api.patch(path, json=body, headers=elsewhere)
+        assert answer.status_code == 403, answer.text
+        assert "zz" not in answer.text  # the job's queue is not named
+    assert setup.length() == before
