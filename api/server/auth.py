@@ -9,10 +9,12 @@ read, takes a known one without a lookup: that command or read checks, in its ow
 that the ledger still knows the token (no round trip more).  Either way a revoked token stops
 working at once on every server of the ledger.  Likewise a job's queue never changes: the queues of
 the jobs a server creates, hands out or looks up are kept (:class:`KnownJobs`), so a worker's
-completion of a job its fetch brought checks the scope without reading the job.  No token, or one the ledger does not know: 401 with
-``WWW-Authenticate``.  A token whose scopes do not cover the route: 403.  Both are JSON errors,
-nothing is appended, and neither names the secret.  A request that passes runs its commands as the
-token's name (:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
+completion of a job its fetch brought checks the scope without reading the job.
+
+No token, or one the ledger does not know: 401 with ``WWW-Authenticate``.  A token whose scopes do
+not cover the route: 403.  Both are JSON errors, nothing is appended, and neither names the secret.
+A request that passes runs its commands as the token's name
+(:meth:`jobledger.ledger.runner.OpeningLedger.as_actor`).
 
 A request that goes on (a live feed, a long-poll) ends when its token is revoked:
 :func:`revocation` follows the token's ``token_revoked`` through the process's
