@@ -18,21 +18,22 @@ local EVENT = {id = false, type = false, at = false, job = false, queue = false,
 -- read an event's data and never write it
 local NO_DATA = {}
 -- Nor is the data of a run of events alike (the jobs of one create, the starts of one worker)
--- decoded at each: DECODED keeps the text decoded last and its table, which the next event of the
--- same text shares, for the same reason.
---- @each_call "DECODED"
-local DECODED = {text = false, data = false}
+-- decoded at each: DECODED_TEXT is the text decoded last and DECODED_DATA its table, which the next
+-- event of the same text shares, for the same reason.
+--- @each_call "DECODED_TEXT"
+local DECODED_TEXT = false
+local DECODED_DATA = false
 local function apply(id, kind, at, job, queue, data)
   local e = EVENT
   -- at + 0: one conversion of the text (tonumber makes two)
   e.id, e.type, e.at, e.job, e.queue = id, kind, at + 0, job, queue
   if data == '{}' then
     e.data = NO_DATA
-  elseif data == DECODED.text then
-    e.data = DECODED.data
+  elseif data == DECODED_TEXT then
+    e.data = DECODED_DATA
   else
     local decoded = cjson.decode(data)
-    DECODED.text, DECODED.data, e.data = data, decoded, decoded
+    DECODED_TEXT, DECODED_DATA, e.data = data, decoded, decoded
   end
   local recorded = APPLY[kind](e)
   if job ~= '' and not recorded then record_history(id, job) end

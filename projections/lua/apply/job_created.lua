@@ -13,6 +13,7 @@
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/held_set.lua"
 --- @include "projections/lua/lib/held_zadd.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 --- @include "projections/lua/lib/job_numbers.lua"
 --- @include "projections/lua/lib/present.lua"
 --- @include "projections/lua/lib/remember_request.lua"
@@ -23,7 +24,7 @@
 local JOB_CREATED_FIELDS = --[[ @names "job_recorded" ]] {}
 local function apply_job_created(e)
   local d, id, null = e.data, e.job, cjson.null
-  held_set(K.job_id, id)
+  if HELD then held_set(K.job_id, id) else redis.call('SET', K.job_id, id) end
   local key = K.job(id)
   -- present(v) spelled out below (v ~= nil and v ~= null): this runs for every job, most of these absent
   local scheduled = d.run_at ~= nil and d.run_at ~= null
@@ -44,8 +45,16 @@ local function apply_job_created(e)
   if d.unique_key ~= nil and d.unique_key ~= null then redis.call('HSET', K.queue_unique(e.queue), d.unique_key, id) end
   if d.launcher ~= nil then track_pending(id, d.launcher, true) end
   if scheduled then
-    held_zadd(K.queue_status(e.queue, 'scheduled'), id, id)
-    held_zadd(K.due_release, d.run_at, id)
+    if HELD then
+      held_zadd(K.queue_status(e.queue, 'scheduled'), id, id)
+    else
+      redis.call('ZADD', K.queue_status(e.queue, 'scheduled'), id, id)
+    end
+    if HELD then
+      held_zadd(K.due_release, d.run_at, id)
+    else
+      redis.call('ZADD', K.due_release, d.run_at, id)
+    end
   else
     -- the settings enter_queue reads, as stored above (a priority of 0 orders as none does)
     local priority, wait = d.priority, d.max_queued_time

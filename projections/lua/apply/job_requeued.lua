@@ -7,6 +7,7 @@
 --- @include "projections/lua/lib/count_bulk.lua"
 --- @include "projections/lua/lib/enter_queue.lua"
 --- @include "projections/lua/lib/held_hincrby.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/track_pending.lua"
@@ -16,7 +17,13 @@ local function apply_job_requeued(e)
   leave_place(id, job)
   local key = K.job(id)
   if e.data.retry then redis.call('HINCRBY', key, 'retries_attempted', 1) end
-  if e.data.retry or not e.data.keep_run then held_hincrby(K.stats, 'total_jobs_retried', 1) end
+  if e.data.retry or not e.data.keep_run then
+    if HELD then
+      held_hincrby(K.stats, 'total_jobs_retried', 1)
+    else
+      redis.call('HINCRBY', K.stats, 'total_jobs_retried', 1)
+    end
+  end
   if job.ended == '1' and job.unique_key then
     redis.call('HSETNX', K.queue_unique(job.queue), job.unique_key, id)
   end

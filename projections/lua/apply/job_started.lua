@@ -6,6 +6,7 @@
 --- @include "projections/lua/lib/count_running_key.lua"
 --- @include "projections/lua/lib/held_zadd.lua"
 --- @include "projections/lua/lib/history_field.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/observe_duration.lua"
@@ -35,11 +36,17 @@ local function apply_job_started(e)
     if job.worker and not worker then stale[#stale + 1] = 'worker' end
     redis.call('HDEL', key, unpack(stale))
   end
-  held_zadd(K.queue_status(job.queue, 'running'), id, id)
+  if HELD then
+    held_zadd(K.queue_status(job.queue, 'running'), id, id)
+  else
+    redis.call('ZADD', K.queue_status(job.queue, 'running'), id, id)
+  end
   count_running_key(job, 1)
   count_outcome(job.queue, 'started')
   observe_duration(job.queue, 'wait', e.at - (job.queued_at or job.created_at))
   local deadline = run_deadline(job, e.at, e.at)
-  if deadline then held_zadd(K.due_run, deadline, id) end
+  if deadline then
+    if HELD then held_zadd(K.due_run, deadline, id) else redis.call('ZADD', K.due_run, deadline, id) end
+  end
   return recorded
 end

@@ -6,19 +6,34 @@
 -- and its created_at says when it joined)
 --- @include "projections/lua/lib/held_incr.lua"
 --- @include "projections/lua/lib/held_zadd.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 --- @include "projections/lua/lib/refresh_head.lua"
 local function enter_queue(id, job, at, status_written)
-  local seq = held_incr(K.seq)
+  local seq = HELD and held_incr(K.seq) or redis.call('INCR', K.seq)
   local score = (100 - (job.priority or 0)) * 1099511627776 + seq  -- (text converted once)
   if not status_written then redis.call('HSET', K.job(id), 'status', 'queued', 'queued_at', at) end
-  held_zadd(K.queue_waiting(job.queue), at, id)
+  if HELD then
+    held_zadd(K.queue_waiting(job.queue), at, id)
+  else
+    redis.call('ZADD', K.queue_waiting(job.queue), at, id)
+  end
   if job.quota_key then
     redis.call('ZADD', K.queue_lane(job.queue, job.quota_key), score, id)
     redis.call('SADD', K.queue_lanes(job.queue), job.quota_key)
     redis.call('INCR', K.queue_laned(job.queue))
     refresh_head(job.queue, job.quota_key)
   else
-    held_zadd(K.queued_ids(job.queue), score, id)
+    if HELD then
+      held_zadd(K.queued_ids(job.queue), score, id)
+    else
+      redis.call('ZADD', K.queued_ids(job.queue), score, id)
+    end
   end
-  if job.max_queued_time then held_zadd(K.due_queued, at + job.max_queued_time, id) end
+  if job.max_queued_time then
+    if HELD then
+      held_zadd(K.due_queued, at + job.max_queued_time, id)
+    else
+      redis.call('ZADD', K.due_queued, at + job.max_queued_time, id)
+    end
+  end
 end

@@ -1,5 +1,6 @@
--- held_set(key, value): SET, held while replay holds (see hold_writes.lua)
+-- held_set(key, value): while replay holds its writes (hold_writes.lua), a SET, held; the callers
+-- write at once when HELD is false
 --- @include "projections/lua/lib/hold_writes.lua"
 local function held_set(key, value)
-  if HELD then HELD.strings[key] = value else redis.call('SET', key, value) end
+  HELD.strings[key] = value
 end

@@ -1,15 +1,12 @@
--- held_zrem(key, member): ZREM of one member, held while replay holds (see hold_writes.lua)
+-- held_zrem(key, member): while replay holds its writes (hold_writes.lua), a ZREM of one member,
+-- held; the callers write at once when HELD is false
 --- @include "projections/lua/lib/hold_writes.lua"
 local function held_zrem(key, member)
-  local held = HELD
-  if not held then
-    redis.call('ZREM', key, member)
-    return
-  end
-  local members = held.zsets[key]
+  local zsets = HELD.zsets
+  local members = zsets[key]
   if not members then
     members = {}
-    held.zsets[key] = members
+    zsets[key] = members
   end
   members[member] = false
 end

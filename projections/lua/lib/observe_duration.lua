@@ -4,6 +4,7 @@
 -- only; the reader makes them cumulative, as Prometheus shows them.
 --- @include "projections/lua/lib/duration_buckets.lua"
 --- @include "projections/lua/lib/held_hincrby.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 -- DURATION_FIELDS: histogram -> its fields' names ('wait:5', ... by bucket, then inf and sum), made at
 -- the first observation: not a bound made text again at each one
 local DURATION_FIELDS = {}
@@ -19,6 +20,6 @@ local function observe_duration(queue, histogram, ms)
     if ms <= DURATION_BUCKETS[i] then field = fields[i]; break end
   end
   local key = K.queue_totals(queue)
-  held_hincrby(key, field, 1)
-  held_hincrby(key, fields.sum, ms)
+  if HELD then held_hincrby(key, field, 1) else redis.call('HINCRBY', key, field, 1) end
+  if HELD then held_hincrby(key, fields.sum, ms) else redis.call('HINCRBY', key, fields.sum, ms) end
 end

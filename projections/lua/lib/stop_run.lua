@@ -8,6 +8,7 @@
 --- @include "projections/lua/lib/enter_stopped.lua"
 --- @include "projections/lua/lib/held_hincrby.lua"
 --- @include "projections/lua/lib/history_field.lua"
+--- @include "projections/lua/lib/hold_writes.lua"
 --- @include "projections/lua/lib/leave_place.lua"
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/observe_duration.lua"
@@ -25,7 +26,7 @@ local function stop_run(e, status, ended, retry_at, stat)
   end
   local recorded = history_field(job, e, fields)
   enter_stopped(id, job, status, ended, e.at, retry_at, fields)
-  held_hincrby(K.stats, stat, 1)
+  if HELD then held_hincrby(K.stats, stat, 1) else redis.call('HINCRBY', K.stats, stat, 1) end
   if status ~= 'cancelled' then count_throughput(job.queue, e.at, status) end
   count_outcome(job.queue, status)
   if ran then observe_duration(job.queue, 'run', ran) end
