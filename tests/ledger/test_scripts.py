@@ -4,7 +4,9 @@ every script loads on the server, and each carries the appliers of exactly the e
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -27,7 +29,7 @@ from jobledger.ledger.scripts import (
     commands as command_names,
 )
 from jobledger.projections import readers
-from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.ledger import create, fetch_one, frozen_clock, put_queue, update
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -123,6 +125,31 @@ def test_a_command_loads_its_library_when_the_server_lacks_it(client: redis.Redi
     )
     assert outcomes[0].id == 1 and isinstance(outcomes[1], errors.NotFound)  # each ran, once
     assert runner.read(readers.queue_size("q")) == 1
+
+
+def test_a_library_loaded_on_demand_does_not_delay_what_the_command_starts(
+    client: redis.Redis, namespace: str
+) -> None:
+    """A fetch whose library had to be loaded first is sent again once it is: the time the load took
+    is not time the fetch waited in Redis, which would start its job that much later."""
+    runner = Ledger(client, namespace)
+    put_queue(runner)
+    job_id = create(runner)
+    client.function_flush()
+    load = client.function_load
+
+    def slow_load(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.6)  # a load on a busy server
+        return load(*args, **kwargs)
+
+    client.function_load = slow_load  # type: ignore[method-assign]
+    try:
+        with frozen_clock():
+            now = runner.clock()
+            assert fetch_one(runner).id == job_id
+    finally:
+        del client.function_load
+    assert int(client.hget(runner.keys.job(job_id), "started_at") or 0) == now
 
 
 def test_load_functions_loads_only_what_the_server_lacks(client: redis.Redis, namespace: str) -> None:
