@@ -198,8 +198,7 @@ class _Base:
                 if not _not_loaded(exc):
                     raise
                 yield self.client.function_load(fn.code, replace=True)
-                # sent again now: the load's time is not time the command waited in Redis
-                reply = yield self._fcall(self.client, fn, now, wall_ms(), call.args)
+                reply = yield self._fcall(self.client, fn, now, sent, call.args)
             return call.parse(reply)
         finally:
             if self.observe is not None:
@@ -217,8 +216,8 @@ class _Base:
             pipe = self.client.pipeline(transaction=False)
             for name in dict.fromkeys(calls[i].script for i in missing):
                 pipe.function_load(function(name).code, replace=True)
-            for i in missing:  # (sent again now, as one call alone is)
-                self._fcall(pipe, function(calls[i].script), now, wall_ms(), calls[i].args)
+            for i in missing:
+                self._fcall(pipe, function(calls[i].script), now, sent, calls[i].args)
             again = (yield pipe.execute(raise_on_error=False))[-len(missing) :]
             for i, reply in zip(missing, again, strict=True):
                 replies[i] = reply

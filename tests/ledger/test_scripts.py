@@ -4,9 +4,8 @@ every script loads on the server, and each carries the appliers of exactly the e
 from __future__ import annotations
 
 import re
-import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -29,7 +28,8 @@ from jobledger.ledger.scripts import (
     commands as command_names,
 )
 from jobledger.projections import readers
-from tests.support.ledger import create, fetch_one, frozen_clock, put_queue, update
+from tests.support.ledger import create, fetch_one, put_queue, update
+from tests.support.private_redis import PrivateServer
 
 _DEFINES = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -114,7 +114,23 @@ def test_every_command_loads_as_a_functions_library(client: redis.Redis) -> None
         source("no_such_script")
 
 
-def test_a_command_loads_its_library_when_the_server_lacks_it(client: redis.Redis, namespace: str) -> None:
+@pytest.fixture
+def own_client(tmp_path: Path) -> Iterator[redis.Redis]:
+    """A client of a server of the test's own: flushing its functions disturbs no other test's."""
+    server = PrivateServer(tmp_path / "valkey")
+    server.start()
+    client = redis.Redis.from_url(server.url)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.kill()
+
+
+def test_a_command_loads_its_library_when_the_server_lacks_it(
+    own_client: redis.Redis, namespace: str
+) -> None:
+    client = own_client
     runner = Ledger(client, namespace)
     client.function_flush()  # a server restarted with nothing kept holds no function
     assert put_queue(runner) is True
@@ -127,32 +143,8 @@ def test_a_command_loads_its_library_when_the_server_lacks_it(client: redis.Redi
     assert runner.read(readers.queue_size("q")) == 1
 
 
-def test_a_library_loaded_on_demand_does_not_delay_what_the_command_starts(
-    client: redis.Redis, namespace: str
-) -> None:
-    """A fetch whose library had to be loaded first is sent again once it is: the time the load took
-    is not time the fetch waited in Redis, which would start its job that much later."""
-    runner = Ledger(client, namespace)
-    put_queue(runner)
-    job_id = create(runner)
-    client.function_flush()
-    load = client.function_load
-
-    def slow_load(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.6)  # a load on a busy server
-        return load(*args, **kwargs)
-
-    client.function_load = slow_load  # type: ignore[method-assign]
-    try:
-        with frozen_clock():
-            now = runner.clock()
-            assert fetch_one(runner).id == job_id
-    finally:
-        del client.function_load
-    assert int(client.hget(runner.keys.job(job_id), "started_at") or 0) == now
-
-
-def test_load_functions_loads_only_what_the_server_lacks(client: redis.Redis, namespace: str) -> None:
+def test_load_functions_loads_only_what_the_server_lacks(own_client: redis.Redis, namespace: str) -> None:
+    client = own_client
     runner = Ledger(client, namespace)
     client.function_flush()
     assert runner.load_functions() == len(command_names())

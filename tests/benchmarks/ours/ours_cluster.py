@@ -30,9 +30,14 @@ def measure(servers: Servers, settings: Settings, log: Any = print) -> Results:
         got = measured(jobs, QUEUES, Path(tmp))
     note = f"{jobs} jobs round {QUEUES} queues, one at a time; 16 partitions on the Cluster"
     calls = got["calls_per_node"]
+
+    def number(key: str) -> float | None:
+        value = got[key]
+        return float(value) if isinstance(value, int | float) else None
+
     return {
-        F.CLUSTER_CPU_SINGLE: Figure(got["single_cpu_us_per_job"], "us", note + "; one node"),
-        F.CLUSTER_CPU: Figure(got["cluster_cpu_us_per_job"], "us", note + "; summed over the nodes"),
-        F.CLUSTER_CPU_RATIO: Figure(got["cpu_ratio"], "x", "Cluster / one node"),
-        F.CLUSTER_SPREAD: Figure(got["largest_distance_from_mean"], "", f"commands per node {calls}"),
+        F.CLUSTER_CPU_SINGLE: Figure(number("single_cpu_us_per_job"), "us", note + "; one node"),
+        F.CLUSTER_CPU: Figure(number("cluster_cpu_us_per_job"), "us", note + "; summed over the nodes"),
+        F.CLUSTER_CPU_RATIO: Figure(number("cpu_ratio"), "x", "Cluster / one node"),
+        F.CLUSTER_SPREAD: Figure(number("largest_distance_from_mean"), "", f"commands per node {calls}"),
     }
