@@ -2,11 +2,6 @@
 -- number n, held (an n of 0 still makes the field); the callers write at once when HELD is false
 --- @include "projections/lua/lib/hold_writes.lua"
 local function held_hincrby(key, field, n)
-  local counts = HELD.counts
-  local fields = counts[key]
-  if not fields then
-    fields = {}
-    counts[key] = fields
-  end
+  local fields = held_in('counts', key)
   fields[field] = (fields[field] or 0) + n
 end

@@ -2,11 +2,5 @@
 -- held; the callers write at once when HELD is false
 --- @include "projections/lua/lib/hold_writes.lua"
 local function held_zrem(key, member)
-  local zsets = HELD.zsets
-  local members = zsets[key]
-  if not members then
-    members = {}
-    zsets[key] = members
-  end
-  members[member] = false
+  held_in('zsets', key)[member] = false
 end

@@ -15,3 +15,14 @@ local HELD = false
 local function hold_writes()
   HELD = {zsets = {}, counts = {}, strings = {}, after = {}}
 end
+
+-- held_in(kind, key): what is held for key among HELD[kind] (a table, made the first time)
+local function held_in(kind, key)
+  local all = HELD[kind]
+  local held = all[key]
+  if not held then
+    held = {}
+    all[key] = held
+  end
+  return held
+end
