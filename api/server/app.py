@@ -227,7 +227,7 @@ def create_app(
         # the scheduler's, the follower's and the probes': no load on the requests' pool starves them
         background = OpeningLedger(redis_url, namespace, partitions, observe=observe)
         watch = LedgerWatch(background)
-        warmup = Warmup(listening, lambda: info.prepare(background))
+        warmup = Warmup(listening, lambda: info.ping(background), lambda: info.load_functions(background))
         tasks = [asyncio.create_task(warm_up(warmup, process))]
         checks: SchedulerState | None = None  # what /ready asks of this server's scheduler
         applied: asyncio.Event | None = None  # set once configured queues and launchers are applied

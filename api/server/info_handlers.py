@@ -58,11 +58,10 @@ async def ping(ledger: OpeningLedger) -> None:
     await asyncio.gather(*(ping(runner.client) for runner in router.runners))
 
 
-async def prepare(ledger: OpeningLedger) -> None:
-    """What a server does once it listens: PING Redis, then load every command's library a node of
-    the ledger lacks (the libraries are named by their code's digest: a node holding them all,
-    whatever else it holds, loads nothing).  A server without Functions is logged as such."""
-    await ping(ledger)
+async def load_functions(ledger: OpeningLedger) -> None:
+    """What a server's warm-up does last: load every command's library a node of the ledger lacks
+    (the libraries are named by their code's digest: a node holding them all, whatever else it
+    holds, loads nothing).  A server without Functions is logged as such."""
     router = await ledger.opened()
     try:
         loaded = await asyncio.gather(*(runner.load_functions() for runner in router.runners))

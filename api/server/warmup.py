@@ -10,7 +10,10 @@ Redis for a PING as ``/ready`` does, answered or not), while the event loop serv
   commands, which the configured queues (``[queue.*]``) wait for, and prometheus_client with the
   ``/metrics`` handler (the app then builds its registry: :mod:`jobledger.server.process_metrics`);
 - then every request handler with its request and event models (:func:`jobledger.server.routes.warm`);
-- then the dashboard's pages, actions and live feeds, and the OpenAPI document's modules.
+- then the dashboard's pages, actions and live feeds, and the OpenAPI document's modules;
+- then the commands' Functions libraries, composed in that thread and loaded into Redis where it
+  lacks them (``then``: :func:`jobledger.server.info_handlers.load_functions`); a command sent
+  before loads its own library on its first call.
 
 A request that arrives during the warm-up and needs a module not loaded yet waits for it: it
 imports the module itself, or, while the warm-up's thread is importing that very module, waits on
@@ -49,10 +52,14 @@ class Warmup:
     connections to Redis made, a PING answered) is done."""
 
     def __init__(
-        self, listening: asyncio.Event | None = None, ping: Callable[[], Awaitable[None]] | None = None
+        self,
+        listening: asyncio.Event | None = None,
+        ping: Callable[[], Awaitable[None]] | None = None,
+        then: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.listening = listening
         self.ping = ping
+        self.then = then
         self._ready: asyncio.Task[None] | None = None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="jobledger-warmup")
 
@@ -79,6 +86,9 @@ class Warmup:
         started = time.perf_counter()
         await asyncio.get_running_loop().run_in_executor(self._thread, _load_all)
         log.debug("warm-up: modules loaded in %.0f ms", (time.perf_counter() - started) * 1000)
+        if self.then is not None:
+            with contextlib.suppress(Exception):  # Redis out of reach: each command loads its own
+                await self.then()
 
     async def aclose(self) -> None:
         """Stop waiting (its PING with it) and load nothing more; an import under way finishes in
@@ -96,3 +106,7 @@ def _load_all() -> None:
     routes.warm()
     for name in THEN:
         importlib.import_module(name)
+    from jobledger.ledger.scripts import commands, function
+
+    for command in commands():  # composed here, not on the loop: what the load sends
+        function(command)
