@@ -134,8 +134,8 @@ class Composed:
     """A script in its parts: ``keys``, the code that finds the call's keys and, for a command, its
     now, actor and sent time (run at every call); ``versions``, the table of event versions;
     ``helpers``, the shared pieces it reaches; ``body``, its entry file's text; ``fresh``, the
-    statements that make again, at every call, what a piece keeps for one call only (declared in
-    its header as ``--- @each_call "NAME"``: the piece's own ``local NAME = ...`` line, run again)."""
+    statements that make again, at every call, what a piece keeps for one call only (declared just
+    above its line as ``--- @each_call "NAME"``: the piece's own ``local NAME = ...`` line, run again)."""
 
     keys: str
     versions: str
