@@ -21,7 +21,9 @@ of the library that each call sets first.  So is what a piece keeps for one call
 declares just above its line as ``--- @each_call "NAME"`` (the jobs a command has read, the bucket
 it last wrote): each call runs that ``local NAME = ...`` again.  A piece that keeps anything else
 from call to call would carry it into the next call, of any ledger: a piece's other top-level
-locals are constants.  Replay's steps (``replay/lua``) stay scripts: each runs over a batch.
+locals are constants, and the composer refuses a script whose code changes one, unless the piece
+declares it ``--- @scratch "NAME"``: one table kept on purpose, each field set before it is read.
+Replay's steps (``replay/lua``) stay scripts: each runs over a batch.
 
 The appliers are the one thing no file names: ``projections/lua/apply.lua`` dispatches on a generated
 ``local APPLY = {...}`` table (event type -> applier), and the composer puts before it that table and
@@ -110,7 +112,12 @@ _APPLY_CALL = re.compile(r"(?<!function )\bapply\(")
 _KEY_USE = re.compile(r"\bK\.(\w+)")
 _NAMES = re.compile(r'--\[\[ @names "(\w*)" \]\] \{\}')
 _EACH_CALL = re.compile(r'^--- @each_call "(\w+)"', re.MULTILINE)
+_SCRATCH = re.compile(r'^--- @scratch "(\w+)"', re.MULTILINE)
 _TOP_LOCAL = re.compile(r"^local ((?!function\b)[\w, ]+?) =", re.MULTILINE)
+#: An assignment's targets, up to its ``=``: names, fields and indexes, separated by commas.
+_TARGETS = r"(?:\s*,\s*[\w.]+(?:\[[^\]\n]*\])*)*\s*=(?!=)"
+#: A table library call that changes its first argument.
+_CHANGES = r"\b(?:table\.insert|table\.remove|table\.sort|rawset)\(\s*"
 
 
 class CompositionError(ValueError):
@@ -239,6 +246,7 @@ class Library:
         parts = []
         fresh: list[str] = []
         pieces = self.closure(entry, extra)
+        _check_kept(pieces)
         for piece in pieces[:-1]:
             if piece.path == APPLY:
                 parts.append("local APPLY = {\n" + table + "\n}\n")
@@ -267,6 +275,47 @@ class Library:
             for folder in ENTRY_DIRS
             for file in sorted((self.root / folder).glob("*.lua"))
         }
+
+
+def _check_kept(pieces: Sequence[Piece]) -> None:
+    """Refuse a script one of whose pieces has a top-level local that some reached code assigns, or
+    changes through a field, an index or a table function (itself, or a local made its alias by
+    ``local a = NAME`` in the same file), without declaring it: in a library it would keep the last
+    call's value into the next call, of any ledger.  ``--- @each_call "NAME"`` makes it again at
+    every call; ``--- @scratch "NAME"`` keeps one table from call to call on purpose, for a piece
+    that sets each of its fields before it reads it (the event ``apply`` hands to the appliers).  A
+    check of the text, so not a proof: a table handed to a function, or aliased otherwise, is not
+    followed."""
+    owners: dict[str, str] = {}
+    for piece in pieces[:-1]:
+        declared = {*_EACH_CALL.findall(piece.text), *_SCRATCH.findall(piece.text)}
+        for found in _TOP_LOCAL.findall(piece.code):
+            owners.update((n.strip(), piece.path) for n in found.split(",") if n.strip() not in declared)
+    if not owners:
+        return
+    for piece in pieces:
+        statements = re.split(r"[;\n]", piece.code)
+        aliases = {
+            alias: name
+            for statement in statements
+            if (made := re.fullmatch(r"\s*local (\w+) = (\w+)\s*", statement)) and made.group(2) in owners
+            for alias, name in [made.groups()]
+        }
+        watched = {**{name: name for name in owners}, **aliases}
+        names = "|".join(map(re.escape, watched))
+        written = re.compile(rf"(?<![\w.])({names})(?:\.\w+|\[[^\]\n]*\])*{_TARGETS}|{_CHANGES}({names})\b")
+        for statement in statements:
+            if statement.lstrip().startswith("local "):
+                continue  # a declaration (at the top: the local itself; in a function: another)
+            found = written.search(statement)
+            if found:
+                name = watched[found.group(1) or found.group(2)]
+                raise CompositionError(
+                    f"{piece.path} changes {name}, a top-level local of {owners[name]}, which a library "
+                    f'keeps from call to call: declare it --- @each_call "{name}" above its line '
+                    f'(made again at every call), or --- @scratch "{name}" (every field set before it '
+                    "is read), or keep it constant"
+                )
 
 
 def _fresh(piece: Piece, name: str) -> str:

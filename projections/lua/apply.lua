@@ -10,9 +10,10 @@
 --- @include "projections/lua/lib/load_job.lua"
 --- @include "projections/lua/lib/record_history.lua"
 
--- One table holds the event for every apply() of a call (appliers read it while they run, keep
--- nothing of it, and never apply an event themselves): a table per event costs more than its fields.
--- (made with its six fields, so that setting them never grows it)
+-- One table holds the event for every apply() (appliers read it while they run, keep nothing of
+-- it, and never apply an event themselves; apply sets all six fields first): a table per event, or
+-- per call, costs more than its fields.  (made with its six fields, so that setting them never grows it)
+--- @scratch "EVENT"
 local EVENT = {id = false, type = false, at = false, job = false, queue = false, data = false}
 -- '{}', the commonest data, is neither decoded nor made a table of its own at each event: appliers
 -- read an event's data and never write it
@@ -22,6 +23,7 @@ local NO_DATA = {}
 -- event of the same text shares, for the same reason.
 --- @each_call "DECODED_TEXT"
 local DECODED_TEXT = false
+--- @each_call "DECODED_DATA"
 local DECODED_DATA = false
 local function apply(id, kind, at, job, queue, data)
   local e = EVENT

@@ -279,6 +279,39 @@ def test_an_emit_must_name_its_event_type(tmp_path: Path) -> None:
         lib.compose("ledger/lua/go.lua")
 
 
+@pytest.mark.parametrize(
+    "change",
+    ["SEEN[id] = true", "SEEN.last = id", "SEEN = {id}", "local n; n, SEEN = 1, {}", "table.insert(SEEN, id)",
+     "if id then SEEN[id] = 1 end", "SEEN[id][1] = 2", "local s = SEEN\n  s.n = id"],
+)  # fmt: skip
+def test_a_piece_that_keeps_a_change_from_call_to_call_must_declare_it(tmp_path: Path, change: str) -> None:
+    seen = "local SEEN = {}\n"
+    piece = f"local function see(id)\n  {change}\nend\n"
+    go = {"ledger/lua/go.lua": '--- @include "ledger/lua/lib/seen.lua"\nsee(ARGV[1])\n'}
+    lib = write(tmp_path, {"ledger/lua/lib/seen.lua": seen + piece, **go})
+    with pytest.raises(CompositionError, match=r"^ledger/lua/lib/seen\.lua changes SEEN, a top-level local"):
+        lib.compose("ledger/lua/go.lua")
+    lib = write(tmp_path, {"ledger/lua/lib/seen.lua": '--- @each_call "SEEN"\n' + seen + piece, **go})
+    assert "SEEN = {}\n" in lib.compose("ledger/lua/go.lua")
+    assert "SEEN = {}" in lib.composed("ledger/lua/go.lua").fresh
+    lib = write(tmp_path, {"ledger/lua/lib/seen.lua": '--- @scratch "SEEN"\n' + seen + piece, **go})
+    assert lib.composed("ledger/lua/go.lua").fresh == ()
+
+
+def test_reading_or_shadowing_a_pieces_constant_is_not_a_change(tmp_path: Path) -> None:
+    piece = ("local LIMIT, NAMES = 5, {a = 1}\nlocal function fits(n)\n  local LIMIT = LIMIT + 1\n"
+             "  if NAMES[n] == 1 or n <= LIMIT then return true end\n"
+             "  local x = {LIMIT, NAMES.a}\n  return f(NAMES, x) ~= nil\nend\n")  # fmt: skip
+    go = '--- @include "ledger/lua/lib/fits.lua"\nfits(1)\n'
+    lib = write(tmp_path, {"ledger/lua/lib/fits.lua": piece, "ledger/lua/go.lua": go})
+    assert "local function fits(" in lib.compose("ledger/lua/go.lua")
+    lib = write(tmp_path, {"ledger/lua/go.lua": '--- @include "ledger/lua/lib/fits.lua"\nNAMES.b = 2\n'})
+    with pytest.raises(
+        CompositionError, match=r"^ledger/lua/go\.lua changes NAMES, a top-level local of ledger/lua/lib"
+    ):
+        lib.compose("ledger/lua/go.lua")
+
+
 def test_lua_key_helpers_build_the_same_keys_as_python(client: redis.Redis) -> None:
     keys = Keys("ns-check")
     script = lua_prelude() + "return {K.events, K.job('7'), K.queue_status('q', 'running'), K.tag('x')}"

@@ -5,16 +5,16 @@
 --- @include "projections/lua/lib/duration_buckets.lua"
 --- @include "projections/lua/lib/held_hincrby.lua"
 --- @include "projections/lua/lib/hold_writes.lua"
--- DURATION_FIELDS: histogram -> its fields' names ('wait:5', ... by bucket, then inf and sum), made at
--- the first observation: not a bound made text again at each one
-local DURATION_FIELDS = {}
+local function duration_fields(histogram)
+  local fields = {inf = histogram .. ':inf', sum = histogram .. ':sum'}
+  for i = 1, #DURATION_BUCKETS do fields[i] = histogram .. ':' .. DURATION_BUCKETS[i] end
+  return fields
+end
+-- DURATION_FIELDS: histogram -> its fields' names ('wait:5', ... by bucket, then inf and sum), made
+-- once: not a bound made text again at each observation
+local DURATION_FIELDS = {wait = duration_fields('wait'), run = duration_fields('run')}
 local function observe_duration(queue, histogram, ms)
   local fields = DURATION_FIELDS[histogram]
-  if not fields then
-    fields = {inf = histogram .. ':inf', sum = histogram .. ':sum'}
-    for i = 1, #DURATION_BUCKETS do fields[i] = histogram .. ':' .. DURATION_BUCKETS[i] end
-    DURATION_FIELDS[histogram] = fields
-  end
   local field = fields.inf
   for i = 1, #DURATION_BUCKETS do
     if ms <= DURATION_BUCKETS[i] then field = fields[i]; break end
