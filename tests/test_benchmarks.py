@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.benchmarks.ours import figures as F
-from tests.benchmarks.ours import report
+from tests.benchmarks.ours import ours_start, report
 from tests.benchmarks.ours.figures import Figure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,9 +77,25 @@ def test_the_start_part_times_serve_beside_a_bare_app() -> None:
     assert out.returncode == 0, out.stderr[-4000:]
     ours = json.loads(out.stdout)["systems"]["ours"]
     starts = [F.START_OURS, F.START_EMBEDDED, F.START_BARE, F.START_CREATE]
-    for key in starts:
+    assert (F.START_OTEL in ours) == ours_start.otel_installed()
+    for key in starts + ([F.START_OTEL] if ours_start.otel_installed() else []):
         assert ours[key]["unit"] == "ms" and len(ours[key]["detail"]["runs_ms"]) == 3, ours[key]
         assert 0 < ours[key]["value"] < 60_000
         assert 0 < ours[key]["detail"]["cpu_ms_median"] < 60_000
     for key, start in ((F.START_RATIO, F.START_OURS), (F.START_EMBEDDED_RATIO, F.START_EMBEDDED)):
         assert ours[key]["value"] == pytest.approx(ours[start]["value"] / ours[F.START_BARE]["value"])
+
+
+def test_the_starts_with_a_bar_run_as_the_default_install_without_opentelemetry(tmp_path: Path) -> None:
+    """redis-py imports OpenTelemetry's SDK with ``import redis`` wherever it is installed; the
+    default install has none, and the start part's processes find none either."""
+    probe = "import sys, redis; print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    hidden = ours_start._env(ours_start._without_otel(tmp_path))
+    seen = [
+        subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        for env in (hidden, ours_start._env())
+    ]
+    assert seen[0].strip() == "False"
+    assert seen[1].strip() == str(ours_start.otel_installed())

@@ -10,10 +10,17 @@ median of several starts, after one start not counted; the processes run with th
 written and read, as an installed package's is, whatever ``PYTHONDONTWRITEBYTECODE`` says here.
 The four kinds of start are taken in turns, so that the machine's load falls on each alike.  The
 ratio is ours / bare: how much more a start of ours costs than Python, Starlette and uvicorn's.
+
+The starts are those of the default install, which has no OpenTelemetry (an extra, ``otel``).
+Where its SDK is installed (the ``test`` extra has it), redis-py imports its metrics SDK with
+``import redis``, tracing on or not: so these starts run with a package ``opentelemetry`` first on
+their path that fails to import, as where it is not installed, and a fifth kind of start, with no
+bar, times ``serve`` (Redis running) to ``/ready`` with the SDK found: what the ``otel`` extra costs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import statistics
@@ -70,8 +77,10 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", l
 Spawn = Callable[[int], list[str]]
 #: A start's seconds, and the CPU seconds its process had used by then.
 Start = tuple[float, float | None]
-#: A command to start, and what its start waits for (see :func:`time_start`).
-Timed = tuple[Spawn, Callable[[int], bool]]
+#: A command to start, what its start waits for (see :func:`time_start`), and its environment.
+Timed = tuple[Spawn, Callable[[int], bool], dict[str, str]]
+#: What a start without OpenTelemetry finds first on its path (see the module).
+NO_OTEL = 'raise ImportError("not installed: the start is measured as the default install runs")\n'
 
 
 def _free_port() -> int:
@@ -80,11 +89,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _env() -> dict[str, str]:
+def _env(hidden: Path | None = None) -> dict[str, str]:
     """The environment of a started process: ours, without a setting of jobledger's (the command
-    line says where the ledger is) and with the bytecode cache on."""
+    line says where the ledger is) and with the bytecode cache on; with ``hidden`` (a folder) first
+    on its path."""
     drop_names = ("PYTHONDONTWRITEBYTECODE",)
-    return {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_") and k not in drop_names}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBLEDGER_") and k not in drop_names}
+    if hidden is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hidden), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def otel_installed() -> bool:
+    """Whether OpenTelemetry's SDK is installed here (redis-py then imports it at ``import redis``)."""
+    return importlib.util.find_spec("opentelemetry") is not None
+
+
+def _without_otel(tmp: Path) -> Path:
+    """A folder whose package ``opentelemetry`` fails to import, as it does where it is not installed."""
+    package = tmp / "without-otel" / "opentelemetry"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(NO_OTEL)
+    return package.parent
 
 
 def _answers(port: int, request: bytes, status: bytes, timeout: float) -> bool:
@@ -117,12 +143,15 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_start(command: list[str], port: int, answered: Callable[[int], bool] = _ready) -> Start:
-    """Seconds from spawning ``command`` to the first time ``answered`` (by default: the first 200
-    from ``/ready``) on ``port``, and the CPU seconds the process used by then (on a busy machine the
-    first counts the waits for a core too); the process is stopped after (SIGTERM, then SIGKILL)."""
+def time_start(
+    command: list[str], port: int, answered: Callable[[int], bool] = _ready, env: dict[str, str] | None = None
+) -> Start:
+    """Seconds from spawning ``command`` (in ``env``, by default :func:`_env`'s) to the first time
+    ``answered`` (by default: the first 200 from ``/ready``) on ``port``, and the CPU seconds the
+    process used by then (on a busy machine the first counts the waits for a core too); the process
+    is stopped after (SIGTERM, then SIGKILL)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, env=_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, env=_env() if env is None else env, stdin=subprocess.DEVNULL)
     try:
         while not answered(port):
             if proc.poll() is not None:
@@ -141,8 +170,8 @@ def interleaved_starts(spawns: list[Timed], runs: int) -> list[list[Start]]:
     command's starts, as (seconds, CPU seconds)."""
     times: list[list[Start]] = [[] for _ in spawns]
     for round_ in range(runs + 1):
-        for (spawn, answered), kept in zip(spawns, times, strict=True):
-            measured = time_start(spawn(port := _free_port()), port, answered)
+        for (spawn, answered, env), kept in zip(spawns, times, strict=True):
+            measured = time_start(spawn(port := _free_port()), port, answered, env)
             if round_:
                 kept.append(measured)
     return times
@@ -184,26 +213,37 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
         bare_script.write_text(BARE_APP)
         where = ("--redis-url", url, "--namespace", NAMESPACE)
         dirs = iter(range(runs + 1))
+        with_otel = otel_installed()
+        env = _env(_without_otel(Path(tmp)) if with_otel else None)
+
+        def serve_in_new_dir(port: int) -> list[str]:
+            return serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}"))
+
         spawns: list[Timed] = [
-            (lambda port: [sys.executable, str(bare_script), str(port)], _ready),
-            (lambda port: serve_command(port, *where), _ready),
-            (lambda port: serve_command(port, "--data-dir", str(Path(tmp) / f"data-{next(dirs)}")), _ready),
-            (lambda port: serve_command(port, *where), _created),
+            (lambda port: [sys.executable, str(bare_script), str(port)], _ready, env),
+            (lambda port: serve_command(port, *where), _ready, env),
+            (serve_in_new_dir, _ready, env),
+            (lambda port: serve_command(port, *where), _created, env),
         ]
+        if with_otel:
+            spawns.append((lambda port: serve_command(port, *where), _ready, _env()))
         try:
             _make_queue(url)
-            bare_times, ours_times, embedded_times, create_times = interleaved_starts(spawns, runs)
+            bare_times, ours_times, embedded_times, create_times, *otel_times = interleaved_starts(
+                spawns, runs
+            )
         finally:
             with redis.Redis.from_url(url) as client:
                 drop(client, Keys(NAMESPACE))
     bare, ours, embedded = _median(bare_times), _median(ours_times), _median(embedded_times)
     create = _median(create_times)
+    otel = f", {_median(otel_times[0]) * 1000:.0f} ms with OpenTelemetry's SDK" if otel_times else ""
     log(f"  bare Starlette {bare * 1000:.0f} ms, serve {ours * 1000:.0f} ms (Redis running), "
-        f"{embedded * 1000:.0f} ms (embedded), {create * 1000:.0f} ms to the first create")  # fmt: skip
+        f"{embedded * 1000:.0f} ms (embedded), {create * 1000:.0f} ms to the first create{otel}")  # fmt: skip
     note = f"median of {runs} starts, spawn to the first 200 from /ready"
     new_dir = f"{note}; the embedded server started in a new data directory"
     first_create = f"median of {runs} starts, spawn to the first 201 from POST /queue/{QUEUE}/job"
-    return {
+    figures = {
         F.START_OURS: _figure(f"{note}; Redis already running", ours, ours_times),
         F.START_EMBEDDED: _figure(new_dir, embedded, embedded_times),
         F.START_CREATE: _figure(f"{first_create}; Redis already running", create, create_times),
@@ -211,3 +251,7 @@ def measure(servers: Servers, settings: Settings, log: Callable[[str], None] = p
         F.START_RATIO: Figure(ours / bare, "x", "serve (Redis running) / bare Starlette"),
         F.START_EMBEDDED_RATIO: Figure(embedded / bare, "x", "serve (embedded Redis) / bare Starlette"),
     }
+    for times in otel_times:
+        label = f"{note}; Redis already running; OpenTelemetry's SDK installed"
+        figures[F.START_OTEL] = _figure(label, _median(times), times)
+    return figures

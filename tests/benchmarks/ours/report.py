@@ -58,6 +58,7 @@ ROWS: list[tuple[str, str, str]] = [
     (F.START_OURS, "start: serve, spawn to /ready 200, Redis running (ms)", "lower"),
     (F.START_EMBEDDED, "start: serve, spawn to /ready 200, embedded Redis (ms)", "lower"),
     (F.START_CREATE, "start: serve, spawn to the first create's 201, Redis running (ms)", "lower"),
+    (F.START_OTEL, "start: serve, spawn to /ready 200, OpenTelemetry's SDK installed (ms)", "lower"),
     (F.START_BARE, "start: bare Starlette under uvicorn, spawn to 200 (ms)", ""),
     (F.START_RATIO, "start: ratio, serve (Redis running) / bare", "lower"),
     (F.START_EMBEDDED_RATIO, "start: ratio, serve (embedded Redis) / bare", "lower"),
