@@ -163,6 +163,7 @@ class LedgerWatch:
         self._opening: asyncio.Task[None] | None = None
         self._idle: asyncio.TimerHandle | None = None
         self._stopping: set[asyncio.Task[Any]] = set()  # followers stopped for idleness, ending
+        self._locating: set[asyncio.Task[None]] = set()  # placements looked up before following
 
     def _router(self) -> AsyncPartitioned | None:
         """The router of the ledger (None: one runner, or a ledger opened on first use not open yet)."""
@@ -195,6 +196,14 @@ class LedgerWatch:
                 return set(range(partitioning.count))
         return found
 
+    def _unplaced(self, topics: Iterable[Topic]) -> list[str]:
+        """The queues of ``topics`` whose partition this process has not looked up (on a split ledger)."""
+        router = self._router()
+        if router is None or router.partitioning.count == 1:
+            return []
+        placed = router.partitioning.placed
+        return [str(value) for kind, value in topics if kind == "queue" and str(value) not in placed]
+
     def subscribe(self, topics: Iterable[Topic]) -> Subscription:
         """A subscription to ``topics``, following the ledger (the partitions they concern) if nobody
         did; close it when done."""
@@ -208,8 +217,24 @@ class LedgerWatch:
             if self._opening is None or self._opening.done():
                 self._opening = asyncio.create_task(self._open_then_follow(), name="ledger-watch-opening")
             return sub
+        if unplaced := self._unplaced(sub.topics):
+            task = asyncio.create_task(self._locate_then_follow(unplaced), name="ledger-watch-locating")
+            self._locating.add(task)
+            task.add_done_callback(self._locating.discard)
+            return sub
         self._follow_partitions(self._partitions_of(sub.topics))
         return sub
+
+    async def _locate_then_follow(self, queues: list[str]) -> None:
+        """Look up where ``queues`` live, then follow what the subscriptions concern: a queue's own
+        partition rather than every one, each of whose followers, starting, would wake its waiters
+        once more (a queue placed nowhere, or a failed look-up: every partition, as before)."""
+        router = self._router()
+        assert router is not None
+        with contextlib.suppress(redis.RedisError, OSError, Unavailable):
+            await router.locate(queues)
+        if self._subscribers:
+            self._follow_partitions(self._partitions_of(self._subscribers))
 
     def _follow_partitions(self, partitions: Iterable[int]) -> None:
         runners = self._runners()
@@ -233,7 +258,9 @@ class LedgerWatch:
                 self._wake()
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, RETRY_MAX)
-        if self._subscribers:
+        if unplaced := self._unplaced(self._subscribers):
+            await self._locate_then_follow(unplaced)
+        elif self._subscribers:
             self._follow_partitions(self._partitions_of(self._subscribers))
 
     async def wait(self, topics: Iterable[Topic], timeout: float | None) -> bool:
@@ -340,7 +367,8 @@ class LedgerWatch:
         if self._idle is not None:
             self._idle.cancel()
         opening = [] if self._opening is None else [self._opening]
-        await cancel_and_wait([*opening, *self._tasks.values()])
+        await cancel_and_wait([*opening, *self._locating])
+        await cancel_and_wait(list(self._tasks.values()))
         await asyncio.gather(*self._stopping)  # those stopped for idleness: their stop runs to its end
 
 

@@ -10,6 +10,7 @@ import time
 import redis.asyncio
 
 from jobledger.ledger import commands
+from jobledger.ledger.partitioned import open_ledger, open_ledger_async
 from jobledger.ledger.requests import JobOptions, QueueSettings
 from jobledger.ledger.runner import AsyncLedger
 from jobledger.ledger.watch import ANY, LedgerWatch, entry_topics, job_topic, queue_topic, token_topic
@@ -152,3 +153,36 @@ def test_a_token_revocation_wakes_the_topic_of_that_token_only() -> None:
     assert entry_topics(revoked) == {ANY, token_topic("ci")}
     created = {b"type": b"token_created", b"queue": b"", b"data": b'{"name":"ci","scopes":["read"]}'}
     assert entry_topics(created) == {ANY}
+
+
+def test_a_waiter_on_a_queue_placed_by_another_process_follows_its_partition_only(
+    redis_url: str, namespace: str
+) -> None:
+    """Each follower, as it starts, wakes every waiter once more: following every partition of a
+    split ledger would wake a long-poll once per partition."""
+    maker = open_ledger(redis_url, namespace, 8)
+    try:
+        maker.run(commands.put_queue("q", QueueSettings()))
+        where = maker.locate(["q"])["q"]
+    finally:
+        for runner in maker.runners:
+            runner.client.close()
+
+    async def scenario() -> tuple[list[int], bool]:
+        router = await open_ledger_async(redis_url, namespace)
+        watch = LedgerWatch(router, block=200)
+        try:
+            assert "q" not in router.partitioning.placed  # this process has not looked it up
+            with watch.subscribe([queue_topic("q")]) as sub:
+                assert await sub.wait(5)  # the follower, started, wakes it once
+                followed = sorted(watch._tasks)
+                woken_again = await sub.wait(0.5)
+            return followed, woken_again
+        finally:
+            await watch.close()
+            for runner in router.runners:
+                await runner.client.aclose()
+
+    followed, woken_again = asyncio.run(scenario())
+    assert followed == [where]
+    assert not woken_again
