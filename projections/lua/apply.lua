@@ -12,7 +12,8 @@
 
 -- One table holds the event for every apply() (appliers read it while they run, keep nothing of
 -- it, and never apply an event themselves; apply sets all six fields first): a table per event, or
--- per call, costs more than its fields.  (made with its six fields, so that setting them never grows it)
+-- per call, costs more than its fields.  (Made with its six fields, so that setting them never
+-- grows it.)
 --- @scratch "EVENT"
 local EVENT = {id = false, type = false, at = false, job = false, queue = false, data = false}
 -- '{}', the commonest data, is neither decoded nor made a table of its own at each event: appliers
