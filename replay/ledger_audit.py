@@ -18,6 +18,7 @@ its root).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,10 @@ from jobledger.replay.source import read_ledger
 KINDS = ("altered", "removed", "reordered", "inserted", "truncated", "bad signature", "inconsistent")
 #: How far ahead a changed event's content is looked for among the sealed ones (``reordered``).
 REORDER_WINDOW = 64
+#: A sealer at work publishes a checkpoint as two writes, the kept one then the latest, while the
+#: audit reads the latest then the kept ones: a kept checkpoint newer than the latest read is looked
+#: at again this many times, this many seconds apart, before it is called a truncation.
+LATEST_READS, LATEST_PAUSE = 5, 0.2
 
 
 @dataclass(frozen=True)
@@ -107,23 +112,28 @@ def _consistent(log: SealedLog, old: Checkpoint, latest: Checkpoint, where: str)
 def audit_checkpoints(log: SealedLog, audit: LogAudit, since: str | bytes | None) -> Checkpoint | None:
     """Step 1 and 2 (see the module): the latest checkpoint once they pass; None otherwise (the
     finding in ``audit``) or when nothing was ever sealed."""
-    note = log.files.read("checkpoint")
-    if note is None:
-        audit.notes.append("nothing sealed yet")
-        if since is not None:
-            audit.finding = Finding("truncated", "the latest checkpoint", "the log has no checkpoint")
-        return None
-    latest = _opened(log, note, "the latest checkpoint")
-    if isinstance(latest, Finding):
-        audit.finding = latest
-        return None
+    for reads in range(1, LATEST_READS + 1):
+        note = log.files.read("checkpoint")
+        if note is None:
+            audit.notes.append("nothing sealed yet")
+            if since is not None:
+                audit.finding = Finding("truncated", "the latest checkpoint", "the log has no checkpoint")
+            return None
+        opened = _opened(log, note, "the latest checkpoint")
+        if isinstance(opened, Finding):
+            audit.finding = opened
+            return None
+        latest, history = opened, log.history()
+        if max((size for size, _ in history), default=0) <= latest.size or reads == LATEST_READS:
+            break
+        time.sleep(LATEST_PAUSE)  # published meanwhile: the latest follows its kept checkpoint
     audit.size, audit.checkpoints = latest.size, 1
     try:
         log.checked_nodes(latest)
     except (Malformed, SealError) as error:
         audit.finding = Finding("inconsistent", "the tiles", str(error))
         return None
-    kept: list[tuple[str, str | bytes]] = [(f"checkpoint {size}", n) for size, n in log.history()]
+    kept: list[tuple[str, str | bytes]] = [(f"checkpoint {size}", n) for size, n in history]
     if since is not None:
         kept.insert(0, ("the checkpoint given", since))
     for where, old_note in kept:
