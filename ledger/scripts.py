@@ -74,7 +74,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 from jobledger.ledger.keys import TEMPLATES, lua_inline_keys, lua_prelude
@@ -114,10 +114,12 @@ _NAMES = re.compile(r'--\[\[ @names "(\w*)" \]\] \{\}')
 _EACH_CALL = re.compile(r'^--- @each_call "(\w+)"', re.MULTILINE)
 _SCRATCH = re.compile(r'^--- @scratch "(\w+)"', re.MULTILINE)
 _TOP_LOCAL = re.compile(r"^local ((?!function\b)[\w, ]+?) =", re.MULTILINE)
-#: An assignment's targets, up to its ``=``: names, fields and indexes, separated by commas.
-_TARGETS = r"(?:\s*,\s*[\w.]+(?:\[[^\]\n]*\])*)*\s*=(?!=)"
 #: A table library call that changes its first argument.
 _CHANGES = r"\b(?:table\.insert|table\.remove|table\.sort|rawset)\(\s*"
+#: What a statement changes: the targets of an assignment, or a table library call's first argument.
+_WRITTEN = re.compile(
+    rf"(?<![\w.])(\w+(?:\.\w+|\[[^\]\n]*\])*(?:\s*,\s*[\w.]+(?:\[[^\]\n]*\])*)*)\s*=(?!=)|{_CHANGES}(\w+)\b"
+)
 
 
 class CompositionError(ValueError):
@@ -134,6 +136,11 @@ class Piece:
     def code(self) -> str:
         """The text without its comments."""
         return _COMMENT.sub("", self.text)
+
+    @cached_property
+    def changes(self) -> tuple[str, ...]:
+        """The names its code assigns or changes (see :func:`_check_kept`)."""
+        return _changes(self.code)
 
 
 @dataclass(frozen=True)
@@ -291,31 +298,37 @@ def _check_kept(pieces: Sequence[Piece]) -> None:
         declared = {*_EACH_CALL.findall(piece.text), *_SCRATCH.findall(piece.text)}
         for found in _TOP_LOCAL.findall(piece.code):
             owners.update((n.strip(), piece.path) for n in found.split(",") if n.strip() not in declared)
-    if not owners:
-        return
     for piece in pieces:
-        statements = re.split(r"[;\n]", piece.code)
-        aliases = {
-            alias: name
-            for statement in statements
-            if (made := re.fullmatch(r"\s*local (\w+) = (\w+)\s*", statement)) and made.group(2) in owners
-            for alias, name in [made.groups()]
-        }
-        watched = {**{name: name for name in owners}, **aliases}
-        names = "|".join(map(re.escape, watched))
-        written = re.compile(rf"(?<![\w.])({names})(?:\.\w+|\[[^\]\n]*\])*{_TARGETS}|{_CHANGES}({names})\b")
-        for statement in statements:
-            if statement.lstrip().startswith("local "):
-                continue  # a declaration (at the top: the local itself; in a function: another)
-            found = written.search(statement)
-            if found:
-                name = watched[found.group(1) or found.group(2)]
+        for name in piece.changes:
+            if name in owners:
                 raise CompositionError(
                     f"{piece.path} changes {name}, a top-level local of {owners[name]}, which a library "
                     f'keeps from call to call: declare it --- @each_call "{name}" above its line '
                     f'(made again at every call), or --- @scratch "{name}" (every field set before it '
                     "is read), or keep it constant"
                 )
+
+
+def _changes(code: str) -> tuple[str, ...]:
+    """The names a file's code assigns or changes (see :func:`_check_kept`), in order, a local's
+    alias (``local a = NAME``) counted as its name; declarations (``local ...``) are not changes."""
+    statements = re.split(r"[;\n]", code)
+    aliases = {
+        made.group(1): made.group(2)
+        for statement in statements
+        if (made := re.fullmatch(r"\s*local (\w+) = (\w+)\s*", statement))
+    }
+    found: list[str] = []
+    for statement in statements:
+        if statement.lstrip().startswith("local "):
+            continue  # a declaration (at the top: the local itself; in a function: another)
+        for written in _WRITTEN.finditer(statement):
+            targets = written.group(1) or written.group(2)
+            for target in targets.split(","):
+                base = re.match(r"\s*(\w+)", target)
+                if base:
+                    found.append(aliases.get(base.group(1), base.group(1)))
+    return tuple(dict.fromkeys(found))
 
 
 def _fresh(piece: Piece, name: str) -> str:
