@@ -101,7 +101,7 @@ def _env(hidden: Path | None = None) -> dict[str, str]:
 
 
 def otel_installed() -> bool:
-    """Whether OpenTelemetry's SDK is installed here (redis-py then imports it at ``import redis``)."""
+    """Whether OpenTelemetry's SDK is installed here (recent redis-py then imports it at ``import redis``)."""
     return importlib.util.find_spec("opentelemetry") is not None
 
 
