@@ -3,9 +3,11 @@
 Off the hot path: appending an event costs what it did; a sealer per partition reads the stream in
 order after the last event it sealed, hashes the new events into the tree
 (:class:`~jobledger.replay.sealing.LogSealer`), and publishes the new tiles, then the checkpoint,
-outside Redis (:mod:`jobledger.blobs.log_files`).  A round runs every ``[ledger] seal_interval``
-while events come (an idle round is one XREVRANGE), and a round that has work publishes at least
-once per interval however far behind it is.  The hashing and the files are done in a thread.
+outside Redis (:mod:`jobledger.blobs.log_files`).  A round starts every ``[ledger] seal_interval``
+while events come (an idle round is one XREVRANGE); a round that has work publishes at least once per
+interval however far behind it is, and one that took the whole interval is followed at once (an
+event waits at most about an interval for the round that seals it, not an interval after a long
+round).  The hashing and the files are done in a thread.
 
 One sealer at a time per partition: a round holds ``{NS}:seal:lock`` (as the archiver holds its
 lock), and starts from what was published (the latest checkpoint and its tiles), so another
@@ -238,13 +240,15 @@ class Sealer:
         await self.ledger.client.hset(self.keys.build("seal"), mapping=record)
 
     async def run(self) -> None:
-        """Rounds every interval until cancelled; a failed round is logged and tried again later."""
+        """A round every interval (at once after one that took the interval) until cancelled; a failed
+        round is logged and tried again later."""
         log.info("sealing %s every %gs with key %s", self.origin, self.interval, self.core.signer)
         pause = RETRY_FIRST
         while True:
+            started = time.monotonic()
             try:
                 await self.round()
-                wait, pause = self.interval, RETRY_FIRST
+                wait, pause = next_round_in(self.interval, time.monotonic() - started), RETRY_FIRST
             except Unavailable as exc:
                 log.warning("sealing %s skipped: %s", self.origin, exc)
                 wait, pause = pause, min(pause * 2, RETRY_MAX)
@@ -255,6 +259,12 @@ class Sealer:
                 log.exception("sealing %s failed", self.origin)
                 wait, pause = pause, min(pause * 2, RETRY_MAX)
             await asyncio.sleep(wait)
+
+
+def next_round_in(interval: float, took: float) -> float:
+    """Seconds from the end of a round that took ``took`` to the start of the next: rounds start
+    every ``interval``, and a round that took it all is followed at once."""
+    return max(0.0, interval - took)
 
 
 def seal_loop(

@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 
 from jobledger.blobs.log_files import Conflict
 from jobledger.ledger import commands
 from jobledger.ledger.keys import Keys
 from jobledger.ledger.partitioned import OpeningLedger, open_ledger
 from jobledger.ledger.requests import JobOptions, QueueSettings
-from jobledger.ledger.runner import Ledger
+from jobledger.ledger.runner import AsyncLedger, Ledger
 from jobledger.ledger.seal.hashes import EMPTY_ROOT, leaf_hash, node_hash
 from jobledger.ledger.seal.keys import write_key_file
 from jobledger.ledger.seal.leaves import leaf_bytes
 from jobledger.ledger.seal.verify import verify_consistency, verify_inclusion
 from jobledger.scheduler.loop import CHECKS
 from jobledger.scheduler.loop import run as run_scheduler
+from jobledger.scheduler.sealer import Sealer, next_round_in
 from tests.cli.process_support import clean_env
 from tests.seal_support import seal, sealed_log, settings, signer
 from tests.support.replay import stream_entries, workload
@@ -184,3 +189,44 @@ def test_a_split_ledger_is_sealed_as_one_log_per_partition_by_the_scheduler(
     finally:
         for runner in router.runners:
             runner.client.close()
+
+
+class TimedRounds(Sealer):
+    """A sealer whose rounds take ``took`` seconds of real time each, their starts recorded."""
+
+    def __init__(self, *args: Any, took: list[float]) -> None:
+        super().__init__(*args)
+        self.took, self.starts = took, list[float]()
+
+    async def round(self) -> int:
+        self.starts.append(time.monotonic())
+        await asyncio.sleep(self.took[min(len(self.starts), len(self.took)) - 1])
+        return 1
+
+
+@pytest.mark.parametrize(("took", "gaps"), [([0.4], (0.45, 0.75)), ([0.7], (0.65, 0.95))])
+def test_rounds_start_every_interval_and_a_long_one_is_followed_at_once(
+    redis_url: str, namespace: str, tmp_path: Path, took: list[float], gaps: tuple[float, float]
+) -> None:
+    """Interval 0.5 s: rounds of 0.4 s start 0.5 s apart (not 0.9), rounds of 0.7 s follow one
+    another at once (not 0.5 s after the last ended): an event waits about an interval for its round."""
+
+    async def run() -> list[float]:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        sealer = TimedRounds(AsyncLedger(client, namespace), settings(tmp_path, signer(namespace), 500),
+                             namespace, None, took=took)  # fmt: skip
+        task = asyncio.create_task(sealer.run())
+        await asyncio.sleep(2.2)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+        return [b - a for a, b in itertools.pairwise(sealer.starts)]
+
+    between = asyncio.run(run())
+    assert len(between) >= 2 and all(gaps[0] <= gap <= gaps[1] for gap in between), between
+
+
+def test_the_next_round_is_due_an_interval_after_the_last_began() -> None:
+    assert next_round_in(1.0, 0.25) == 0.75
+    assert next_round_in(1.0, 1.0) == 0.0
+    assert next_round_in(1.0, 3.5) == 0.0
