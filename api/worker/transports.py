@@ -24,7 +24,7 @@ import json
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar, cast
@@ -50,6 +50,7 @@ from jobledger.ledger.watch import LedgerWatch, Subscription, queue_topic
 from jobledger.projections import readers
 from jobledger.worker import blob_files
 from jobledger.worker.commit import ClientBatches, GroupCommit, LedgerBatches, translated
+from jobledger.worker.long_polls import LongPolls
 from jobledger.worker.result_files import ResultFile
 from jobledger.worker.watch import JobWatch, QueueFeeds, Watching
 
@@ -252,6 +253,7 @@ class HttpTransport(Finishing):
         self._errors = FetchErrors()
         self._in_flight = asyncio.Semaphore(IN_FLIGHT)
         self._finishing: GroupCommit[FetchedJob] = GroupCommit(ClientBatches(self.client, self._short))
+        self._long_polls = LongPolls(self._hand_back_all)
 
     def describe(self) -> str:
         return f"server {self.client.url}"
@@ -280,18 +282,26 @@ class HttpTransport(Finishing):
         self, queues: list[str], count: int, worker: str, stopping: asyncio.Event
     ) -> list[Assignment]:
         """One queue: one long-poll, after a look that goes with the updates waiting to go, if any.
-        Several: a look at each in order, then, if all were empty, a long-poll on each at once; the
-        first to answer ends the others (the server, seeing its client leave, fetches nothing more
-        for it)."""
+        Several: a look at each in order (but those with a poll still open), then, if all were
+        empty, a long-poll on each at once; once one answers with jobs, the others stay open
+        (:class:`~jobledger.worker.long_polls.LongPolls`)."""
         if len(queues) > 1 or self._finishing.waiting():
             jobs: list[Assignment] = []
             for queue in queues:
-                if len(jobs) < count:
+                if len(jobs) < count and not self._long_polls.is_open(queue):
                     jobs += await self._fetch_logged(queue, count - len(jobs), worker, None)
             if jobs or stopping.is_set():
                 return jobs
-        polls = [asyncio.ensure_future(self._poll(q, count, worker)) for q in queues]
-        return await first_answers(polls, stopping)
+        return await self._long_polls.first_answers(
+            queues, count, lambda queue, n: self._poll(queue, n, worker), stopping
+        )
+
+    async def _hand_back_all(self, jobs: list[Assignment]) -> None:
+        for job in jobs:
+            try:
+                await self.hand_back(job)
+            except ClientError as exc:
+                log.warning("job %s: not handed back (%s); its timeout will recover it", job.id, exc)
 
     async def _poll(self, queue: str, count: int, worker: str) -> list[Assignment]:
         began = time.monotonic()
@@ -339,31 +349,11 @@ class HttpTransport(Finishing):
         return self._feeds.watch(job, on_over)
 
     async def close(self) -> None:
+        await self._long_polls.close()
         await self._finishing.drained()
         await self._feeds.close()
         await self._polls.aclose()
         await self.client.aclose()
-
-
-async def first_answers(
-    polls: Sequence[asyncio.Future[list[Assignment]]], stopping: asyncio.Event
-) -> list[Assignment]:
-    """The jobs of the polls that answered first (all that answered by then, in their order), once
-    one answers with jobs, all answered empty, or ``stopping`` is set; the others are cancelled."""
-    stop = asyncio.ensure_future(stopping.wait())
-    pending: set[asyncio.Future[Any]] = set(polls)
-    try:
-        while pending and not stop.done():
-            done, pending = await asyncio.wait(pending | {stop}, return_when=asyncio.FIRST_COMPLETED)
-            pending.discard(stop)
-            if any(p in done and p.result() for p in polls):
-                break
-    finally:
-        stop.cancel()
-        for poll in pending:
-            poll.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-    return [job for p in polls if p.done() and not p.cancelled() for job in p.result()]
 
 
 class RedisTransport(Finishing):

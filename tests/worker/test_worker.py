@@ -245,6 +245,36 @@ def test_queues_are_served_in_the_order_given(
     assert max(started[:3]) <= min(started[3:])
 
 
+def test_a_poll_still_open_when_the_worker_took_another_queues_job_hands_its_job_back(
+    api: Client, server: str, redis_url: str, namespace: str
+) -> None:
+    """Over HTTP a worker long-polls each of its queues at once.  When one answers, the others stay
+    open (one given up as the server fetched for it would leave that job running for nobody until its
+    timeout): a job one of them brings while the worker is busy goes back to its queue at once, and
+    is worked when a slot is free."""
+    gate = threading.Event()
+
+    def handler(job: JobContext) -> str:
+        if job.input.get("hold"):
+            wait_for(gate)
+        return "done"
+
+    api.put_queue("a")
+    api.put_queue("b")
+    worker = make_worker("http", handler, ["a", "b"], server, redis_url, namespace)
+    with working(worker):
+        time.sleep(0.5)  # both polls open
+        held = api.submit("a", {"hold": True})
+        eventually(lambda: api.get(held).status == "running", timeout=10)
+        late = api.submit("b", {})
+        eventually(lambda: "job_returned" in types(api, late), timeout=10)
+        assert api.get(late).status == "queued"
+        gate.set()
+        assert api.wait(late, timeout=15).status == "completed"
+    assert types(api, late) == ["job_created", "job_started", "job_returned", "job_started", "job_completed"]
+    assert worker.counts["completed"] == 2
+
+
 @pytest.fixture
 def private_redis() -> Iterator[str]:
     """A Redis server of this test's own, whose command counts only the test moves."""
