@@ -14,26 +14,27 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from jobledger.worker.transports import Assignment
+from typing import Any, Generic, Protocol, TypeVar
 
 log = logging.getLogger("jobledger.worker")
 
-Jobs = list["Assignment"]
-Poll = asyncio.Future[Jobs]
-Start = Callable[[str, int], Awaitable[Jobs]]
+
+class Job(Protocol):
+    @property
+    def id(self) -> int: ...
 
 
-class LongPolls:
+J = TypeVar("J", bound=Job)
+
+
+class LongPolls(Generic[J]):
     """The open long-polls of one worker, by queue; ``hand_back`` returns the jobs of a poll that
     answered while no wait held it."""
 
-    def __init__(self, hand_back: Callable[[Jobs], Awaitable[None]]) -> None:
+    def __init__(self, hand_back: Callable[[list[J]], Awaitable[None]]) -> None:
         self._hand_back = hand_back
-        self._open: dict[str, Poll] = {}
-        self._held: set[Poll] = set()
+        self._open: dict[str, asyncio.Future[list[J]]] = {}
+        self._held: set[asyncio.Future[list[J]]] = set()
         self._returning: set[asyncio.Future[None]] = set()
         self._stop_watch: asyncio.Future[None] | None = None
 
@@ -41,8 +42,12 @@ class LongPolls:
         return queue in self._open
 
     async def first_answers(
-        self, queues: Sequence[str], count: int, start: Start, stopping: asyncio.Event
-    ) -> Jobs:
+        self,
+        queues: Sequence[str],
+        count: int,
+        start: Callable[[str, int], Awaitable[list[J]]],
+        stopping: asyncio.Event,
+    ) -> list[J]:
         """The jobs of the polls of ``queues`` (a queue's open poll, else one ``start(queue, count)``
         opens) that answered first, in the queues' order, once one answers with jobs, all answered
         empty, or ``stopping`` is set.  Stopping (or this wait cancelled) cancels the polls still
@@ -68,7 +73,9 @@ class LongPolls:
                 self._stop_watch = asyncio.ensure_future(self._cancel_when(stopping))
         return [job for p in polls if p.done() and not p.cancelled() for job in p.result()]
 
-    def _hold(self, queue: str, count: int, start: Start) -> Poll:
+    def _hold(
+        self, queue: str, count: int, start: Callable[[str, int], Awaitable[list[J]]]
+    ) -> asyncio.Future[list[J]]:
         poll = self._open.get(queue)
         if poll is None:
             poll = self._open[queue] = asyncio.ensure_future(start(queue, count))
@@ -76,7 +83,7 @@ class LongPolls:
         self._held.add(poll)
         return poll
 
-    def _answered(self, queue: str, poll: Poll) -> None:
+    def _answered(self, queue: str, poll: asyncio.Future[list[J]]) -> None:
         if self._open.get(queue) is poll:
             del self._open[queue]
         if poll in self._held:
@@ -100,7 +107,7 @@ class LongPolls:
         await stopping.wait()
         self._cancel_open()
 
-    def _cancel_open(self) -> list[Poll]:
+    def _cancel_open(self) -> list[asyncio.Future[list[J]]]:
         polls = list(self._open.values())
         for poll in polls:
             poll.cancel()
@@ -114,5 +121,5 @@ class LongPolls:
         await asyncio.gather(*self._cancel_open(), *self._returning, *watch, return_exceptions=True)
 
 
-def _jobs(poll: Poll) -> bool:
+def _jobs(poll: asyncio.Future[list[Any]]) -> bool:
     return poll.done() and not poll.cancelled() and poll.exception() is None and bool(poll.result())

@@ -253,7 +253,7 @@ class HttpTransport(Finishing):
         self._errors = FetchErrors()
         self._in_flight = asyncio.Semaphore(IN_FLIGHT)
         self._finishing: GroupCommit[FetchedJob] = GroupCommit(ClientBatches(self.client, self._short))
-        self._long_polls = LongPolls(self._hand_back_all)
+        self._long_polls: LongPolls[Assignment] = LongPolls(self._hand_back_all)
 
     def describe(self) -> str:
         return f"server {self.client.url}"
